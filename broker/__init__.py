@@ -1,0 +1,1 @@
+"""minibroker: a single-node Kafka-compatible broker."""

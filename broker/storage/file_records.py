@@ -1,0 +1,266 @@
+"""FileRecords: a ``.log`` file, i.e. RecordBatch v2 entries back to back with no file header.
+
+The file is append-only through ``append`` (one ``pwrite`` at the end per call, so the
+bytes of an append land in one sequential write), may be truncated to a batch boundary
+(recovery, truncation), and is read three ways:
+
+- ``batch_headers(start)``: header views of consecutive batches, read with one 61-byte
+  ``pread`` per batch; never reads records. Used to translate offsets and to find timestamps.
+- ``iter_batches(start, validate=True)``: whole batches read in large chunks and checked by
+  CRC; used by recovery.
+- ``slice(position, size)``: ``(fd, position, size)`` for ``os.sendfile``.
+
+Like Kafka's batch iterator, both iterators stop silently at a partial trailing batch (fewer
+than 17 bytes left, or a batch running past the end); callers that care (recovery, the dump
+tool) compare the position reached with ``size``. A size field below the 61-byte minimum
+raises CorruptRecordError (a zero-filled preallocated tail looks like that).
+
+A preallocated file (``preallocate=True``, Kafka's ``log.preallocate``) is extended to
+``init_file_size`` zero bytes at creation while its logical size starts at 0; ``trim``
+cuts it back to the logical size when the segment becomes inactive or is closed.
+"""
+
+from __future__ import annotations
+
+import os
+import struct
+from typing import Iterator, NamedTuple
+
+from client.records.batch import (
+    HEADER_SIZE_UP_TO_MAGIC,
+    LOG_OVERHEAD,
+    RECORDS_OFFSET,
+    CorruptRecordError,
+    RecordBatchHeader,
+    validate_batch,
+)
+from client.records.record import iter_records
+
+__all__ = ["FileRecords", "FileSlice", "LogOffsetPosition", "TimestampAndOffset"]
+
+_LENGTH = struct.Struct(">i")
+_RECOVERY_CHUNK = 4 << 20  # recovery reads 4 MiB at a time (more when one batch is larger)
+
+
+class FileSlice(NamedTuple):
+    """Bytes ``[position, position + size)`` of an open file, ready for ``os.sendfile``."""
+
+    fd: int
+    position: int
+    size: int
+
+
+class LogOffsetPosition(NamedTuple):
+    """A batch found by offset: its last offset, file position and size in bytes."""
+
+    offset: int
+    position: int
+    size: int
+
+
+class TimestampAndOffset(NamedTuple):
+    timestamp: int
+    offset: int
+    leader_epoch: int | None = None
+
+
+class FileRecords:
+    def __init__(self, path: str, fd: int, size: int, writable: bool) -> None:
+        self.path = path
+        self._fd = fd
+        self._size = size
+        self.writable = writable
+
+    @classmethod
+    def open(
+        cls,
+        path: str,
+        *,
+        file_already_exists: bool = False,
+        init_file_size: int = 0,
+        preallocate: bool = False,
+        writable: bool = True,
+    ) -> "FileRecords":
+        if not writable:
+            fd = os.open(path, os.O_RDONLY)
+            return cls(path, fd, os.fstat(fd).st_size, False)
+        flags = os.O_RDWR | os.O_CREAT
+        fd = os.open(path, flags, 0o644)
+        if preallocate and not file_already_exists and os.fstat(fd).st_size == 0:
+            os.ftruncate(fd, init_file_size)
+            return cls(path, fd, 0, True)
+        return cls(path, fd, os.fstat(fd).st_size, True)
+
+    @property
+    def fd(self) -> int:
+        return self._fd
+
+    @property
+    def size(self) -> int:
+        """Logical size in bytes: the end of the last appended batch."""
+        return self._size
+
+    @property
+    def closed(self) -> bool:
+        return self._fd < 0
+
+    # -- writing --
+
+    def append(self, data: bytes | bytearray | memoryview) -> int:
+        """Write ``data`` at the end of the file with one pwrite; returns the bytes written."""
+        view = memoryview(data)
+        n = len(view)
+        pos = self._size
+        written = os.pwrite(self._fd, view, pos)
+        while written < n:  # a regular file only writes short on errors such as ENOSPC
+            more = os.pwrite(self._fd, view[written:], pos + written)
+            if more <= 0:
+                raise OSError(f"short write to {self.path}")
+            written += more
+        self._size = pos + n
+        return n
+
+    def truncate_to(self, target_size: int) -> int:
+        """Cut the file to ``target_size`` bytes; returns the number of bytes removed."""
+        if target_size < 0 or target_size > self._size:
+            raise ValueError(
+                f"attempt to truncate {self.path} to {target_size} bytes; its size is {self._size}"
+            )
+        actual = os.fstat(self._fd).st_size
+        if target_size < actual:
+            os.ftruncate(self._fd, target_size)
+        removed = self._size - target_size
+        self._size = target_size
+        return removed
+
+    def trim(self) -> None:
+        """Cut a preallocated file back to its logical size."""
+        if self.writable and os.fstat(self._fd).st_size > self._size:
+            os.ftruncate(self._fd, self._size)
+
+    def flush(self) -> None:
+        """fsync the file (data and metadata: the size changes with every append)."""
+        os.fsync(self._fd)
+
+    def close(self) -> None:
+        if self._fd >= 0:
+            self.trim()
+            os.close(self._fd)
+            self._fd = -1
+
+    def close_handlers(self) -> None:
+        if self._fd >= 0:
+            os.close(self._fd)
+            self._fd = -1
+
+    def rename_to(self, new_path: str) -> None:
+        os.rename(self.path, new_path)
+        self.path = new_path
+
+    def delete_if_exists(self) -> bool:
+        self.close_handlers()
+        try:
+            os.unlink(self.path)
+            return True
+        except FileNotFoundError:
+            return False
+
+    # -- reading --
+
+    def read(self, position: int, size: int) -> bytes:
+        return os.pread(self._fd, size, position)
+
+    def slice(self, position: int, size: int) -> FileSlice:
+        end = min(self._size, position + max(size, 0))
+        return FileSlice(self._fd, position, max(0, end - position))
+
+    def batch_headers(self, start: int = 0, end: int | None = None) -> Iterator[tuple[int, RecordBatchHeader]]:
+        """``(position, header)`` of each whole batch in ``[start, end)``; reads headers only."""
+        if end is None:
+            end = self._size
+        pos = start
+        fd = self._fd
+        while end - pos >= HEADER_SIZE_UP_TO_MAGIC:
+            head = os.pread(fd, RECORDS_OFFSET, pos)
+            if len(head) < HEADER_SIZE_UP_TO_MAGIC:
+                return
+            size = _LENGTH.unpack_from(head, 8)[0] + LOG_OVERHEAD
+            if size < RECORDS_OFFSET:
+                raise CorruptRecordError(
+                    f"record size {size} at position {pos} of {self.path} is smaller than the"
+                    f" minimum record batch overhead ({RECORDS_OFFSET})"
+                )
+            if pos + size > end or len(head) < RECORDS_OFFSET:
+                return
+            yield pos, RecordBatchHeader(head)
+            pos += size
+
+    def iter_batches(
+        self, start: int = 0, *, validate: bool = True, end: int | None = None
+    ) -> Iterator[tuple[int, RecordBatchHeader]]:
+        """``(position, header)`` of each whole batch, read in 4 MiB chunks. With ``validate``
+        every batch is checked (magic, length, CRC, count) and the first bad one raises."""
+        if end is None:
+            end = self._size
+        pos = start
+        chunk = _RECOVERY_CHUNK
+        while end - pos >= HEADER_SIZE_UP_TO_MAGIC:
+            buf = os.pread(self._fd, min(chunk, end - pos), pos)
+            off = 0
+            n = len(buf)
+            need = 0
+            while n - off >= HEADER_SIZE_UP_TO_MAGIC:
+                size = _LENGTH.unpack_from(buf, off + 8)[0] + LOG_OVERHEAD
+                if size < RECORDS_OFFSET:
+                    raise CorruptRecordError(
+                        f"record size {size} at position {pos + off} of {self.path} is smaller"
+                        f" than the minimum record batch overhead ({RECORDS_OFFSET})"
+                    )
+                if off + size > n:
+                    need = size
+                    break
+                if validate:
+                    header = validate_batch(buf, off, off + size)
+                else:
+                    header = RecordBatchHeader(buf, off)
+                yield pos + off, header
+                off += size
+            if off == 0:
+                if need and pos + need <= end and need > chunk:
+                    chunk = need  # one batch larger than the chunk: read it whole
+                    continue
+                return  # partial trailing batch
+            pos += off
+
+    def search_for_offset_with_size(self, target_offset: int, start_position: int) -> LogOffsetPosition | None:
+        """First batch at or after ``start_position`` whose last offset >= target."""
+        for pos, h in self.batch_headers(start_position):
+            last = h.last_offset
+            if last >= target_offset:
+                return LogOffsetPosition(last, pos, h.size_in_bytes)
+        return None
+
+    def search_for_timestamp(
+        self, target_timestamp: int, start_position: int, starting_offset: int
+    ) -> TimestampAndOffset | None:
+        """First record with timestamp >= target and offset >= starting_offset, scanning
+        batches from ``start_position``; only the batch that holds it is decoded."""
+        for pos, h in self.batch_headers(start_position):
+            if h.max_timestamp >= target_timestamp:
+                data = self.read(pos, h.size_in_bytes)
+                for rec in iter_records(data):
+                    if rec.timestamp >= target_timestamp and rec.offset >= starting_offset:
+                        epoch = h.partition_leader_epoch
+                        return TimestampAndOffset(rec.timestamp, rec.offset, None if epoch < 0 else epoch)
+        return None
+
+    def largest_timestamp_after(self, start_position: int) -> TimestampAndOffset:
+        max_ts, offset = -1, -1
+        for _, h in self.batch_headers(start_position):
+            ts = h.max_timestamp
+            if ts > max_ts:
+                max_ts, offset = ts, h.last_offset
+        return TimestampAndOffset(max_ts, offset)
+
+    def __repr__(self) -> str:
+        return f"FileRecords(path={self.path!r}, size={self._size})"

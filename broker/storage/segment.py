@@ -1,0 +1,470 @@
+"""LogSegment: one ``.log`` file with its ``.index`` and ``.timeindex`` (Kafka's LogSegment).
+
+Files, in the partition directory, named by the segment's base offset zero-padded to 20 digits:
+``00000000000000000000.log``, ``.index``, ``.timeindex`` (formats: file_records.py,
+offset_index.py, time_index.py). Temporary suffixes (``.deleted``, ``.cleaned``, ``.swap``)
+are appended to the whole name.
+
+Invariants:
+- Every offset in the segment is >= ``base_offset`` and offset - base_offset fits in an int32.
+- Index entries are sparse: one is added *per batch* when more than ``index.interval.bytes``
+  were written since the last entry (so the first batch is never indexed). An entry maps the
+  batch's **last** offset to the batch's **start** position. This is Kafka's recovery rule
+  (and its append rule since KAFKA-806); because append and recovery follow the same rule, an
+  index rebuilt by recovery equals the one written by appends.
+- The time index holds the running max timestamp; the final entry (segment max timestamp,
+  last offset of the batch carrying it) is written when the segment becomes inactive or is
+  closed.
+
+Not thread-safe: the owning Log serialises appends, reads and truncations.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import struct
+import time
+from typing import NamedTuple
+
+from client.records.batch import LAST_OFFSET_DELTA_OFFSET, MAX_TIMESTAMP_OFFSET, LOG_OVERHEAD, RecordError
+
+from .errors import LogSegmentOffsetOverflowError
+from .file_records import FileRecords, FileSlice, LogOffsetPosition, TimestampAndOffset
+from .index import LazyIndex
+from .offset_index import OffsetIndex, OffsetPosition
+from .time_index import TimeIndex, TimestampOffset
+
+__all__ = [
+    "LogSegment", "FetchDataInfo", "log_file_name", "offset_index_file_name",
+    "time_index_file_name", "filename_prefix_from_offset", "LOG_FILE_SUFFIX",
+    "INDEX_FILE_SUFFIX", "TIME_INDEX_FILE_SUFFIX",
+]
+
+log = logging.getLogger(__name__)
+
+LOG_FILE_SUFFIX = ".log"
+INDEX_FILE_SUFFIX = ".index"
+TIME_INDEX_FILE_SUFFIX = ".timeindex"
+_INT32_MAX = 0x7FFFFFFF
+_UNKNOWN = TimestampOffset(-1, -1)
+_BATCH_FIELDS = struct.Struct(">qi")  # baseOffset, batchLength
+
+
+def filename_prefix_from_offset(offset: int) -> str:
+    return f"{offset:020d}"
+
+
+def log_file_name(directory: str, base_offset: int, suffix: str = "") -> str:
+    return os.path.join(directory, filename_prefix_from_offset(base_offset) + LOG_FILE_SUFFIX + suffix)
+
+
+def offset_index_file_name(directory: str, base_offset: int, suffix: str = "") -> str:
+    return os.path.join(directory, filename_prefix_from_offset(base_offset) + INDEX_FILE_SUFFIX + suffix)
+
+
+def time_index_file_name(directory: str, base_offset: int, suffix: str = "") -> str:
+    return os.path.join(directory, filename_prefix_from_offset(base_offset) + TIME_INDEX_FILE_SUFFIX + suffix)
+
+
+class FetchDataInfo(NamedTuple):
+    """Result of a segment read: where the batch holding ``fetch_offset`` starts, and the slice."""
+
+    fetch_offset: int
+    segment_base_offset: int
+    position: int
+    slice: FileSlice
+    first_entry_incomplete: bool = False
+
+
+class LogSegment:
+    def __init__(
+        self,
+        log_file: FileRecords,
+        offset_index: LazyIndex[OffsetIndex],
+        time_index: LazyIndex[TimeIndex],
+        base_offset: int,
+        index_interval_bytes: int = 4096,
+        rolling_jitter_ms: int = 0,
+        created_ms: int | None = None,
+    ) -> None:
+        self.log = log_file
+        self._offset_index = offset_index
+        self._time_index = time_index
+        self.base_offset = base_offset
+        self.index_interval_bytes = index_interval_bytes
+        self.rolling_jitter_ms = rolling_jitter_ms
+        self.created_ms = int(time.time() * 1000) if created_ms is None else created_ms
+        self.bytes_since_last_index_entry = 0
+        self._rolling_based_timestamp: int | None = None
+        self._max_ts_and_offset = _UNKNOWN  # loaded lazily from the time index
+
+    @classmethod
+    def open(
+        cls,
+        directory: str,
+        base_offset: int,
+        *,
+        index_interval_bytes: int = 4096,
+        max_index_size: int = 10 * 1024 * 1024,
+        rolling_jitter_ms: int = 0,
+        file_already_exists: bool = False,
+        init_file_size: int = 0,
+        preallocate: bool = False,
+        file_suffix: str = "",
+    ) -> "LogSegment":
+        records = FileRecords.open(
+            log_file_name(directory, base_offset, file_suffix),
+            file_already_exists=file_already_exists,
+            init_file_size=init_file_size,
+            preallocate=preallocate,
+        )
+        return cls(
+            records,
+            LazyIndex(offset_index_file_name(directory, base_offset, file_suffix),
+                      lambda p: OffsetIndex(p, base_offset, max_index_size)),
+            LazyIndex(time_index_file_name(directory, base_offset, file_suffix),
+                      lambda p: TimeIndex(p, base_offset, max_index_size)),
+            base_offset,
+            index_interval_bytes,
+            rolling_jitter_ms,
+        )
+
+    # -- accessors --
+
+    @property
+    def offset_index(self) -> OffsetIndex:
+        return self._offset_index.get()
+
+    @property
+    def time_index(self) -> TimeIndex:
+        return self._time_index.get()
+
+    @property
+    def offset_index_path(self) -> str:
+        return self._offset_index.path
+
+    @property
+    def time_index_path(self) -> str:
+        return self._time_index.path
+
+    @property
+    def size(self) -> int:
+        return self.log.size
+
+    def _max_ts(self) -> TimestampOffset:
+        if self._max_ts_and_offset is _UNKNOWN:
+            self._max_ts_and_offset = self.time_index.last_entry
+        return self._max_ts_and_offset
+
+    @property
+    def max_timestamp_so_far(self) -> int:
+        return self._max_ts().timestamp
+
+    @property
+    def offset_of_max_timestamp_so_far(self) -> int:
+        return self._max_ts().offset
+
+    def can_convert_to_relative_offset(self, offset: int) -> bool:
+        return 0 <= offset - self.base_offset <= _INT32_MAX
+
+    # -- append --
+
+    def append(self, records: bytes | bytearray | memoryview) -> None:
+        """Append whole, already validated batches with one sequential write.
+
+        Offsets must already be assigned and increasing. Adds sparse index entries per batch.
+        Raises LogSegmentOffsetOverflowError (writing nothing) if an offset does not fit.
+        """
+        view = memoryview(records)
+        n = len(view)
+        if n == 0:
+            return
+        # Walk the batch headers first (no record decoding): positions, last offsets, max ts.
+        batches: list[tuple[int, int, int, int]] = []  # (rel position, size, last offset, max ts)
+        pos = 0
+        while pos < n:
+            base, length = _BATCH_FIELDS.unpack_from(view, pos)
+            size = length + LOG_OVERHEAD
+            last = base + struct.unpack_from(">i", view, pos + LAST_OFFSET_DELTA_OFFSET)[0]
+            max_ts = struct.unpack_from(">q", view, pos + MAX_TIMESTAMP_OFFSET)[0]
+            batches.append((pos, size, last, max_ts))
+            pos += size
+        if pos != n:
+            raise RecordError("append buffer does not end on a batch boundary")
+        largest = batches[-1][2]
+        if not self.can_convert_to_relative_offset(largest) or not self.can_convert_to_relative_offset(batches[0][2]):
+            raise LogSegmentOffsetOverflowError(
+                f"offset {largest} cannot be stored in segment with base offset {self.base_offset}"
+            )
+        physical = self.log.size
+        if physical == 0:
+            self._rolling_based_timestamp = max(b[3] for b in batches)
+        self.log.append(view)
+        offset_index = self.offset_index
+        time_index = self.time_index
+        max_ts = self._max_ts()
+        for rel, size, last, ts in batches:
+            if ts > max_ts.timestamp:
+                max_ts = TimestampOffset(ts, last)
+            if self.bytes_since_last_index_entry > self.index_interval_bytes:
+                offset_index.append(last, physical + rel)
+                time_index.maybe_append(max_ts.timestamp, max_ts.offset)
+                self.bytes_since_last_index_entry = 0
+            self.bytes_since_last_index_entry += size
+        self._max_ts_and_offset = max_ts
+
+    # -- read --
+
+    def translate_offset(self, offset: int, starting_file_position: int = 0) -> LogOffsetPosition | None:
+        """The first batch whose last offset >= ``offset``: index lookup, then a header scan."""
+        mapping = self.offset_index.lookup(offset)
+        return self.log.search_for_offset_with_size(offset, max(mapping.position, starting_file_position))
+
+    def read(
+        self,
+        start_offset: int,
+        max_size: int,
+        max_position: int | None = None,
+        min_one_batch: bool = False,
+    ) -> FetchDataInfo | None:
+        """A slice starting at the batch that holds ``start_offset`` (or the next one).
+
+        At most ``max_size`` bytes (raised to the whole first batch with ``min_one_batch``),
+        ending before ``max_position`` (default: the segment size). None when no batch at or
+        above ``start_offset`` exists in this segment. The slice may end mid-batch.
+        """
+        if max_size < 0:
+            raise ValueError(f"invalid max size {max_size} for log read from segment {self.log.path}")
+        found = self.translate_offset(start_offset)
+        if found is None:
+            return None
+        start = found.position
+        adjusted = max(max_size, found.size) if min_one_batch else max_size
+        if max_position is None:
+            max_position = self.log.size
+        if adjusted == 0:
+            return FetchDataInfo(start_offset, self.base_offset, start, FileSlice(self.log.fd, start, 0))
+        fetch_size = min(max_position - start, adjusted)
+        return FetchDataInfo(
+            start_offset, self.base_offset, start, self.log.slice(start, fetch_size), adjusted < found.size
+        )
+
+    def fetch_upper_bound_offset(self, start: OffsetPosition, fetch_size: int) -> int | None:
+        found = self.offset_index.fetch_upper_bound_offset(start, fetch_size)
+        return None if found is None else found.offset
+
+    def find_offset_by_timestamp(self, timestamp: int, starting_offset: int | None = None) -> TimestampAndOffset | None:
+        """First record with timestamp >= ``timestamp`` and offset >= ``starting_offset``."""
+        if starting_offset is None:
+            starting_offset = self.base_offset
+        entry = self.time_index.lookup(timestamp)
+        position = self.offset_index.lookup(max(entry.offset, starting_offset)).position
+        return self.log.search_for_timestamp(timestamp, position, starting_offset)
+
+    def read_next_offset(self) -> int:
+        """The offset after the last batch (base offset when empty); scans from the last index entry."""
+        start = self.offset_index.lookup(self.offset_index.last_offset).position
+        next_offset = self.base_offset
+        for _, h in self.log.batch_headers(start):
+            next_offset = h.next_offset
+        return next_offset
+
+    # -- recovery and truncation --
+
+    def recover(self) -> int:
+        """Rebuild both indexes from the ``.log``, validating every batch by CRC; truncate the
+        log at the first invalid or partial batch. Returns the number of bytes truncated."""
+        offset_index = self.offset_index
+        time_index = self.time_index
+        offset_index.reset()
+        time_index.reset()
+        valid_bytes = 0
+        last_index_entry = 0
+        max_ts = _UNKNOWN
+        try:
+            for pos, h in self.log.iter_batches(0, validate=True):
+                last = h.last_offset
+                if not self.can_convert_to_relative_offset(last) or h.base_offset < self.base_offset:
+                    raise LogSegmentOffsetOverflowError(
+                        f"batch at {pos} has offsets {h.base_offset}..{last} outside segment {self.base_offset}"
+                    )
+                ts = h.max_timestamp
+                if ts > max_ts.timestamp:
+                    max_ts = TimestampOffset(ts, last)
+                if valid_bytes - last_index_entry > self.index_interval_bytes:
+                    offset_index.append(last, valid_bytes)
+                    time_index.maybe_append(max_ts.timestamp, max_ts.offset)
+                    last_index_entry = valid_bytes
+                valid_bytes = pos + h.size_in_bytes
+        except RecordError as e:
+            log.warning("Found invalid messages in log segment %s at byte offset %d: %s",
+                        self.log.path, valid_bytes, e)
+        truncated = self.log.size - valid_bytes
+        if truncated > 0:
+            log.warning("Truncated %d invalid bytes at the end of segment %s during recovery",
+                        truncated, self.log.path)
+        self.log.truncate_to(valid_bytes)
+        self.log.trim()
+        self._max_ts_and_offset = max_ts if max_ts is not _UNKNOWN else TimestampOffset(-1, self.base_offset)
+        offset_index.trim_to_valid_size()
+        if max_ts is not _UNKNOWN:
+            time_index.maybe_append(max_ts.timestamp, max_ts.offset, skip_full_check=True)
+        time_index.trim_to_valid_size()
+        self.bytes_since_last_index_entry = valid_bytes - last_index_entry
+        return truncated
+
+    def truncate_to(self, offset: int) -> int:
+        """Remove every batch with offsets >= ``offset`` (a batch is kept or dropped whole:
+        the log is cut at the start of the first batch whose last offset >= offset).
+        Returns the number of log bytes removed."""
+        mapping = self.translate_offset(offset)
+        offset_index = self.offset_index
+        time_index = self.time_index
+        offset_index.truncate_to(offset)
+        time_index.truncate_to(offset)
+        offset_index.resize(offset_index.max_index_size)
+        time_index.resize(time_index.max_index_size)
+        truncated = 0 if mapping is None else self.log.truncate_to(mapping.position)
+        if self.log.size == 0:
+            self.created_ms = int(time.time() * 1000)
+            self._rolling_based_timestamp = None
+        self.bytes_since_last_index_entry = 0
+        if self.max_timestamp_so_far >= 0:
+            self._max_ts_and_offset = self._read_largest_timestamp()
+        return truncated
+
+    def _read_largest_timestamp(self) -> TimestampOffset:
+        last = self.time_index.last_entry
+        position = self.offset_index.lookup(last.offset).position
+        after = self.log.largest_timestamp_after(position)
+        if after.timestamp > last.timestamp:
+            return TimestampOffset(after.timestamp, after.offset)
+        return last
+
+    # -- roll, flush, close --
+
+    def _load_first_batch_timestamp(self) -> None:
+        if self._rolling_based_timestamp is None:
+            for _, h in self.log.batch_headers(0):
+                self._rolling_based_timestamp = h.max_timestamp
+                break
+
+    def time_waited_for_roll(self, now_ms: int, message_timestamp: int) -> int:
+        """Record-time age of the segment (first batch's timestamp), else wall-clock age."""
+        self._load_first_batch_timestamp()
+        ts = self._rolling_based_timestamp
+        if ts is not None and ts >= 0:
+            return message_timestamp - ts
+        return now_ms - self.created_ms
+
+    def first_batch_timestamp(self) -> int | None:
+        self._load_first_batch_timestamp()
+        ts = self._rolling_based_timestamp
+        return ts if ts is not None and ts >= 0 else None
+
+    def should_roll(
+        self,
+        *,
+        max_segment_bytes: int,
+        max_segment_ms: int,
+        messages_size: int,
+        max_timestamp_in_messages: int,
+        max_offset_in_messages: int,
+        now_ms: int,
+    ) -> bool:
+        """Kafka's roll conditions: size, age, full indexes, relative offset overflow."""
+        size = self.log.size
+        reached_roll_ms = (
+            self.time_waited_for_roll(now_ms, max_timestamp_in_messages)
+            > max_segment_ms - self.rolling_jitter_ms
+        )
+        return (
+            size > max_segment_bytes - messages_size
+            or (size > 0 and reached_roll_ms)
+            or self.offset_index.is_full()
+            or self.time_index.is_full()
+            or not self.can_convert_to_relative_offset(max_offset_in_messages)
+        )
+
+    def on_become_inactive_segment(self) -> None:
+        """Write the final time-index entry and trim the indexes and the log file."""
+        ts = self._max_ts()
+        if ts.timestamp >= 0:
+            self.time_index.maybe_append(ts.timestamp, ts.offset, skip_full_check=True)
+        self.offset_index.trim_to_valid_size()
+        self.time_index.trim_to_valid_size()
+        self.log.trim()
+
+    def resize_indexes(self, size: int) -> None:
+        self.offset_index.resize(size)
+        self.time_index.resize(size)
+
+    def sanity_check(self, time_index_file_exists: bool = True) -> None:
+        if not os.path.exists(self._offset_index.path):
+            raise FileNotFoundError(f"offset index file {self._offset_index.path} does not exist")
+        self.offset_index.sanity_check()
+        self.time_index.sanity_check()
+
+    def flush(self) -> None:
+        """fsync the .log and msync both index mappings."""
+        self.log.flush()
+        self.offset_index.flush()
+        self.time_index.flush()
+
+    def close(self) -> None:
+        """Final time-index entry, then close indexes (trimming them) and the log."""
+        if not self.log.closed:
+            try:
+                if self._max_ts_and_offset is not _UNKNOWN and self._max_ts_and_offset.timestamp >= 0:
+                    ts = self._max_ts_and_offset
+                    self.time_index.maybe_append(ts.timestamp, ts.offset, skip_full_check=True)
+            except Exception as e:  # Kafka swallows this too: closing must not fail on it
+                log.warning("could not write the final time index entry of %s: %s", self.log.path, e)
+        self._offset_index.close()
+        self._time_index.close()
+        self.log.close()
+
+    def close_handlers(self) -> None:
+        self._offset_index.close_handler()
+        self._time_index.close_handler()
+        self.log.close_handlers()
+
+    def delete_if_exists(self) -> None:
+        self._offset_index.delete_if_exists()
+        self._time_index.delete_if_exists()
+        self.log.delete_if_exists()
+
+    def change_file_suffixes(self, old_suffix: str, new_suffix: str) -> None:
+        def replace(path: str) -> str:
+            if not path.endswith(old_suffix):
+                raise ValueError(f"{path} does not end with {old_suffix!r}")
+            return path[: len(path) - len(old_suffix)] + new_suffix
+
+        self.log.rename_to(replace(self.log.path))
+        self._offset_index.rename_to(replace(self._offset_index.path))
+        self._time_index.rename_to(replace(self._time_index.path))
+
+    def has_suffix(self, suffix: str) -> bool:
+        return self.log.path.endswith(suffix)
+
+    @property
+    def last_modified_ms(self) -> int:
+        return int(os.stat(self.log.path).st_mtime * 1000)
+
+    def set_last_modified(self, ms: int) -> None:
+        for p in (self.log.path, self._offset_index.path, self._time_index.path):
+            if os.path.exists(p):
+                os.utime(p, (ms / 1000, ms / 1000))
+
+    def largest_record_timestamp(self) -> int | None:
+        ts = self.max_timestamp_so_far
+        return ts if ts >= 0 else None
+
+    def largest_timestamp(self) -> int:
+        """Max record timestamp, falling back to the .log file's mtime (retention.ms)."""
+        ts = self.max_timestamp_so_far
+        return ts if ts >= 0 else self.last_modified_ms
+
+    def __repr__(self) -> str:
+        return f"LogSegment(base_offset={self.base_offset}, size={self.log.size})"

@@ -1,0 +1,105 @@
+"""Compression codecs of RecordBatch v2 (attributes bits 0-2), via cramjam.
+
+| id | codec  | framing on the wire                                                       |
+|----|--------|---------------------------------------------------------------------------|
+| 0  | none   | —                                                                         |
+| 1  | gzip   | RFC 1952 gzip stream                                                      |
+| 2  | snappy | raw snappy block (librdkafka, kafka-python, aiokafka) **or** xerial framing  |
+|    |        | (Java's SnappyOutputStream): 8-byte magic ``\\x82SNAPPY\\x00``, int32 version, |
+|    |        | int32 min-compatible version, then chunks of int32 length + raw snappy block  |
+| 3  | lz4    | LZ4 frame format (magic 0x184D2204)                                       |
+| 4  | zstd   | zstd frame                                                                |
+
+Only the records section (bytes 61..end of a batch) is compressed, as one block. We write raw
+snappy (what librdkafka writes; every client reads it) and accept both framings on read.
+"""
+
+from __future__ import annotations
+
+import enum
+import struct
+
+import cramjam
+
+__all__ = ["Compression", "compress", "decompress", "UnsupportedCodecError"]
+
+XERIAL_MAGIC = b"\x82SNAPPY\x00"
+_XERIAL_HEADER_SIZE = 16  # magic (8) + version (4) + min compatible version (4)
+
+
+class Compression(enum.IntEnum):
+    NONE = 0
+    GZIP = 1
+    SNAPPY = 2
+    LZ4 = 3
+    ZSTD = 4
+
+    @classmethod
+    def from_name(cls, name: str | int | "Compression" | None) -> "Compression":
+        """Accept Kafka's ``compression.type`` names (``none``, ``gzip``, ...) or ids."""
+        if name is None:
+            return cls.NONE
+        if isinstance(name, int):
+            return cls(name)
+        try:
+            return cls[name.strip().upper()]
+        except KeyError:
+            raise ValueError(
+                f"unknown compression type {name!r}; expected one of none, gzip, snappy, lz4, zstd"
+            ) from None
+
+
+class UnsupportedCodecError(ValueError):
+    """The attributes name a codec id we do not know (5-7)."""
+
+
+def compress(codec: Compression | int, data: bytes | bytearray | memoryview) -> bytes:
+    """Compress a records section with ``codec``."""
+    if codec == Compression.NONE:
+        return bytes(data)
+    if codec == Compression.GZIP:
+        return bytes(cramjam.gzip.compress(data))
+    if codec == Compression.SNAPPY:
+        return bytes(cramjam.snappy.compress_raw(data))
+    if codec == Compression.LZ4:
+        return bytes(cramjam.lz4.compress(data))
+    if codec == Compression.ZSTD:
+        return bytes(cramjam.zstd.compress(data))
+    raise UnsupportedCodecError(f"unsupported compression codec id {int(codec)}")
+
+
+def _snappy_decompress(data: bytes | bytearray | memoryview) -> bytes:
+    view = memoryview(data)
+    if bytes(view[:8]) != XERIAL_MAGIC:
+        return bytes(cramjam.snappy.decompress_raw(view))
+    out = bytearray()
+    pos = _XERIAL_HEADER_SIZE
+    end = len(view)
+    while pos < end:
+        if pos + 4 > end:
+            raise ValueError("xerial snappy: truncated chunk length")
+        (n,) = struct.unpack_from(">i", view, pos)
+        pos += 4
+        if n < 0 or pos + n > end:
+            raise ValueError("xerial snappy: chunk runs past the end of the data")
+        out += cramjam.snappy.decompress_raw(view[pos : pos + n])
+        pos += n
+    return bytes(out)
+
+
+def decompress(codec: Compression | int, data: bytes | bytearray | memoryview) -> bytes:
+    """Decompress a records section; raises ValueError (or a subclass) on bad input."""
+    if codec == Compression.NONE:
+        return bytes(data)
+    try:
+        if codec == Compression.GZIP:
+            return bytes(cramjam.gzip.decompress(data))
+        if codec == Compression.SNAPPY:
+            return _snappy_decompress(data)
+        if codec == Compression.LZ4:
+            return bytes(cramjam.lz4.decompress(data))
+        if codec == Compression.ZSTD:
+            return bytes(cramjam.zstd.decompress(data))
+    except cramjam.DecompressionError as e:
+        raise ValueError(f"cannot decompress {Compression(codec).name.lower()} records: {e}") from e
+    raise UnsupportedCodecError(f"unsupported compression codec id {int(codec)}")

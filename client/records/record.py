@@ -1,0 +1,268 @@
+"""Records inside a RecordBatch v2: encoding (``RecordBatchBuilder``) and decoding.
+
+One record (``DefaultRecord``; every integer here is a *zigzag* varint/varlong)::
+
+    varint   length            bytes after this field
+    int8     attributes        unused, 0
+    varlong  timestampDelta    timestamp - batch baseTimestamp
+    varint   offsetDelta       offset - batch baseOffset
+    varint   keyLength         -1 = null key
+    bytes    key
+    varint   valueLength       -1 = null value
+    bytes    value
+    varint   headerCount
+    headers: varint keyLength, utf-8 key (never null), varint valueLength (-1 = null), value
+
+The records of a batch are concatenated and, when the batch's codec is not 0, compressed as one
+block that forms bytes 61..end of the batch.
+"""
+
+from __future__ import annotations
+
+import struct
+import time
+from typing import Iterable, Iterator, NamedTuple, Sequence
+
+from .batch import (
+    ATTRIBUTES_OFFSET,
+    CONTROL_FLAG_MASK,
+    CRC_OFFSET,
+    CURRENT_MAGIC,
+    LOG_OVERHEAD,
+    RECORDS_OFFSET,
+    TIMESTAMP_TYPE_MASK,
+    TRANSACTIONAL_FLAG_MASK,
+    CorruptRecordError,
+    RecordBatchHeader,
+    _HEADER,
+    crc32c,
+    validate_batch,
+)
+from .compression import Compression, compress, decompress
+from .varint import VarintError, read_varint, write_varint
+
+__all__ = ["Header", "Record", "RecordBatchBuilder", "build_batch", "iter_records", "decode_batch"]
+
+Header = tuple[str, "bytes | None"]
+
+
+class Record(NamedTuple):
+    """A decoded record. ``headers`` is a tuple of ``(key, value-or-None)`` pairs."""
+
+    offset: int
+    timestamp: int
+    key: bytes | None
+    value: bytes | None
+    headers: tuple[Header, ...] = ()
+
+
+_MAX_RECORD_DELTA = 0x7FFFFFFF
+
+
+class RecordBatchBuilder:
+    """Accumulates records and produces one RecordBatch v2 (``build()``).
+
+    Offsets are relative: record i gets offsetDelta i unless ``append`` is given an explicit
+    ``offset``; the batch's baseOffset is ``base_offset`` (0 for a producer: the broker
+    assigns it). Timestamps are milliseconds; None means "now".
+    """
+
+    def __init__(
+        self,
+        compression: Compression | int | str | None = Compression.NONE,
+        *,
+        base_offset: int = 0,
+        partition_leader_epoch: int = -1,
+        producer_id: int = -1,
+        producer_epoch: int = -1,
+        base_sequence: int = -1,
+        is_transactional: bool = False,
+        is_control: bool = False,
+        log_append_time: bool = False,
+    ) -> None:
+        self.compression = Compression.from_name(compression)
+        self.base_offset = base_offset
+        self.partition_leader_epoch = partition_leader_epoch
+        self.producer_id = producer_id
+        self.producer_epoch = producer_epoch
+        self.base_sequence = base_sequence
+        self.is_transactional = is_transactional
+        self.is_control = is_control
+        self.log_append_time = log_append_time
+        self._records = bytearray()
+        self._count = 0
+        self._base_timestamp: int | None = None
+        self._max_timestamp = -1
+        self._last_offset_delta = -1
+
+    def __len__(self) -> int:
+        return self._count
+
+    @property
+    def size_estimate(self) -> int:
+        """Uncompressed size of the batch built so far."""
+        return RECORDS_OFFSET + len(self._records)
+
+    def append(
+        self,
+        value: bytes | None,
+        key: bytes | None = None,
+        headers: Sequence[Header] = (),
+        timestamp: int | None = None,
+        offset_delta: int | None = None,
+    ) -> None:
+        if timestamp is None:
+            timestamp = int(time.time() * 1000)
+        if self._base_timestamp is None:
+            self._base_timestamp = timestamp
+        if offset_delta is None:
+            offset_delta = self._last_offset_delta + 1
+        if offset_delta <= self._last_offset_delta or offset_delta > _MAX_RECORD_DELTA:
+            raise ValueError(f"offset delta {offset_delta} is not increasing or overflows int32")
+        body = bytearray(b"\x00")  # attributes
+        write_varint(body, timestamp - self._base_timestamp)
+        write_varint(body, offset_delta)
+        if key is None:
+            body.append(1)  # zigzag(-1)
+        else:
+            write_varint(body, len(key))
+            body += key
+        if value is None:
+            body.append(1)
+        else:
+            write_varint(body, len(value))
+            body += value
+        write_varint(body, len(headers))
+        for hkey, hvalue in headers:
+            kb = hkey.encode("utf-8")
+            write_varint(body, len(kb))
+            body += kb
+            if hvalue is None:
+                body.append(1)
+            else:
+                write_varint(body, len(hvalue))
+                body += hvalue
+        write_varint(self._records, len(body))
+        self._records += body
+        self._count += 1
+        self._last_offset_delta = offset_delta
+        if timestamp > self._max_timestamp:
+            self._max_timestamp = timestamp
+
+    def build(self) -> bytearray:
+        """Encode the batch (compressing the records section if asked) with a valid CRC."""
+        if self._count == 0:
+            raise ValueError("a record batch needs at least one record")
+        payload = (
+            self._records
+            if self.compression == Compression.NONE
+            else compress(self.compression, self._records)
+        )
+        attributes = int(self.compression)
+        if self.log_append_time:
+            attributes |= TIMESTAMP_TYPE_MASK
+        if self.is_transactional:
+            attributes |= TRANSACTIONAL_FLAG_MASK
+        if self.is_control:
+            attributes |= CONTROL_FLAG_MASK
+        size = RECORDS_OFFSET + len(payload)
+        out = bytearray(size)
+        base_ts = self._base_timestamp if self._base_timestamp is not None else -1
+        _HEADER.pack_into(
+            out, 0,
+            self.base_offset, size - LOG_OVERHEAD, self.partition_leader_epoch, CURRENT_MAGIC,
+            0, attributes, self._last_offset_delta, base_ts, self._max_timestamp,
+            self.producer_id, self.producer_epoch, self.base_sequence, self._count,
+        )
+        out[RECORDS_OFFSET:] = payload
+        struct.pack_into(">I", out, CRC_OFFSET, crc32c(memoryview(out)[ATTRIBUTES_OFFSET:]))
+        return out
+
+
+def build_batch(
+    records: Iterable[tuple[bytes | None, bytes | None]] | Iterable[Record],
+    compression: Compression | int | str | None = Compression.NONE,
+    **kwargs: object,
+) -> bytearray:
+    """Build one batch from ``Record``s (their offsets become deltas from the first offset
+    and the batch baseOffset) or from ``(key, value)`` pairs."""
+    b = RecordBatchBuilder(compression, **kwargs)  # type: ignore[arg-type]
+    first: int | None = None
+    for r in records:
+        if isinstance(r, Record):
+            if first is None:
+                first = r.offset
+                b.base_offset = r.offset
+            b.append(r.value, r.key, r.headers, r.timestamp, r.offset - first)
+        else:
+            key, value = r
+            b.append(value, key)
+    return b.build()
+
+
+def _read_bytes(buf: bytes, pos: int) -> tuple[bytes | None, int]:
+    n, pos = read_varint(buf, pos)
+    if n < 0:
+        return None, pos
+    end = pos + n
+    if end > len(buf):
+        raise CorruptRecordError("record field runs past the end of the records section")
+    return buf[pos:end], end
+
+
+def iter_records(
+    batch: bytes | bytearray | memoryview, pos: int = 0, *, verify_crc: bool = True
+) -> Iterator[Record]:
+    """Decode the records of the whole batch at ``batch[pos]`` (decompressing if needed).
+
+    Raises CorruptRecordError if the batch is invalid (CRC checked unless ``verify_crc`` is
+    False) or its records section does not decode to exactly ``recordsCount`` records.
+    """
+    if verify_crc:
+        header = validate_batch(batch, pos)
+    else:
+        header = RecordBatchHeader(batch, pos)
+    (base_offset, batch_length, _, _, _, attributes, _, base_ts, max_ts, _, _, _, count) = (
+        header.unpack()
+    )
+    end = pos + batch_length + LOG_OVERHEAD
+    section = memoryview(batch)[pos + RECORDS_OFFSET : end]
+    codec = attributes & 0x07
+    data = decompress(codec, section) if codec else bytes(section)
+    log_append = bool(attributes & TIMESTAMP_TYPE_MASK)
+    p = 0
+    n = len(data)
+    try:
+        for _ in range(count):
+            length, p = read_varint(data, p)
+            rec_end = p + length
+            if length < 6 or rec_end > n:
+                raise CorruptRecordError(f"record length {length} is invalid or runs past the batch")
+            p += 1  # attributes
+            ts_delta, p = read_varint(data, p)
+            off_delta, p = read_varint(data, p)
+            key, p = _read_bytes(data, p)
+            value, p = _read_bytes(data, p)
+            nh, p = read_varint(data, p)
+            if nh < 0 or nh > rec_end - p:
+                raise CorruptRecordError(f"record header count {nh} is invalid")
+            headers: list[Header] = []
+            for _h in range(nh):
+                hk, p = _read_bytes(data, p)
+                if hk is None:
+                    raise CorruptRecordError("record header key is null")
+                hv, p = _read_bytes(data, p)
+                headers.append((hk.decode("utf-8", "replace"), hv))
+            if p != rec_end:
+                raise CorruptRecordError("record length does not match its fields")
+            ts = max_ts if log_append else base_ts + ts_delta
+            yield Record(base_offset + off_delta, ts, key, value, tuple(headers))
+    except VarintError as e:
+        raise CorruptRecordError(f"bad varint in records: {e}") from e
+    if p != n:
+        raise CorruptRecordError(f"{n - p} bytes left over after {count} records")
+
+
+def decode_batch(batch: bytes | bytearray | memoryview, pos: int = 0) -> list[Record]:
+    """All records of one batch, as a list."""
+    return list(iter_records(batch, pos))
