@@ -1,0 +1,758 @@
+"""Log: one partition — its segments in a SkipListMap keyed by base offset (Kafka's
+UnifiedLog + LocalLog + LogLoader, for a single-replica broker).
+
+Offsets: ``log_start_offset`` <= every readable offset < ``log_end_offset`` (LEO). With one
+replica the high watermark equals the LEO. ``recovery_point``: every offset below it has been
+fsync'd (``.log`` fsync + index msync); after an unclean stop only segments from
+floor(recovery_point) on are re-validated.
+
+Append (ARCHITECTURE decision 2): each producer batch is validated (magic 2, CRC-32C, length,
+``max.message.bytes``, baseOffset 0, lastOffsetDelta == recordsCount - 1) and gets its offsets
+by overwriting bytes 0-7 in place; records are never decoded. With
+``message.timestamp.type=LogAppendTime`` the attributes and maxTimestamp are rewritten and the
+CRC recomputed. A request whose batches are not all valid writes nothing.
+
+Threading: every method runs on the owner's thread (the broker's event loop) except
+``flush``, which is designed to run in a worker thread concurrently with appends: it
+snapshots the segments to flush under ``_lock`` and fsyncs outside it, so appends never wait
+for the disk. One fsync per file covers every append made before it (group commit).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import random
+import struct
+import threading
+import time
+from typing import Callable, Iterable, NamedTuple
+
+from client.records.batch import (
+    ATTRIBUTES_OFFSET,
+    CRC_OFFSET,
+    LOG_OVERHEAD,
+    MAX_TIMESTAMP_OFFSET,
+    TIMESTAMP_TYPE_MASK,
+    InvalidRecordError,
+    CorruptRecordError,
+    compute_crc,
+    set_base_offset,
+    validate_batch,
+)
+
+from .config import LogConfig
+from .errors import (
+    KafkaStorageError,
+    OffsetOutOfRangeError,
+    RecordBatchTooLargeError,
+    RecordTooLargeError,
+    StorageError,
+)
+from .file_records import FileSlice, TimestampAndOffset
+from .segment import (
+    INDEX_FILE_SUFFIX,
+    LOG_FILE_SUFFIX,
+    TIME_INDEX_FILE_SUFFIX,
+    LogSegment,
+    log_file_name,
+    offset_index_file_name,
+    time_index_file_name,
+)
+from .skiplist import SkipListMap
+
+__all__ = ["Log", "LogAppendInfo", "FetchResult", "DELETED_FILE_SUFFIX", "CLEANED_FILE_SUFFIX",
+           "SWAP_FILE_SUFFIX", "EARLIEST_TIMESTAMP", "LATEST_TIMESTAMP", "MAX_TIMESTAMP"]
+
+logger = logging.getLogger(__name__)
+
+DELETED_FILE_SUFFIX = ".deleted"
+CLEANED_FILE_SUFFIX = ".cleaned"
+SWAP_FILE_SUFFIX = ".swap"
+EARLIEST_TIMESTAMP = -2
+LATEST_TIMESTAMP = -1
+MAX_TIMESTAMP = -3  # KIP-734
+
+_LEN_FIELDS = struct.Struct(">qi")
+_I32 = struct.Struct(">i")
+_Q = struct.Struct(">q")
+
+
+class LogAppendInfo(NamedTuple):
+    first_offset: int
+    last_offset: int
+    max_timestamp: int
+    offset_of_max_timestamp: int
+    log_append_time: int  # -1 unless LogAppendTime
+    log_start_offset: int
+    num_records: int
+    valid_bytes: int
+
+
+class FetchResult(NamedTuple):
+    """A read: slices for sendfile (possibly from consecutive segments) and the log's offsets."""
+
+    slices: list[FileSlice]
+    high_watermark: int
+    log_start_offset: int
+    log_end_offset: int
+    first_entry_incomplete: bool = False
+
+    @property
+    def size(self) -> int:
+        return sum(s.size for s in self.slices)
+
+
+def _now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+class Log:
+    def __init__(
+        self,
+        directory: str,
+        topic: str,
+        partition: int,
+        config: LogConfig,
+        segments: SkipListMap[int, LogSegment],
+        *,
+        log_start_offset: int,
+        recovery_point: int,
+        now_ms: Callable[[], int] = _now_ms,
+    ) -> None:
+        self.dir = directory
+        self.topic = topic
+        self.partition = partition
+        self.config = config
+        self.segments = segments
+        self.log_start_offset = log_start_offset
+        self.recovery_point = recovery_point
+        self._now_ms = now_ms
+        self._lock = threading.RLock()
+        last = segments.last()
+        assert last is not None, "a loaded log always has a segment"
+        self._leo = last[1].read_next_offset()
+        self.last_flush_ms = now_ms()
+        self._dir_needs_fsync = False
+        self._pending_deletes: list[tuple[int, LogSegment]] = []
+        self._rng = random.Random()
+        self._closed = False
+        self._deleted = False
+        #: Called (from the append path) when the flush.messages policy asks for a flush;
+        #: the server sets this to schedule ``flush`` in a worker thread. None = flush inline.
+        self.flush_scheduler: Callable[["Log"], None] | None = None
+
+    # ---------------------------------------------------------------- loading
+
+    @classmethod
+    def load(
+        cls,
+        directory: str,
+        topic: str,
+        partition: int,
+        config: LogConfig,
+        *,
+        recovery_point: int = 0,
+        log_start_offset: int = 0,
+        had_clean_shutdown: bool = False,
+        now_ms: Callable[[], int] = _now_ms,
+    ) -> "Log":
+        """Open (or create) the partition directory, as Kafka's LogLoader does: remove temporary
+        files, complete swaps, open segments (indexes lazily), recover from floor(recovery
+        point) after an unclean shutdown, and make sure one segment exists."""
+        os.makedirs(directory, exist_ok=True)
+        swaps = _remove_temp_files_and_collect_swaps(directory)
+        segments: SkipListMap[int, LogSegment] = SkipListMap()
+        rng = random.Random()
+        _load_segment_files(directory, config, segments, had_clean_shutdown, recovery_point, rng)
+        _complete_swaps(directory, config, segments, swaps)
+
+        if not had_clean_shutdown and len(segments):
+            truncated_at: int | None = None
+            for base, seg in list(segments.items(_floor_key(segments, recovery_point))):
+                if truncated_at is not None:
+                    logger.warning("%s: deleting segment %d after the truncation at %d", directory, base, truncated_at)
+                    segments.remove(base)
+                    seg.delete_if_exists()
+                    continue
+                try:
+                    truncated = seg.recover()
+                except StorageError as e:
+                    logger.warning("%s: invalid offsets in segment %d (%s); emptying it", directory, base, e)
+                    truncated = seg.log.size
+                    seg.truncate_to(base)
+                if truncated > 0:
+                    truncated_at = seg.read_next_offset()
+                    logger.warning("%s: corruption in segment %d, truncated %d bytes; log now ends at offset %d",
+                                   directory, base, truncated, truncated_at)
+
+        leo: int | None = None
+        last = segments.last()
+        if last is not None:
+            leo = last[1].read_next_offset()
+        if leo is None or leo < log_start_offset:
+            if leo is not None:
+                logger.warning("%s: deleting all segments because the log end offset %d is below the log"
+                               " start offset %d", directory, leo, log_start_offset)
+            for base, seg in list(segments.items()):
+                segments.remove(base)
+                seg.delete_if_exists()
+            seg = LogSegment.open(directory, log_start_offset, index_interval_bytes=config.index_interval_bytes,
+                                  max_index_size=config.segment_index_bytes,
+                                  rolling_jitter_ms=config.random_segment_jitter(rng.random),
+                                  init_file_size=config.segment_bytes, preallocate=config.preallocate)
+            segments.put(log_start_offset, seg)
+            leo = log_start_offset
+        new_recovery_point = leo if had_clean_shutdown else min(recovery_point, leo)
+        active = segments.last()[1]  # type: ignore[index]
+        active.resize_indexes(config.segment_index_bytes)
+        first_base = segments.first()[0]  # type: ignore[index]
+        log = cls(directory, topic, partition, config, segments,
+                  log_start_offset=max(log_start_offset, first_base),
+                  recovery_point=new_recovery_point, now_ms=now_ms)
+        return log
+
+    # ---------------------------------------------------------------- offsets
+
+    @property
+    def log_end_offset(self) -> int:
+        return self._leo
+
+    @property
+    def high_watermark(self) -> int:
+        """Single replica: everything appended is committed."""
+        return self._leo
+
+    @property
+    def active_segment(self) -> LogSegment:
+        return self.segments.last()[1]  # type: ignore[index]
+
+    @property
+    def num_segments(self) -> int:
+        return len(self.segments)
+
+    @property
+    def size(self) -> int:
+        return sum(s.size for s in self.segments.values())
+
+    @property
+    def unflushed_messages(self) -> int:
+        return self._leo - self.recovery_point
+
+    @property
+    def durable_offset(self) -> int:
+        """Every offset below this is on disk (fsync'd): the group-commit watermark."""
+        return self.recovery_point
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise KafkaStorageError(f"log {self.topic}-{self.partition} is closed")
+
+    # ---------------------------------------------------------------- append
+
+    def append(self, records: bytes | bytearray | memoryview, *, assign_offsets: bool = True) -> LogAppendInfo:
+        """Validate the producer batches in ``records``, assign offsets from the LEO, roll if
+        needed and append them with one write. Raises a RecordError / StorageError (with the
+        Kafka error code) and writes nothing if any batch is invalid."""
+        buf = records if isinstance(records, bytearray) else bytearray(records)
+        n = len(buf)
+        if n == 0:
+            raise CorruptRecordError("empty record set")
+        cfg = self.config
+        # 1. validate every batch (no record decoding)
+        batches: list[tuple[int, int, int, int]] = []  # (pos, size, count, max_ts)
+        pos = 0
+        while pos < n:
+            h = validate_batch(buf, pos)
+            (base, length, _, _, _, _, last_delta, _, max_ts, _, _, _, count) = h.unpack()
+            size = length + LOG_OVERHEAD
+            if size > cfg.max_message_bytes:
+                raise RecordTooLargeError(
+                    f"the record batch is {size} bytes, larger than max.message.bytes ({cfg.max_message_bytes})"
+                )
+            if assign_offsets and base != 0:
+                raise InvalidRecordError(f"the baseOffset of a producer's record batch should be 0, but it is {base}")
+            if last_delta != count - 1:
+                raise InvalidRecordError(
+                    f"record batch has lastOffsetDelta {last_delta} but {count} records"
+                )
+            batches.append((pos, size, count, max_ts))
+            pos += size
+        if n > cfg.segment_bytes:
+            raise RecordBatchTooLargeError(
+                f"the request includes {n} bytes of records, larger than segment.bytes ({cfg.segment_bytes})"
+            )
+        with self._lock:
+            self._check_open()
+            # 2. assign offsets (bytes 0-7) and, for LogAppendTime, timestamps (+ CRC)
+            now = self._now_ms()
+            log_append = cfg.log_append_time
+            offset = first = self._leo if assign_offsets else _Q.unpack_from(buf, 0)[0]
+            if not assign_offsets and first < self._leo:
+                raise InvalidRecordError(f"batch offset {first} is below the log end offset {self._leo}")
+            max_ts, offset_of_max_ts = -1, -1
+            for pos, size, count, ts in batches:
+                if assign_offsets:
+                    set_base_offset(buf, offset) if pos == 0 else _Q.pack_into(buf, pos, offset)
+                else:
+                    offset = _Q.unpack_from(buf, pos)[0]
+                last = offset + count - 1
+                if log_append:
+                    buf[pos + ATTRIBUTES_OFFSET + 1] |= TIMESTAMP_TYPE_MASK
+                    _Q.pack_into(buf, pos + MAX_TIMESTAMP_OFFSET, now)
+                    struct.pack_into(">I", buf, pos + CRC_OFFSET, compute_crc(memoryview(buf)[pos : pos + size]))
+                    ts = now
+                if ts > max_ts:
+                    max_ts, offset_of_max_ts = ts, last
+                offset = last + 1
+            last_offset = offset - 1
+            # 3. roll if needed; 4. one sequential write
+            segment = self._maybe_roll(n, max_ts, last_offset, first, now)
+            segment.append(buf)
+            self._leo = last_offset + 1
+            info = LogAppendInfo(first, last_offset, max_ts, offset_of_max_ts,
+                                 now if log_append else -1, self.log_start_offset,
+                                 last_offset - first + 1, n)
+        if self._leo - self.recovery_point >= cfg.flush_messages:
+            if self.flush_scheduler is not None:
+                self.flush_scheduler(self)
+            else:
+                self.flush()
+        return info
+
+    def _maybe_roll(self, messages_size: int, max_ts: int, max_offset: int, first_offset: int, now: int) -> LogSegment:
+        segment = self.active_segment
+        if segment.should_roll(
+            max_segment_bytes=self.config.segment_bytes,
+            max_segment_ms=self.config.segment_ms,
+            messages_size=messages_size,
+            max_timestamp_in_messages=max_ts,
+            max_offset_in_messages=max_offset,
+            now_ms=now,
+        ):
+            return self.roll(first_offset)
+        return segment
+
+    def roll(self, expected_next_offset: int | None = None) -> LogSegment:
+        """Start a new active segment at max(expected_next_offset, LEO). An empty active
+        segment at that offset is replaced, not duplicated (KAFKA-6388)."""
+        with self._lock:
+            self._check_open()
+            new_offset = max(expected_next_offset or 0, self._leo)
+            active = self.active_segment
+            if new_offset in self.segments:
+                if active.base_offset == new_offset and active.size == 0:
+                    logger.warning("%s: replacing empty active segment %d", self.dir, new_offset)
+                    self.segments.remove(new_offset)
+                    active.delete_if_exists()
+                else:
+                    raise KafkaStorageError(
+                        f"trying to roll a new segment for {self.topic}-{self.partition} at offset"
+                        f" {new_offset} while it already exists"
+                    )
+            elif new_offset < active.base_offset:
+                raise KafkaStorageError(
+                    f"trying to roll a new segment at offset {new_offset} below the active segment"
+                    f" {active.base_offset}"
+                )
+            else:
+                for path in (log_file_name(self.dir, new_offset), offset_index_file_name(self.dir, new_offset),
+                             time_index_file_name(self.dir, new_offset)):
+                    if os.path.exists(path):
+                        logger.warning("%s: deleting stale file %s before rolling", self.dir, path)
+                        os.unlink(path)
+                active.on_become_inactive_segment()
+            seg = self._open_segment(new_offset)
+            self.segments.put(new_offset, seg)
+            self._dir_needs_fsync = True
+            return seg
+
+    def _open_segment(self, base_offset: int) -> LogSegment:
+        cfg = self.config
+        return LogSegment.open(
+            self.dir, base_offset,
+            index_interval_bytes=cfg.index_interval_bytes,
+            max_index_size=cfg.segment_index_bytes,
+            rolling_jitter_ms=cfg.random_segment_jitter(self._rng.random),
+            init_file_size=cfg.segment_bytes,
+            preallocate=cfg.preallocate,
+        )
+
+    # ---------------------------------------------------------------- read
+
+    def read(
+        self,
+        offset: int,
+        max_bytes: int,
+        min_one_batch: bool = True,
+        upper_bound: int | None = None,
+    ) -> FetchResult:
+        """Slices starting at the batch that holds ``offset``, at most ``max_bytes`` (the first
+        batch always whole with ``min_one_batch``), never past ``upper_bound`` (default: the high
+        watermark). Raises OffsetOutOfRangeError below the log start or above the LEO; the LEO
+        itself returns no slices. When a segment's slice reaches its end exactly, the read
+        continues into the next segment(s) while bytes remain."""
+        self._check_open()
+        leo = self._leo
+        start_offset = self.log_start_offset
+        if offset < start_offset or offset > leo:
+            raise OffsetOutOfRangeError(
+                f"offset {offset} is out of range for {self.topic}-{self.partition}: log start"
+                f" offset {start_offset}, log end offset {leo}"
+            )
+        bound = leo if upper_bound is None else min(upper_bound, leo)
+        result = FetchResult([], leo, start_offset, leo)
+        if offset >= bound:
+            return result
+        entry = self.segments.floor(offset)
+        if entry is None:
+            raise OffsetOutOfRangeError(f"no segment holds offset {offset} in {self.topic}-{self.partition}")
+        # Byte position of the upper bound in its segment (the start of the batch holding it).
+        bound_entry = self.segments.floor(bound)
+        bound_base = bound_entry[0] if bound_entry is not None else -1
+        bound_position: int | None = None
+        if bound < leo and bound_entry is not None:
+            found = bound_entry[1].translate_offset(bound)
+            bound_position = found.position if found is not None else bound_entry[1].size
+        slices: list[FileSlice] = []
+        remaining = max_bytes
+        incomplete = False
+        first = True
+        while entry is not None and (first or remaining > 0):
+            base, seg = entry
+            if base > bound_base and bound_entry is not None and bound_position is not None:
+                break
+            max_position = bound_position if (base == bound_base and bound_position is not None) else seg.size
+            if first:
+                info = seg.read(offset, max(remaining, 0), max_position, min_one_batch)
+            else:
+                info = seg.read(base, remaining, max_position, False)
+            if info is None:
+                if not first:
+                    break
+                entry = self.segments.higher(base)
+                continue
+            if info.slice.size > 0:
+                slices.append(info.slice)
+            if first:
+                incomplete = info.first_entry_incomplete
+            first = False
+            remaining -= info.slice.size
+            if info.slice.position + info.slice.size != seg.size or (base == bound_base and bound_position is not None):
+                break  # ended mid-segment (mid-batch or at the bound): stop here
+            entry = self.segments.higher(base)
+        return FetchResult(slices, leo, start_offset, leo, incomplete)
+
+    def read_bytes(self, offset: int, max_bytes: int, min_one_batch: bool = True) -> bytes:
+        """``read`` materialised with pread (tests, tools; the server uses sendfile)."""
+        return b"".join(os.pread(s.fd, s.size, s.position) for s in self.read(offset, max_bytes, min_one_batch).slices)
+
+    def offset_for_timestamp(self, timestamp: int) -> TimestampAndOffset | None:
+        """ListOffsets: -2 earliest, -1 latest, -3 max timestamp, else the first record with
+        timestamp >= ``timestamp`` (None when there is none)."""
+        self._check_open()
+        if timestamp == EARLIEST_TIMESTAMP:
+            return TimestampAndOffset(-1, self.log_start_offset)
+        if timestamp == LATEST_TIMESTAMP:
+            return TimestampAndOffset(-1, self._leo)
+        if timestamp == MAX_TIMESTAMP:
+            best = TimestampAndOffset(-1, -1)
+            for seg in self.segments.values():
+                ts = seg.max_timestamp_so_far
+                if ts > best.timestamp:
+                    best = TimestampAndOffset(ts, seg.offset_of_max_timestamp_so_far)
+            return best if best.offset >= 0 else None
+        for seg in self.segments.values():
+            if seg.largest_timestamp() >= timestamp:
+                found = seg.find_offset_by_timestamp(timestamp, self.log_start_offset)
+                if found is not None:
+                    return found
+        return None
+
+    # ---------------------------------------------------------------- retention
+
+    def delete_old_segments(self) -> int:
+        """One retention pass (Kafka's order): log-start-offset breach, then size, then time.
+        Returns the number of segments deleted."""
+        deleted = self._delete_segments_where(
+            lambda seg, nxt: nxt is not None and nxt.base_offset <= self.log_start_offset,
+            "log start offset breach")
+        if not self.config.delete_enabled:
+            return deleted
+        cfg = self.config
+        if cfg.retention_bytes >= 0:
+            total = self.size
+            if total >= cfg.retention_bytes:
+                diff = [total - cfg.retention_bytes]
+
+                def size_breach(seg: LogSegment, nxt: LogSegment | None) -> bool:
+                    if diff[0] - seg.size >= 0:
+                        diff[0] -= seg.size
+                        return True
+                    return False
+
+                deleted += self._delete_segments_where(size_breach, f"retention size {cfg.retention_bytes} breach")
+        if cfg.retention_ms >= 0:
+            now = self._now_ms()
+            deleted += self._delete_segments_where(
+                lambda seg, nxt: now - seg.largest_timestamp() > cfg.retention_ms,
+                f"retention time {cfg.retention_ms}ms breach")
+        return deleted
+
+    def _delete_segments_where(self, predicate: Callable[[LogSegment, LogSegment | None], bool], reason: str) -> int:
+        with self._lock:
+            self._check_open()
+            hw = self.high_watermark
+            deletable: list[LogSegment] = []
+            items = list(self.segments.values())
+            for i, seg in enumerate(items):
+                nxt = items[i + 1] if i + 1 < len(items) else None
+                upper = nxt.base_offset if nxt is not None else self._leo
+                if nxt is None and seg.size == 0:
+                    break  # an empty last segment is never deleted
+                if hw >= upper and predicate(seg, nxt):
+                    deletable.append(seg)
+                else:
+                    break
+            if not deletable:
+                return 0
+            to_delete = deletable
+            if len(deletable) == len(self.segments):
+                new_seg = self.roll()
+                if deletable[-1].base_offset == new_seg.base_offset:
+                    to_delete = deletable[:-1]
+            for seg in to_delete:
+                self._remove_and_schedule_delete(seg, reason)
+            self._maybe_increment_log_start_offset(self.segments.first()[0])  # type: ignore[index]
+            return len(to_delete)
+
+    def _remove_and_schedule_delete(self, seg: LogSegment, reason: str) -> None:
+        """Take the segment out of the map now; rename its files ``.deleted`` and remove them
+        after ``file.delete.delay.ms`` (reads already holding its fd finish meanwhile)."""
+        self.segments.remove(seg.base_offset)
+        logger.info("%s: deleting segment %d (%s)", self.dir, seg.base_offset, reason)
+        try:
+            seg.change_file_suffixes("", DELETED_FILE_SUFFIX)
+        except FileNotFoundError:
+            pass
+        self._pending_deletes.append((self._now_ms() + self.config.file_delete_delay_ms, seg))
+
+    def delete_expired_files(self, now_ms: int | None = None) -> int:
+        """Remove ``.deleted`` segments whose delay has passed; returns how many."""
+        now = self._now_ms() if now_ms is None else now_ms
+        due = [s for t, s in self._pending_deletes if t <= now]
+        self._pending_deletes = [(t, s) for t, s in self._pending_deletes if t > now]
+        for seg in due:
+            seg.delete_if_exists()
+        return len(due)
+
+    def _maybe_increment_log_start_offset(self, new_start: int) -> None:
+        if new_start > self.log_start_offset:
+            self.log_start_offset = new_start
+
+    def delete_records_before(self, offset: int) -> int:
+        """Raise the log start offset to ``offset`` (DeleteRecords); segments wholly below it go
+        at the next retention pass. Returns the new log start offset."""
+        with self._lock:
+            self._check_open()
+            if offset > self.high_watermark or offset < 0:
+                raise OffsetOutOfRangeError(
+                    f"cannot delete records before {offset}: high watermark is {self.high_watermark}"
+                )
+            self._maybe_increment_log_start_offset(offset)
+            return self.log_start_offset
+
+    def truncate_to(self, offset: int) -> bool:
+        """Remove every batch at or above ``offset`` (whole batches). True if anything changed."""
+        with self._lock:
+            self._check_open()
+            if offset >= self._leo:
+                return False
+            if offset < self.log_start_offset:
+                offset = self.log_start_offset
+            for base, seg in list(self.segments.items()):
+                if base >= offset and base != self.segments.first()[0]:  # type: ignore[index]
+                    self.segments.remove(base)
+                    seg.delete_if_exists()
+            active = self.active_segment
+            active.truncate_to(offset)
+            self._leo = active.read_next_offset()
+            self.recovery_point = min(self.recovery_point, self._leo)
+            return True
+
+    # ---------------------------------------------------------------- flush
+
+    def flush(self, up_to: int | None = None) -> int:
+        """fsync every segment holding offsets in [recovery_point, up_to) (default: the LEO at
+        call time), msync their indexes, fsync the directory if segments were created, then
+        advance the recovery point. Safe to run in a worker thread while appends continue:
+        one fsync covers every append made before it. Returns the new recovery point."""
+        with self._lock:
+            if self._closed:
+                return self.recovery_point
+            target = self._leo if up_to is None else min(up_to, self._leo)
+            if target <= self.recovery_point:
+                return self.recovery_point
+            start = _floor_key(self.segments, self.recovery_point)
+            to_flush = [s for b, s in self.segments.items(start) if b < target]
+            dir_fsync = self._dir_needs_fsync
+            self._dir_needs_fsync = False
+        for seg in to_flush:
+            seg.flush()
+        if dir_fsync:
+            _fsync_dir(self.dir)
+        with self._lock:
+            if target > self.recovery_point:
+                self.recovery_point = target
+            self.last_flush_ms = self._now_ms()
+            return self.recovery_point
+
+    def flush_due(self, now_ms: int) -> bool:
+        """Kafka's flush policy: ``flush.ms`` since the last flush, with unflushed data."""
+        return self._leo > self.recovery_point and now_ms - self.last_flush_ms >= self.config.flush_ms
+
+    # ---------------------------------------------------------------- close
+
+    def close(self) -> None:
+        """Close every segment (writes final time-index entries, trims indexes and .log)."""
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            for seg in self.segments.values():
+                seg.close()
+            for _, seg in self._pending_deletes:
+                seg.close_handlers()
+
+    def delete(self) -> None:
+        """Close and remove every file of this log (the directory itself is the caller's)."""
+        with self._lock:
+            self._closed = True
+            for seg in self.segments.values():
+                seg.delete_if_exists()
+            for _, seg in self._pending_deletes:
+                seg.delete_if_exists()
+            self._pending_deletes = []
+            self._deleted = True
+
+    def __repr__(self) -> str:
+        return (f"Log({self.topic}-{self.partition}, start={self.log_start_offset}, end={self._leo},"
+                f" segments={len(self.segments)}, recovery_point={self.recovery_point})")
+
+
+# -------------------------------------------------------------------- loader helpers
+
+def _floor_key(segments: SkipListMap[int, LogSegment], offset: int) -> int:
+    entry = segments.floor(offset)
+    if entry is not None:
+        return entry[0]
+    first = segments.first()
+    return first[0] if first is not None else 0
+
+
+def _fsync_dir(path: str) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _offset_from_name(name: str) -> int | None:
+    prefix = name.split(".", 1)[0]
+    if len(prefix) != 20 or not prefix.isdigit():
+        return None
+    return int(prefix)
+
+
+def _remove_temp_files_and_collect_swaps(directory: str) -> list[str]:
+    """Delete ``*.deleted`` and ``*.cleaned`` files and invalid swaps; return valid ``*.swap``."""
+    swaps: list[str] = []
+    cleaned: list[str] = []
+    min_cleaned = None
+    for name in os.listdir(directory):
+        path = os.path.join(directory, name)
+        if not os.path.isfile(path):
+            continue
+        if name.endswith(DELETED_FILE_SUFFIX):
+            logger.info("%s: removing leftover %s", directory, name)
+            os.unlink(path)
+        elif name.endswith(CLEANED_FILE_SUFFIX):
+            off = _offset_from_name(name)
+            if off is not None:
+                min_cleaned = off if min_cleaned is None else min(min_cleaned, off)
+            cleaned.append(path)
+        elif name.endswith(SWAP_FILE_SUFFIX):
+            swaps.append(path)
+    valid = []
+    for path in swaps:
+        off = _offset_from_name(os.path.basename(path))
+        if min_cleaned is not None and off is not None and off >= min_cleaned:
+            logger.info("%s: removing swap %s (>= cleaned offset %d)", directory, path, min_cleaned)
+            os.unlink(path)
+        else:
+            valid.append(path)
+    for path in cleaned:
+        logger.info("%s: removing leftover %s", directory, os.path.basename(path))
+        os.unlink(path)
+    return valid
+
+
+def _load_segment_files(
+    directory: str,
+    config: LogConfig,
+    segments: SkipListMap[int, LogSegment],
+    had_clean_shutdown: bool,
+    recovery_point: int,
+    rng: random.Random,
+) -> None:
+    for name in sorted(os.listdir(directory)):
+        path = os.path.join(directory, name)
+        base = _offset_from_name(name)
+        if base is None or not os.path.isfile(path):
+            continue
+        if name.endswith(INDEX_FILE_SUFFIX) or name.endswith(TIME_INDEX_FILE_SUFFIX):
+            if not os.path.exists(log_file_name(directory, base)):
+                logger.warning("%s: deleting orphan index file %s", directory, name)
+                os.unlink(path)
+        elif name.endswith(LOG_FILE_SUFFIX):
+            time_index_missing = not os.path.exists(time_index_file_name(directory, base))
+            index_missing = not os.path.exists(offset_index_file_name(directory, base))
+            seg = LogSegment.open(directory, base, index_interval_bytes=config.index_interval_bytes,
+                                  max_index_size=config.segment_index_bytes,
+                                  rolling_jitter_ms=config.random_segment_jitter(rng.random),
+                                  file_already_exists=True)
+            if index_missing:
+                logger.warning("%s: offset index of segment %d is missing; recovering the segment and"
+                               " rebuilding its indexes", directory, base)
+                seg.recover()
+            elif time_index_missing:
+                seg.time_index.resize(0)  # Kafka: a newly created time index starts empty
+            segments.put(base, seg)
+
+
+def _complete_swaps(directory: str, config: LogConfig, segments: SkipListMap[int, LogSegment],
+                    swaps: Iterable[str]) -> None:
+    """Finish an interrupted segment replacement: a ``.log.swap`` replaces the segments its
+    offsets cover; swapped index files are deleted and rebuilt."""
+    for path in swaps:
+        name = os.path.basename(path)
+        base = _offset_from_name(name)
+        if base is None:
+            continue
+        if not name.endswith(LOG_FILE_SUFFIX + SWAP_FILE_SUFFIX):
+            os.unlink(path)  # index swap: rebuilt by recovering the swapped segment
+            continue
+        swap = LogSegment.open(directory, base, index_interval_bytes=config.index_interval_bytes,
+                               max_index_size=config.segment_index_bytes, file_already_exists=True,
+                               file_suffix=SWAP_FILE_SUFFIX)
+        swap.recover()
+        end = swap.read_next_offset()
+        for b, seg in list(segments.items(base)):
+            if b >= end:
+                break
+            segments.remove(b)
+            seg.delete_if_exists()
+        swap.change_file_suffixes(SWAP_FILE_SUFFIX, "")
+        segments.put(base, swap)
+        logger.info("%s: completed swap of segment %d", directory, base)

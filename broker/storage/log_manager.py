@@ -1,0 +1,307 @@
+"""LogManager: the data directory (``log.dirs``) and every partition log in it.
+
+Layout::
+
+    <log.dir>/
+      <topic>-<partition>/                 one Log each (segment files)
+      <topic>-<partition>.<id>-delete/     a deleted partition, removed in the background
+      recovery-point-offset-checkpoint     Kafka's text checkpoint (checkpoint.py)
+      log-start-offset-checkpoint
+      .kafka_cleanshutdown                 present only between a clean shutdown and the next start
+      meta.properties                      version, cluster.id, node.id (Kafka's, informative)
+      topic-configs.json                   minibroker's own: per-topic config overrides, so they
+                                           survive restarts (Kafka keeps them in its metadata log)
+
+Startup: if the clean-shutdown marker exists it is deleted at once (KAFKA-10471) and the logs
+load without any scan; otherwise every log recovers from floor(recovery point). Shutdown:
+flush every log, close them (trims), write both checkpoints, then the marker.
+
+Topic names follow Kafka (``[a-zA-Z0-9._-]``, 1-249 characters, not ``.`` or ``..``), which
+also keeps every path inside the data directory.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import re
+import resource
+import shutil
+import time
+import uuid
+from typing import Callable, NamedTuple
+
+from .checkpoint import (
+    CLEAN_SHUTDOWN_FILE,
+    LOG_START_OFFSET_CHECKPOINT,
+    RECOVERY_POINT_CHECKPOINT,
+    read_offset_checkpoint,
+    write_clean_shutdown_marker,
+    write_offset_checkpoint,
+)
+from .config import LogConfig
+from .errors import InvalidTopicError, KafkaStorageError, TopicExistsError, UnknownTopicOrPartitionError
+from .log import Log
+
+__all__ = ["LogManager", "validate_topic_name", "TopicInfo"]
+
+logger = logging.getLogger(__name__)
+
+TOPIC_CONFIGS_FILE = "topic-configs.json"
+META_PROPERTIES = "meta.properties"
+DELETE_DIR_SUFFIX = "-delete"
+MAX_NAME_LENGTH = 249
+_LEGAL = re.compile(r"[a-zA-Z0-9._-]+")
+
+
+def validate_topic_name(name: str) -> None:
+    """Kafka's Topic.validate; raises InvalidTopicError with Kafka's wording."""
+    if not isinstance(name, str) or len(name) == 0:
+        raise InvalidTopicError("Topic name is illegal, it can't be empty")
+    if name in (".", ".."):
+        raise InvalidTopicError('Topic name cannot be "." or ".."')
+    if len(name) > MAX_NAME_LENGTH:
+        raise InvalidTopicError(
+            f"Topic name is illegal, it can't be longer than {MAX_NAME_LENGTH} characters, topic name: {name}"
+        )
+    if not _LEGAL.fullmatch(name):
+        raise InvalidTopicError(
+            f'Topic name "{name}" is illegal, it contains a character other than ASCII alphanumerics,'
+            " '.', '_' and '-'"
+        )
+
+
+class TopicInfo(NamedTuple):
+    name: str
+    partitions: int
+    overrides: dict[str, str]
+    config: LogConfig
+
+
+def _parse_partition_dir(name: str) -> tuple[str, int] | None:
+    topic, sep, part = name.rpartition("-")
+    if not sep or not part.isdigit() or not topic:
+        return None
+    try:
+        validate_topic_name(topic)
+    except InvalidTopicError:
+        return None
+    return topic, int(part)
+
+
+def _raise_fd_limit() -> None:
+    """Each segment keeps its .log open (indexes open lazily): use the hard limit."""
+    try:
+        soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+        if hard == resource.RLIM_INFINITY or soft < hard:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (hard if hard != resource.RLIM_INFINITY else 1 << 20, hard))
+    except (ValueError, OSError):
+        pass
+
+
+class LogManager:
+    def __init__(
+        self,
+        log_dir: str,
+        default_config: LogConfig | None = None,
+        *,
+        node_id: int = 0,
+        now_ms: Callable[[], int] = lambda: int(time.time() * 1000),
+    ) -> None:
+        self.log_dir = os.path.abspath(log_dir)
+        self.default_config = default_config or LogConfig()
+        self.node_id = node_id
+        self._now_ms = now_ms
+        self.logs: dict[tuple[str, int], Log] = {}
+        self._topics: dict[str, dict[str, str]] = {}  # topic -> config overrides
+        self.had_clean_shutdown = False
+        self._started = False
+
+    # ---------------------------------------------------------------- startup
+
+    def startup(self) -> None:
+        """Load every partition in the data directory (see module docstring)."""
+        _raise_fd_limit()
+        os.makedirs(self.log_dir, exist_ok=True)
+        marker = os.path.join(self.log_dir, CLEAN_SHUTDOWN_FILE)
+        self.had_clean_shutdown = os.path.exists(marker)
+        if self.had_clean_shutdown:
+            os.unlink(marker)  # KAFKA-10471: a crash during this start must not look clean
+        self._write_meta_properties()
+        recovery_points = read_offset_checkpoint(os.path.join(self.log_dir, RECOVERY_POINT_CHECKPOINT))
+        start_offsets = read_offset_checkpoint(os.path.join(self.log_dir, LOG_START_OFFSET_CHECKPOINT))
+        self._topics = self._read_topic_configs()
+        for name in sorted(os.listdir(self.log_dir)):
+            path = os.path.join(self.log_dir, name)
+            if not os.path.isdir(path):
+                continue
+            if name.endswith(DELETE_DIR_SUFFIX):
+                logger.info("removing deleted partition directory %s", name)
+                shutil.rmtree(path, ignore_errors=True)
+                continue
+            parsed = _parse_partition_dir(name)
+            if parsed is None:
+                logger.warning("ignoring directory %s: not a <topic>-<partition> name", name)
+                continue
+            topic, partition = parsed
+            overrides = self._topics.setdefault(topic, {})
+            config = self.default_config.with_overrides(overrides)
+            log = Log.load(path, topic, partition, config,
+                           recovery_point=recovery_points.get(parsed, 0),
+                           log_start_offset=start_offsets.get(parsed, 0),
+                           had_clean_shutdown=self.had_clean_shutdown, now_ms=self._now_ms)
+            self.logs[parsed] = log
+        self._started = True
+        logger.info("loaded %d partitions of %d topics from %s (%s shutdown)", len(self.logs),
+                    len(self.topics()), self.log_dir, "clean" if self.had_clean_shutdown else "unclean")
+
+    def _write_meta_properties(self) -> None:
+        path = os.path.join(self.log_dir, META_PROPERTIES)
+        if not os.path.exists(path):
+            with open(path, "w", encoding="utf-8") as f:
+                f.write(f"version=1\ncluster.id={uuid.uuid4().hex[:22]}\nnode.id={self.node_id}\n")
+
+    @property
+    def cluster_id(self) -> str:
+        try:
+            with open(os.path.join(self.log_dir, META_PROPERTIES), encoding="utf-8") as f:
+                for line in f:
+                    if line.startswith("cluster.id="):
+                        return line.strip().split("=", 1)[1]
+        except OSError:
+            pass
+        return "minibroker"
+
+    def _read_topic_configs(self) -> dict[str, dict[str, str]]:
+        path = os.path.join(self.log_dir, TOPIC_CONFIGS_FILE)
+        try:
+            with open(path, encoding="utf-8") as f:
+                data = json.load(f)
+            return {t: {k: str(v) for k, v in c.items()} for t, c in data.get("topics", {}).items()}
+        except FileNotFoundError:
+            return {}
+        except (OSError, ValueError, AttributeError) as e:
+            logger.error("cannot read %s (%s); topics use the broker defaults", path, e)
+            return {}
+
+    def _write_topic_configs(self) -> None:
+        path = os.path.join(self.log_dir, TOPIC_CONFIGS_FILE)
+        tmp = path + ".tmp"
+        with open(tmp, "w", encoding="utf-8") as f:
+            json.dump({"version": 1, "topics": self._topics}, f, sort_keys=True, indent=1)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+
+    # ---------------------------------------------------------------- topics
+
+    def topics(self) -> dict[str, TopicInfo]:
+        counts: dict[str, int] = {}
+        for topic, _ in self.logs:
+            counts[topic] = counts.get(topic, 0) + 1
+        return {t: TopicInfo(t, n, dict(self._topics.get(t, {})),
+                             self.default_config.with_overrides(self._topics.get(t, {})))
+                for t, n in sorted(counts.items())}
+
+    def topic_config(self, topic: str) -> LogConfig:
+        if topic not in self._topics:
+            raise UnknownTopicOrPartitionError(f"unknown topic {topic}")
+        return self.default_config.with_overrides(self._topics[topic])
+
+    def create_topic(self, name: str, partitions: int, configs: dict[str, str] | None = None,
+                     *, validate_only: bool = False) -> TopicInfo:
+        """Validate everything first; then create ``partitions`` empty logs and persist the
+        overrides. Raises InvalidTopicError, InvalidConfigError, TopicExistsError or ValueError
+        (bad partition count) with nothing written."""
+        validate_topic_name(name)
+        if any(t == name for t, _ in self.logs):
+            raise TopicExistsError(f"Topic '{name}' already exists.")
+        if not isinstance(partitions, int) or partitions < 1:
+            raise ValueError(f"Number of partitions must be larger than 0, got {partitions}")
+        overrides = {k: str(v) for k, v in (configs or {}).items()}
+        config = self.default_config.with_overrides(overrides)  # raises InvalidConfigError
+        info = TopicInfo(name, partitions, overrides, config)
+        if validate_only:
+            return info
+        self._topics[name] = overrides
+        self._write_topic_configs()
+        for p in range(partitions):
+            path = os.path.join(self.log_dir, f"{name}-{p}")
+            self.logs[(name, p)] = Log.load(path, name, p, config, had_clean_shutdown=True, now_ms=self._now_ms)
+        logger.info("created topic %s with %d partitions%s", name, partitions,
+                    f" and configs {overrides}" if overrides else "")
+        return info
+
+    def delete_topic(self, name: str) -> None:
+        """Close the topic's logs, rename their directories ``<dir>.<id>-delete`` and remove
+        them (the rename is the commit point; a crash before the removal finishes is cleaned up
+        at the next start)."""
+        parts = sorted(p for t, p in self.logs if t == name)
+        if not parts:
+            raise UnknownTopicOrPartitionError(f"This server does not host this topic: {name}")
+        doomed = []
+        for p in parts:
+            log = self.logs.pop((name, p))
+            log.close()
+            target = f"{log.dir}.{uuid.uuid4().hex}{DELETE_DIR_SUFFIX}"
+            os.rename(log.dir, target)
+            doomed.append(target)
+        self._topics.pop(name, None)
+        self._write_topic_configs()
+        for path in doomed:
+            shutil.rmtree(path, ignore_errors=True)
+        logger.info("deleted topic %s (%d partitions)", name, len(parts))
+
+    def get_log(self, topic: str, partition: int) -> Log | None:
+        return self.logs.get((topic, partition))
+
+    def log_or_raise(self, topic: str, partition: int) -> Log:
+        log = self.logs.get((topic, partition))
+        if log is None:
+            raise UnknownTopicOrPartitionError(f"unknown topic-partition {topic}-{partition}")
+        return log
+
+    # ---------------------------------------------------------------- periodic work
+
+    def cleanup_logs(self) -> int:
+        """Retention pass over every log, then removal of ``.deleted`` files whose delay passed."""
+        deleted = 0
+        now = self._now_ms()
+        for log in list(self.logs.values()):
+            try:
+                deleted += log.delete_old_segments()
+                log.delete_expired_files(now)
+            except KafkaStorageError:
+                continue  # deleted concurrently
+        return deleted
+
+    def checkpoint_logs(self) -> None:
+        """Write both checkpoint files (atomically)."""
+        write_offset_checkpoint(os.path.join(self.log_dir, RECOVERY_POINT_CHECKPOINT),
+                                {k: log.recovery_point for k, log in self.logs.items()})
+        write_offset_checkpoint(os.path.join(self.log_dir, LOG_START_OFFSET_CHECKPOINT),
+                                {k: log.log_start_offset for k, log in self.logs.items()})
+
+    def logs_due_for_flush(self) -> list[Log]:
+        now = self._now_ms()
+        return [log for log in self.logs.values() if log.flush_due(now)]
+
+    def flush_dirty_logs(self) -> int:
+        """Flush every log whose ``flush.ms`` has elapsed (or whose rolled segments are not yet
+        durable); returns how many were flushed."""
+        n = 0
+        for log in self.logs_due_for_flush():
+            log.flush()
+            n += 1
+        return n
+
+    def shutdown(self) -> None:
+        """Flush all, close all (trims), write the checkpoints, then the clean-shutdown marker."""
+        for log in self.logs.values():
+            log.flush()
+        for log in self.logs.values():
+            log.close()
+        self.checkpoint_logs()
+        write_clean_shutdown_marker(self.log_dir)
+        logger.info("log manager shut down cleanly (%d partitions)", len(self.logs))
