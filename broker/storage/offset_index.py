@@ -120,7 +120,7 @@ class OffsetIndex(AbstractIndex):
         prev_off, prev_pos = -1, -1
         for n in range(self._entries):
             off, pos = self.entry(n)
-            if off <= prev_off or pos <= prev_pos and n > 0:
+            if off <= prev_off or (n > 0 and pos <= prev_pos):
                 raise CorruptIndexError(
                     f"{self.path}: entry {n} ({off}, {pos}) does not follow ({prev_off}, {prev_pos})"
                 )

@@ -27,7 +27,14 @@ import struct
 import time
 from typing import NamedTuple
 
-from client.records.batch import LAST_OFFSET_DELTA_OFFSET, MAX_TIMESTAMP_OFFSET, LOG_OVERHEAD, RecordError
+from client.records.batch import (
+    LAST_OFFSET_DELTA_OFFSET,
+    LOG_OVERHEAD,
+    MAX_TIMESTAMP_OFFSET,
+    RECORDS_OFFSET,
+    CorruptRecordError,
+    RecordError,
+)
 
 from .errors import LogSegmentOffsetOverflowError
 from .file_records import FileRecords, FileSlice, LogOffsetPosition, TimestampAndOffset
@@ -184,14 +191,20 @@ class LogSegment:
         batches: list[tuple[int, int, int, int]] = []  # (rel position, size, last offset, max ts)
         pos = 0
         while pos < n:
+            # A short tail or a size field below the header size would otherwise raise
+            # struct.error or, for a size of 0, loop forever.
+            if n - pos < RECORDS_OFFSET:
+                raise CorruptRecordError("append buffer does not end on a batch boundary")
             base, length = _BATCH_FIELDS.unpack_from(view, pos)
             size = length + LOG_OVERHEAD
+            if size < RECORDS_OFFSET or pos + size > n:
+                raise CorruptRecordError(
+                    f"append buffer has a batch of {size} bytes at {pos}; {n - pos} bytes left"
+                )
             last = base + struct.unpack_from(">i", view, pos + LAST_OFFSET_DELTA_OFFSET)[0]
             max_ts = struct.unpack_from(">q", view, pos + MAX_TIMESTAMP_OFFSET)[0]
             batches.append((pos, size, last, max_ts))
             pos += size
-        if pos != n:
-            raise RecordError("append buffer does not end on a batch boundary")
         largest = batches[-1][2]
         if not self.can_convert_to_relative_offset(largest) or not self.can_convert_to_relative_offset(batches[0][2]):
             raise LogSegmentOffsetOverflowError(
@@ -400,7 +413,7 @@ class LogSegment:
         self.offset_index.resize(size)
         self.time_index.resize(size)
 
-    def sanity_check(self, time_index_file_exists: bool = True) -> None:
+    def sanity_check(self) -> None:
         if not os.path.exists(self._offset_index.path):
             raise FileNotFoundError(f"offset index file {self._offset_index.path} does not exist")
         self.offset_index.sanity_check()

@@ -1,0 +1,67 @@
+"""The ``minibroker`` command line: argparse wiring only.
+
+Each subcommand lives in its own module, which defines ``HELP`` (one line),
+``add_arguments(parser)`` and ``run(args) -> int`` (the exit status). To add one (serve, topics,
+produce, consume), write the module and list it in ``SUBCOMMANDS``; nothing else changes here.
+Every listed module is imported to build the parser, so a subcommand module must keep its
+import cheap (import heavy things such as the event loop inside ``run``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import os
+import sys
+from typing import Sequence
+
+# name -> module implementing it
+SUBCOMMANDS: dict[str, str] = {
+    "dump-log": "broker.tools.dump_log",
+}
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="minibroker",
+        description="A single-node broker that stores partitions exactly as Apache Kafka does.",
+    )
+    subparsers = parser.add_subparsers(dest="command", metavar="<command>")
+    for name, module_name in SUBCOMMANDS.items():
+        module = importlib.import_module(module_name)
+        sub = subparsers.add_parser(name, help=module.HELP, description=module.HELP)
+        module.add_arguments(sub)
+        sub.set_defaults(run=module.run)
+    return parser
+
+
+def _usage() -> str:
+    lines = ["usage: minibroker <command> [options]", "", "commands:"]
+    for name, module_name in SUBCOMMANDS.items():
+        lines.append(f"  {name:<10} {importlib.import_module(module_name).HELP}")
+    lines += [
+        "",
+        "The network server (`minibroker serve`) is not built yet.",
+        "Run `minibroker <command> --help` for a command's options.",
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.command is None:
+        sys.stdout.write(_usage())
+        return 0
+    try:
+        return int(args.run(args))
+    except BrokenPipeError:
+        # The reader went away (`minibroker dump-log x.log | head`): stop quietly, and point
+        # stdout at /dev/null so the interpreter's final flush does not raise again.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
