@@ -62,7 +62,13 @@ def compress(codec: Compression | int, data: bytes | bytearray | memoryview) -> 
     if codec == Compression.SNAPPY:
         return bytes(cramjam.snappy.compress_raw(data))
     if codec == Compression.LZ4:
-        return bytes(cramjam.lz4.compress(data))
+        # Independent blocks: Kafka's Lz4BlockInputStream decompresses each block on its own
+        # (KIP-57), and cramjam.lz4.compress links them by default, which breaks Java readers
+        # as soon as the records section exceeds one 64 KiB block. Compressor.compress takes
+        # only ``bytes``, hence the copy (small next to the compression itself).
+        c = cramjam.lz4.Compressor(block_linked=False)
+        c.compress(bytes(data))
+        return bytes(c.finish())
     if codec == Compression.ZSTD:
         return bytes(cramjam.zstd.compress(data))
     raise UnsupportedCodecError(f"unsupported compression codec id {int(codec)}")
@@ -75,6 +81,8 @@ def _snappy_decompress(data: bytes | bytearray | memoryview) -> bytes:
     out = bytearray()
     pos = _XERIAL_HEADER_SIZE
     end = len(view)
+    if end < pos:
+        raise ValueError("xerial snappy: truncated header")
     while pos < end:
         if pos + 4 > end:
             raise ValueError("xerial snappy: truncated chunk length")

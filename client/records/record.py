@@ -228,7 +228,10 @@ def iter_records(
     end = pos + batch_length + LOG_OVERHEAD
     section = memoryview(batch)[pos + RECORDS_OFFSET : end]
     codec = attributes & 0x07
-    data = decompress(codec, section) if codec else bytes(section)
+    try:
+        data = decompress(codec, section) if codec else bytes(section)
+    except ValueError as e:  # undecodable stream, or codec id 5-7: the batch is corrupt
+        raise CorruptRecordError(f"cannot decode records section: {e}") from e
     log_append = bool(attributes & TIMESTAMP_TYPE_MASK)
     p = 0
     n = len(data)
