@@ -39,6 +39,7 @@ __all__ = [
     "RECORDS_COUNT_OFFSET", "RECORDS_OFFSET", "RECORD_BATCH_OVERHEAD", "LOG_OVERHEAD",
     "HEADER_SIZE_UP_TO_MAGIC", "CURRENT_MAGIC", "NO_TIMESTAMP",
     "RecordError", "CorruptRecordError", "UnsupportedMagicError", "InvalidRecordError",
+    "UnsupportedCompressionTypeError",
     "RecordBatchHeader", "crc32c", "compute_crc", "set_base_offset", "validate_batch",
     "iter_batch_headers",
 ]
@@ -92,6 +93,12 @@ class UnsupportedMagicError(RecordError):
     """Magic byte other than 2 (Kafka: UNSUPPORTED_FOR_MESSAGE_FORMAT)."""
 
     error_code = 43  # UNSUPPORTED_FOR_MESSAGE_FORMAT
+
+
+class UnsupportedCompressionTypeError(RecordError):
+    """Codec bits name an id Kafka does not define (5-7) (UNSUPPORTED_COMPRESSION_TYPE)."""
+
+    error_code = 76
 
 
 class InvalidRecordError(RecordError):
@@ -252,8 +259,12 @@ class RecordBatchHeader:
         return (
             f"RecordBatchHeader(base_offset={self.base_offset}, last_offset={self.last_offset},"
             f" size={self.size_in_bytes}, count={self.records_count},"
-            f" codec={self.compression.name.lower()}, max_timestamp={self.max_timestamp})"
+            f" codec={_codec_name(self.compression_id)}, max_timestamp={self.max_timestamp})"
         )
+
+
+def _codec_name(codec_id: int) -> str:
+    return Compression(codec_id).name.lower() if codec_id <= 4 else f"unknown({codec_id})"
 
 
 def validate_batch(
@@ -292,6 +303,9 @@ def validate_batch(
         raise InvalidRecordError(f"record batch has recordsCount {count} (< 1)")
     if last_delta < 0:
         raise InvalidRecordError(f"record batch has lastOffsetDelta {last_delta} (< 0)")
+    codec = buf[pos + ATTRIBUTES_OFFSET + 1] & COMPRESSION_CODEC_MASK
+    if codec > 4:
+        raise UnsupportedCompressionTypeError(f"record batch uses unknown compression codec id {codec}")
     return RecordBatchHeader(buf, pos)
 
 
