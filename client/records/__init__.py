@@ -13,6 +13,7 @@ from .batch import (
     InvalidRecordError,
     RecordBatchHeader,
     RecordError,
+    UnsupportedCompressionTypeError,
     UnsupportedMagicError,
     compute_crc,
     iter_batch_headers,
@@ -24,7 +25,7 @@ from .record import Record, RecordBatchBuilder, build_batch, decode_batch, iter_
 
 __all__ = [
     "LOG_OVERHEAD", "RECORDS_OFFSET", "Compression", "CorruptRecordError", "InvalidRecordError",
-    "Record", "RecordBatchBuilder", "RecordBatchHeader", "RecordError", "UnsupportedMagicError",
+    "Record", "RecordBatchBuilder", "RecordBatchHeader", "RecordError", "UnsupportedCompressionTypeError", "UnsupportedMagicError",
     "build_batch", "compress", "compute_crc", "decode_batch", "decompress", "iter_batch_headers",
     "iter_records", "set_base_offset", "validate_batch",
 ]

@@ -16,6 +16,7 @@ from client.records import (
     RECORDS_OFFSET,
     Compression,
     CorruptRecordError,
+    UnsupportedCompressionTypeError,
     Record,
     RecordBatchBuilder,
     RecordBatchHeader,
@@ -301,11 +302,12 @@ def test_undecompressable_section_raises_corrupt(codec: Compression) -> None:
 
 @pytest.mark.parametrize("codec_id", [5, 6, 7])
 def test_unknown_codec_raises_corrupt(codec_id: int) -> None:
-    """Attribute codec bits 5-7 name no codec: CorruptRecordError."""
+    """Attribute codec bits 5-7 name no codec: UNSUPPORTED_COMPRESSION_TYPE (76)."""
     batch = build_batch(ONE)
     batch[22] = (batch[22] & ~0x07) | codec_id
-    with pytest.raises(CorruptRecordError):
+    with pytest.raises(UnsupportedCompressionTypeError) as e:
         decode_batch(reseal(batch))
+    assert e.value.error_code == 76
 
 
 FUZZ_BATCHES = [build_batch([*ONE, Record(3, TS0 - 9, None, b"x" * 30, (("k", None),))], c) for c in ALL_CODECS]
@@ -337,7 +339,7 @@ def test_fuzz_random_records_section(section: bytes, count: int, codec_id: int) 
     batch[22] = codec_id
     try:
         decode_batch(reseal(batch))
-    except CorruptRecordError:
+    except (CorruptRecordError, UnsupportedCompressionTypeError):
         pass
 
 
