@@ -152,6 +152,8 @@ class AbstractIndex:
 
     def reset(self) -> None:
         """Drop every entry and grow back to the max size (before a rebuild)."""
+        if not self.writable:  # refuse before dropping the entries, not halfway through
+            raise PermissionError(f"{self.path} is open read-only; it is never reset")
         self.truncate_to_entries(0)
         self.resize(self.max_index_size)
 
@@ -245,8 +247,13 @@ class AbstractIndex:
         first_hot = max(0, entries - 1 - warm_entries)
         if self._search_value(first_hot, entity) < target:
             return self._binary_search(first_hot, entries - 1, target, entity)
-        if self._search_value(0, entity) > target:
+        first = self._search_value(0, entity)
+        if first > target:
             return -1, 0
+        if first == target:
+            # _binary_search never compares its first slot, so it would answer (0, 1), or
+            # (0, -1) with one entry (Kafka does); the smallest slot >= target is 0.
+            return 0, 0
         return self._binary_search(0, first_hot, target, entity)
 
     def largest_lower_bound_slot_for(self, target: int, entity: int = KEY) -> int:
