@@ -40,7 +40,9 @@ TOPIC_CONFIGS: dict[str, ConfigDef] = {
         ConfigDef("segment.ms", "segment_ms", "long", 604800000, "log.roll.ms", 1,
                   doc="roll a segment when its first batch is this old (record time)"),
         ConfigDef("segment.jitter.ms", "segment_jitter_ms", "long", 0, "log.roll.jitter.ms", 0),
-        ConfigDef("segment.index.bytes", "segment_index_bytes", "int", 10485760, "log.index.size.max.bytes", 4, INT_MAX),
+        # Kafka accepts >= 4, but an index file smaller than one entry (12 bytes for the time
+        # index) cannot be created: reject it here, before anything is written.
+        ConfigDef("segment.index.bytes", "segment_index_bytes", "int", 10485760, "log.index.size.max.bytes", 12, INT_MAX),
         ConfigDef("index.interval.bytes", "index_interval_bytes", "int", 4096, "log.index.interval.bytes", 0, INT_MAX),
         ConfigDef("retention.ms", "retention_ms", "long", 604800000, "log.retention.ms", -1,
                   doc="-1 = unlimited"),

@@ -280,12 +280,13 @@ class LazyIndex(Generic[T]):
     inactive segments' indexes are opened when a read or retention check reaches them.
     """
 
-    __slots__ = ("_path", "_factory", "_index")
+    __slots__ = ("_path", "_factory", "_index", "_unsynced")
 
     def __init__(self, path: str, factory: Callable[[str], T]) -> None:
         self._path = path
         self._factory = factory
         self._index: T | None = None
+        self._unsynced = False  # closed after writes that no flush has fsync'd yet
 
     @property
     def path(self) -> str:
@@ -318,8 +319,24 @@ class LazyIndex(Generic[T]):
         except FileNotFoundError:
             return False
 
+    def flush(self) -> None:
+        """msync a loaded index; fsync the file of one closed since its last flush."""
+        idx = self._index
+        if idx is not None:
+            idx.flush()
+        elif self._unsynced:
+            fd = os.open(self._path, os.O_RDONLY)
+            try:
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+        self._unsynced = False
+
     def close(self) -> None:
+        """Close (trimming) and unload; a later ``get`` reopens it."""
         if self._index is not None:
+            if self._index.writable:
+                self._unsynced = True
             self._index.close()
             self._index = None
 

@@ -133,7 +133,11 @@ class Log:
         assert last is not None, "a loaded log always has a segment"
         self._leo = last[1].read_next_offset()
         self.last_flush_ms = now_ms()
-        self._dir_needs_fsync = False
+        # True at first: the directory entries of segments created before this object (a new
+        # log's first segment, the ones loading created or deleted) are not known to be durable.
+        # Kafka fsyncs the directory when a flushed segment's base is >= the recovery point,
+        # which covers them; costs one extra directory fsync per log per process at most.
+        self._dir_needs_fsync = True
         self._pending_deletes: list[tuple[int, LogSegment]] = []
         self._rng = random.Random()
         self._closed = False
@@ -204,6 +208,11 @@ class Log:
             segments.put(log_start_offset, seg)
             leo = log_start_offset
         new_recovery_point = leo if had_clean_shutdown else min(recovery_point, leo)
+        # Kafka: a segment's wall-clock age (segment.ms for batches without timestamps) counts
+        # from when this process opened it, on the log's clock (the injected one in tests).
+        created = now_ms()
+        for seg in segments.values():
+            seg.created_ms = created
         active = segments.last()[1]  # type: ignore[index]
         active.resize_indexes(config.segment_index_bytes)
         first_base = segments.first()[0]  # type: ignore[index]
@@ -254,7 +263,12 @@ class Log:
         """Validate the producer batches in ``records``, assign offsets from the LEO, roll if
         needed and append them with one write. Raises a RecordError / StorageError (with the
         Kafka error code) and writes nothing if any batch is invalid."""
-        buf = records if isinstance(records, bytearray) else bytearray(records)
+        # Offsets are patched in place: a bytearray or writable memoryview (the request frame)
+        # is used as is; read-only bytes are copied once.
+        if isinstance(records, bytearray) or (isinstance(records, memoryview) and not records.readonly):
+            buf = records
+        else:
+            buf = bytearray(records)
         n = len(buf)
         if n == 0:
             raise CorruptRecordError("empty record set")
@@ -369,7 +383,7 @@ class Log:
 
     def _open_segment(self, base_offset: int) -> LogSegment:
         cfg = self.config
-        return LogSegment.open(
+        seg = LogSegment.open(
             self.dir, base_offset,
             index_interval_bytes=cfg.index_interval_bytes,
             max_index_size=cfg.segment_index_bytes,
@@ -377,6 +391,8 @@ class Log:
             init_file_size=cfg.segment_bytes,
             preallocate=cfg.preallocate,
         )
+        seg.created_ms = self._now_ms()  # same clock as should_roll's now_ms
+        return seg
 
     # ---------------------------------------------------------------- read
 
@@ -577,6 +593,16 @@ class Log:
             active = self.active_segment
             active.truncate_to(offset)
             self._leo = active.read_next_offset()
+            if self._leo < self.log_start_offset:
+                # The batch holding ``offset`` started below the log start offset: keeping its
+                # head would leave LEO < log start. Start over, empty, at the log start offset
+                # (Kafka's truncateFullyAndStartAt).
+                for base, seg in list(self.segments.items()):
+                    self.segments.remove(base)
+                    seg.delete_if_exists()
+                self.segments.put(self.log_start_offset, self._open_segment(self.log_start_offset))
+                self._dir_needs_fsync = True
+                self._leo = self.log_start_offset
             self.recovery_point = min(self.recovery_point, self._leo)
             return True
 
@@ -682,8 +708,14 @@ def _remove_temp_files_and_collect_swaps(directory: str) -> list[str]:
             if off is not None:
                 min_cleaned = off if min_cleaned is None else min(min_cleaned, off)
             cleaned.append(path)
-        elif name.endswith(SWAP_FILE_SUFFIX):
+        elif name.endswith(LOG_FILE_SUFFIX + SWAP_FILE_SUFFIX):
             swaps.append(path)
+        elif name.endswith(SWAP_FILE_SUFFIX):
+            # Kafka: an index swap is just deleted (rebuilt when its log swap is recovered).
+            # Done here, before any log swap is completed: completing one renames its index
+            # swaps into place, so deleting them later would fail with FileNotFoundError.
+            logger.info("%s: removing index swap %s", directory, name)
+            os.unlink(path)
     valid = []
     for path in swaps:
         off = _offset_from_name(os.path.basename(path))

@@ -90,6 +90,14 @@ def _parse_partition_dir(name: str) -> tuple[str, int] | None:
     return topic, int(part)
 
 
+def _fsync_dir(path: str) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
 def _raise_fd_limit() -> None:
     """Each segment keeps its .log open (indexes open lazily): use the hard limit."""
     try:
@@ -229,6 +237,9 @@ class LogManager:
         for p in range(partitions):
             path = os.path.join(self.log_dir, f"{name}-{p}")
             self.logs[(name, p)] = Log.load(path, name, p, config, had_clean_shutdown=True, now_ms=self._now_ms)
+        # Make the new partition directories (and the topic-configs.json rename) durable: a
+        # flushed append to a new topic must survive a machine crash with its directory.
+        _fsync_dir(self.log_dir)
         logger.info("created topic %s with %d partitions%s", name, partitions,
                     f" and configs {overrides}" if overrides else "")
         return info
@@ -244,7 +255,11 @@ class LogManager:
         for p in parts:
             log = self.logs.pop((name, p))
             log.close()
-            target = f"{log.dir}.{uuid.uuid4().hex}{DELETE_DIR_SUFFIX}"
+            # Kafka's logDirNameWithSuffixCappedLength: cap the name at 255 bytes (NAME_MAX),
+            # else a topic name near the 249-character limit cannot be renamed.
+            suffix = f".{uuid.uuid4().hex}{DELETE_DIR_SUFFIX}"
+            base = os.path.basename(log.dir)
+            target = os.path.join(os.path.dirname(log.dir), base[: 255 - len(suffix)] + suffix)
             os.rename(log.dir, target)
             doomed.append(target)
         self._topics.pop(name, None)
@@ -285,14 +300,22 @@ class LogManager:
 
     def logs_due_for_flush(self) -> list[Log]:
         now = self._now_ms()
-        return [log for log in self.logs.values() if log.flush_due(now)]
+        return [log for log in self.logs.values()
+                if log.flush_due(now) or log.recovery_point < log.active_segment.base_offset]
 
     def flush_dirty_logs(self) -> int:
         """Flush every log whose ``flush.ms`` has elapsed (or whose rolled segments are not yet
         durable); returns how many were flushed."""
         n = 0
+        now = self._now_ms()
         for log in self.logs_due_for_flush():
-            log.flush()
+            if log.flush_due(now):
+                log.flush()
+            else:
+                # Kafka flushes up to the new active segment after each roll (asynchronously),
+                # which moves the recovery point there: recovery after a crash then re-validates
+                # only the active segment instead of everything since the last flush.
+                log.flush(log.active_segment.base_offset)
             n += 1
         return n
 

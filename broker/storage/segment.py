@@ -408,6 +408,11 @@ class LogSegment:
         self.offset_index.trim_to_valid_size()
         self.time_index.trim_to_valid_size()
         self.log.trim()
+        # Release the inactive indexes' mappings and descriptors (each mmap holds a dup of its
+        # fd): a broker with thousands of segments would otherwise keep 3 fds per segment.
+        # They reopen lazily, read-write at their trimmed size, when a read reaches them.
+        self._offset_index.close()
+        self._time_index.close()
 
     def resize_indexes(self, size: int) -> None:
         self.offset_index.resize(size)
@@ -422,8 +427,8 @@ class LogSegment:
     def flush(self) -> None:
         """fsync the .log and msync both index mappings."""
         self.log.flush()
-        self.offset_index.flush()
-        self.time_index.flush()
+        self._offset_index.flush()
+        self._time_index.flush()
 
     def close(self) -> None:
         """Final time-index entry, then close indexes (trimming them) and the log."""
