@@ -17,6 +17,7 @@ from typing import Sequence
 
 # name -> module implementing it
 SUBCOMMANDS: dict[str, str] = {
+    "serve": "broker.serve",
     "dump-log": "broker.tools.dump_log",
 }
 
@@ -41,7 +42,6 @@ def _usage() -> str:
         lines.append(f"  {name:<10} {importlib.import_module(module_name).HELP}")
     lines += [
         "",
-        "The network server (`minibroker serve`) is not built yet.",
         "Run `minibroker <command> --help` for a command's options.",
     ]
     return "\n".join(lines) + "\n"

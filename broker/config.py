@@ -1,0 +1,158 @@
+"""BrokerConfig: ``server.properties``-style settings with Kafka's property names and defaults.
+
+Sources, later wins: built-in defaults, a properties file (``--config``), ``--override k=v``.
+Defaults are Kafka's except ``listeners`` (``PLAINTEXT://127.0.0.1:9092``) and ``log.dirs``
+(``./data``). Topic-level defaults (``log.segment.bytes`` ...) become the LogManager's default
+LogConfig (storage/config.py). Unknown names are kept and logged, as Kafka does.
+
+Properties file syntax (the subset of java.util.Properties that configs use): one
+``key=value`` (or ``key: value``) per line, ``#``/``!`` comments, blank lines ignored,
+surrounding whitespace stripped.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from typing import Iterable, Mapping
+from urllib.parse import urlsplit
+
+from .storage.config import TOPIC_CONFIGS, LogConfig
+
+__all__ = ["BrokerConfig", "parse_properties", "ConfigError"]
+
+logger = logging.getLogger(__name__)
+
+
+class ConfigError(ValueError):
+    pass
+
+
+#: Broker properties minibroker knows, with Kafka's defaults (ours where marked).
+BROKER_DEFAULTS: dict[str, str] = {
+    "listeners": "PLAINTEXT://127.0.0.1:9092",  # ours (Kafka: PLAINTEXT://:9092)
+    "advertised.listeners": "",
+    "log.dirs": "./data",  # ours (Kafka: /tmp/kafka-logs)
+    "node.id": "0",
+    "broker.id": "",
+    "num.partitions": "1",
+    "auto.create.topics.enable": "true",
+    "delete.topic.enable": "true",
+    "socket.request.max.bytes": "104857600",
+    "log.retention.check.interval.ms": "300000",
+    "log.flush.scheduler.interval.ms": str(2**63 - 1),
+    "log.flush.offset.checkpoint.interval.ms": "60000",
+    "log.flush.start.offset.checkpoint.interval.ms": "60000",
+    "default.replication.factor": "1",
+    "queued.max.requests": "500",
+}
+_LOG_PROPS = {d.broker_name for d in TOPIC_CONFIGS.values()} | {
+    "log.roll.hours", "log.roll.jitter.hours", "log.retention.minutes", "log.retention.hours",
+}
+
+
+def parse_properties(text: str) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for lineno, raw in enumerate(text.splitlines(), 1):
+        line = raw.strip()
+        if not line or line[0] in "#!":
+            continue
+        seps = [i for i in (line.find("="), line.find(":")) if i >= 0]
+        if not seps:
+            raise ConfigError(f"line {lineno}: expected key=value, got {raw!r}")
+        i = min(seps)
+        out[line[:i].strip()] = line[i + 1 :].strip()
+    return out
+
+
+def _parse_listener(value: str, name: str) -> tuple[str, int]:
+    first = value.split(",")[0].strip()
+    if "://" not in first:
+        first = "PLAINTEXT://" + first
+    u = urlsplit(first)
+    if u.scheme.upper() != "PLAINTEXT":
+        raise ConfigError(f"{name}: only PLAINTEXT listeners are supported, got {first!r}")
+    try:
+        port = u.port
+    except ValueError:
+        raise ConfigError(f"{name}: invalid port in {first!r}") from None
+    if port is None:
+        raise ConfigError(f"{name}: missing port in {first!r}")
+    return (u.hostname or "0.0.0.0"), port
+
+
+@dataclass
+class BrokerConfig:
+    props: dict[str, str]
+
+    @classmethod
+    def load(cls, path: str | None = None, overrides: Iterable[str] = (),
+             extra: Mapping[str, str] | None = None) -> "BrokerConfig":
+        props = dict(BROKER_DEFAULTS)
+        if path:
+            with open(path, encoding="utf-8") as f:
+                props.update(parse_properties(f.read()))
+        for item in overrides:
+            if "=" not in item:
+                raise ConfigError(f"--override expects key=value, got {item!r}")
+            k, v = item.split("=", 1)
+            props[k.strip()] = v.strip()
+        props.update(extra or {})
+        cfg = cls(props)
+        cfg.validate()
+        return cfg
+
+    def validate(self) -> None:
+        for k in self.props:
+            if k not in BROKER_DEFAULTS and k not in _LOG_PROPS:
+                logger.warning("The configuration '%s' was supplied but isn't a known config.", k)
+        _parse_listener(self.props["listeners"], "listeners")
+        if self.props.get("advertised.listeners"):
+            _parse_listener(self.props["advertised.listeners"], "advertised.listeners")
+        for k in ("num.partitions", "socket.request.max.bytes", "log.retention.check.interval.ms",
+                  "node.id"):
+            self.int(k)
+        if self.int("num.partitions") < 1:
+            raise ConfigError("num.partitions must be at least 1")
+        self.log_config  # validates the log.* properties
+
+    def get(self, key: str) -> str:
+        return self.props[key]
+
+    def int(self, key: str) -> int:
+        try:
+            return int(self.props[key])
+        except ValueError:
+            raise ConfigError(f"Invalid value {self.props[key]} for configuration {key}: Not a number") from None
+
+    def bool(self, key: str) -> bool:
+        v = self.props[key].strip().lower()
+        if v not in ("true", "false"):
+            raise ConfigError(f"Invalid value {self.props[key]} for configuration {key}: expected true or false")
+        return v == "true"
+
+    @property
+    def listener(self) -> tuple[str, int]:
+        return _parse_listener(self.props["listeners"], "listeners")
+
+    @property
+    def advertised_listener(self) -> tuple[str, int]:
+        if self.props.get("advertised.listeners"):
+            return _parse_listener(self.props["advertised.listeners"], "advertised.listeners")
+        host, port = self.listener
+        return ("127.0.0.1" if host in ("0.0.0.0", "", "::") else host), port
+
+    @property
+    def node_id(self) -> int:
+        return int(self.props["broker.id"]) if self.props.get("broker.id") else self.int("node.id")
+
+    @property
+    def log_dir(self) -> str:
+        return self.props["log.dirs"].split(",")[0].strip()
+
+    @property
+    def log_config(self) -> LogConfig:
+        try:
+            return LogConfig.from_broker_properties(self.props)
+        except ValueError as e:
+            raise ConfigError(str(e)) from None

@@ -1,0 +1,16 @@
+"""InitProducerId (22), v0-1: a producer id unique across restarts (state.ProducerIdManager),
+epoch 0. Transactional ids are not supported (no transaction coordinator)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from client.protocol.api import ErrorCode
+
+
+def handle(request: dict[str, Any], version: int, state: Any) -> dict[str, Any]:
+    if request["transactional_id"] is not None:
+        return {"throttle_time_ms": 0, "error_code": ErrorCode.COORDINATOR_NOT_AVAILABLE,
+                "producer_id": -1, "producer_epoch": -1}
+    return {"throttle_time_ms": 0, "error_code": 0, "producer_id": state.producer_ids.next_id(),
+            "producer_epoch": 0}

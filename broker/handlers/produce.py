@@ -1,0 +1,76 @@
+"""Produce (0), v3-7.
+
+Each partition's records are appended with ``Log.append`` straight from the request frame
+(a writable memoryview: offsets are patched in place, nothing is re-encoded). Errors are per
+partition (CORRUPT_MESSAGE, MESSAGE_TOO_LARGE, UNKNOWN_TOPIC_OR_PARTITION,
+UNSUPPORTED_FOR_MESSAGE_FORMAT, INVALID_REQUIRED_ACKS, ...); a partition that fails writes
+nothing. acks=0: no response (the connection is closed if anything failed, as Kafka does);
+acks=1: answered after the append (page cache); acks=-1: answered once the appended offsets
+are fsync'd (group commit, see state.py).
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from client.protocol.api import ErrorCode
+
+from .common import CLOSE, NO_RESPONSE, error_code_of
+
+logger = logging.getLogger(__name__)
+
+
+def handle(request: dict[str, Any], version: int, state: Any) -> Any:
+    acks = request["acks"]
+    bad_acks = acks not in (-1, 0, 1)
+    responses = []
+    waits = []  # (log, offset, partition response) for acks=-1
+    failed = False
+    for topic in request["topic_data"]:
+        name = topic["name"]
+        parts = []
+        for p in topic["partition_data"]:
+            resp = {"index": p["index"], "error_code": 0, "base_offset": -1,
+                    "log_append_time_ms": -1, "log_start_offset": -1}
+            parts.append(resp)
+            if bad_acks:
+                resp["error_code"] = ErrorCode.INVALID_REQUIRED_ACKS
+                continue
+            log = state.logs.get_log(name, p["index"])
+            records = p["records"]
+            if log is None:
+                resp["error_code"] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+            elif records is None or len(records) == 0:
+                resp["error_code"] = ErrorCode.CORRUPT_MESSAGE
+            else:
+                try:
+                    info = log.append(records)
+                except Exception as e:  # noqa: BLE001 - every failure becomes a partition error
+                    resp["error_code"] = error_code_of(e)
+                    logger.info("produce to %s-%d rejected: %s", name, p["index"], e)
+                else:
+                    resp["base_offset"] = info.first_offset
+                    resp["log_append_time_ms"] = info.log_append_time
+                    resp["log_start_offset"] = info.log_start_offset
+                    state.notify_append(name, p["index"])
+                    if acks == -1:
+                        waits.append((log, info.last_offset + 1, resp))
+            if resp["error_code"]:
+                failed = True
+        responses.append({"name": name, "partition_responses": parts})
+    body = {"responses": responses, "throttle_time_ms": 0}
+    if acks == 0:
+        return CLOSE if failed else NO_RESPONSE
+    if not waits:
+        return body
+
+    async def after_fsync() -> dict[str, Any]:
+        for log, offset, resp in waits:
+            try:
+                await state.durable(log, offset)
+            except Exception as e:  # noqa: BLE001
+                resp["error_code"] = error_code_of(e)
+        return body
+
+    return after_fsync()

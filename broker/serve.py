@@ -1,0 +1,67 @@
+"""``minibroker serve``: run the broker until SIGTERM/SIGINT, then shut down cleanly (exit 0)."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+
+HELP = "run the broker (Kafka wire protocol), by default on 127.0.0.1:9092 with data in ./data"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--config", metavar="FILE", help="server.properties-style file (Kafka's property names)")
+    parser.add_argument("--override", metavar="KEY=VALUE", action="append", default=[],
+                        help="set one property, e.g. --override num.partitions=3 (repeatable)")
+    parser.add_argument("--host", help="listen address (sets listeners; default 127.0.0.1)")
+    parser.add_argument("--port", type=int, help="listen port (sets listeners; default 9092; 0 = any free port)")
+    parser.add_argument("--data-dir", metavar="DIR", help="data directory (sets log.dirs; default ./data)")
+    parser.add_argument("--log-level", default="INFO", choices=["DEBUG", "INFO", "WARNING", "ERROR"],
+                        help="stderr log level (default INFO)")
+
+
+def run(args: argparse.Namespace) -> int:
+    import asyncio
+    import signal
+
+    from .broker import Broker
+    from .config import BrokerConfig, ConfigError
+
+    logging.basicConfig(level=getattr(logging, args.log_level), stream=sys.stderr,
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    try:
+        cfg = BrokerConfig.load(args.config, args.override)
+        if args.host is not None or args.port is not None:
+            host, port = cfg.listener
+            host = args.host if args.host is not None else host
+            port = args.port if args.port is not None else port
+            cfg.props["listeners"] = f"PLAINTEXT://{host}:{port}"
+        if args.data_dir is not None:
+            cfg.props["log.dirs"] = args.data_dir
+        cfg.validate()
+    except (ConfigError, OSError) as e:
+        print(f"minibroker: configuration error: {e}", file=sys.stderr)
+        return 2
+
+    async def main() -> int:
+        broker = Broker(cfg)
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(sig, stop.set)
+        try:
+            await broker.start()
+        except OSError as e:
+            logging.getLogger("broker").error("cannot start: %s", e)
+            return 1
+        print(f"minibroker listening on {cfg.listener[0]}:{broker.port}", file=sys.stderr, flush=True)
+        await stop.wait()
+        logging.getLogger("broker").info("shutting down")
+        await broker.stop()
+        return 0
+
+    try:
+        import uvloop
+    except ImportError:  # plain asyncio where uvloop is not installed
+        return asyncio.run(main())
+    return uvloop.run(main())

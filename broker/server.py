@@ -1,0 +1,351 @@
+"""The broker's only socket code: accept connections, read frames, dispatch them to the
+handlers, and write responses strictly in request order, fetch record bytes by ``os.sendfile``.
+
+Per connection, two tasks share one non-blocking socket:
+- the *reader* receives into a buffer, cuts frames (FrameDecoder, with the
+  ``socket.request.max.bytes`` guard), decodes each request and queues its response: a ready
+  body, or a task (acks=all waiting for fsync, a Fetch long-poll). Requests are pipelined; the
+  reader pauses when ``queued.max.requests`` responses are pending.
+- the *writer* takes responses in queue order, so replies leave in request order whatever
+  order they complete in. Ready responses queued together go out in one ``send``. A Fetch
+  reply is written as: header bytes, then each partition's records straight from the ``.log``
+  with ``os.sendfile``, then the next partition's header bytes, and so on.
+
+uvloop implements neither ``loop.sendfile`` nor ``loop.sock_sendfile``, so the writer calls
+``os.sendfile`` on the socket itself and, on EAGAIN, waits for writability with
+``loop.add_writer`` (the socket is never handed to a transport, so that is allowed).
+
+Bad input: a frame larger than ``socket.request.max.bytes`` (refused before its body is read),
+a negative size, a header or body that does not decode, an unknown API key or an unsupported
+version (other than ApiVersions, which gets Kafka's v0 fallback answer) close that connection
+after a log line; other connections are unaffected.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import errno
+import logging
+import os
+import socket
+import struct
+from typing import Any
+
+from client.protocol.api import SUPPORTED_VERSIONS, ApiKey, ErrorCode
+from client.protocol.frame import FrameDecoder, FrameError
+from client.protocol.header import decode_request_header, encode_response_header
+from client.protocol.messages import REQUESTS, RESPONSES
+from client.protocol.primitives import DecodeError, Writer
+
+from .handlers import CLOSE, HANDLERS, NO_RESPONSE, FetchReply
+from .handlers import fetch as fetch_handler
+from .state import BrokerState
+from .storage.file_records import FileSlice
+
+__all__ = ["BrokerServer", "SENDFILE_STATS"]
+
+logger = logging.getLogger("broker.server")
+
+_RECV_SIZE = 1 << 18
+_SIZE = struct.Struct(">i")
+
+#: Counters of the zero-copy path (tests prove fetch bytes go through os.sendfile).
+SENDFILE_STATS = {"calls": 0, "bytes": 0}
+
+
+class _Close(Exception):
+    """Close this connection (after logging why)."""
+
+
+class _Pending:
+    """A queued response still being computed (acks=all, Fetch long-poll)."""
+
+    __slots__ = ("key", "version", "cid", "task")
+
+    def __init__(self, key: int, version: int, cid: int, task: "asyncio.Future[Any]") -> None:
+        self.key, self.version, self.cid, self.task = key, version, cid, task
+
+
+def _api_versions_fallback(correlation_id: int) -> bytes:
+    """KIP-511: an ApiVersions request above our max gets a v0 response header and a v0 body:
+    UNSUPPORTED_VERSION plus our ApiVersions range, so the client can retry with a version we
+    support."""
+    lo, hi = SUPPORTED_VERSIONS[ApiKey.API_VERSIONS]
+    body = struct.pack(">ihihhh", correlation_id, ErrorCode.UNSUPPORTED_VERSION, 1, ApiKey.API_VERSIONS, lo, hi)
+    return _SIZE.pack(len(body)) + body
+
+
+class Connection:
+    def __init__(self, server: "BrokerServer", sock: socket.socket, peer: str) -> None:
+        self.server = server
+        self.sock = sock
+        self.fd = sock.fileno()
+        self.peer = peer
+        self.loop = asyncio.get_running_loop()
+        self.decoder = FrameDecoder(server.max_request_size)
+        self.queue: collections.deque[Any] = collections.deque()
+        self.queue_event = asyncio.Event()
+        self.drained = asyncio.Event()
+        self.drained.set()
+        self.closing = False
+
+    # ------------------------------------------------------------ reading
+
+    async def run(self) -> None:
+        writer = asyncio.ensure_future(self._writer())
+        buf = bytearray(_RECV_SIZE)
+        view = memoryview(buf)
+        try:
+            while not self.closing:
+                n = await self.loop.sock_recv_into(self.sock, buf)
+                if n == 0:
+                    break
+                self.decoder.feed(view[:n])
+                while (frame := self.decoder.next_frame()) is not None:
+                    self._dispatch(frame)
+                    if self.closing:
+                        break
+                if len(self.queue) >= self.server.max_queued:
+                    self.drained.clear()
+                    await self.drained.wait()
+        except FrameError as e:
+            logger.warning("closing connection from %s: %s", self.peer, e)
+        except _Close as e:
+            logger.warning("closing connection from %s: %s", self.peer, e)
+        except (ConnectionError, OSError) as e:
+            logger.debug("connection from %s failed: %s", self.peer, e)
+        finally:
+            self.closing = True
+            self.queue.append(None)  # end marker: the writer sends what is before it, then stops
+            self.queue_event.set()
+            try:
+                await writer
+            except Exception:  # noqa: BLE001
+                pass
+            self.server.connections.discard(self)
+            try:
+                self.sock.close()
+            except OSError:
+                pass
+
+    def _dispatch(self, frame: bytearray) -> None:
+        try:
+            header, reader = decode_request_header(frame)
+        except DecodeError as e:
+            raise _Close(f"malformed request header: {e}") from None
+        key, version, cid = header.api_key, header.api_version, header.correlation_id
+        supported = SUPPORTED_VERSIONS.get(key)  # type: ignore[call-overload]
+        if supported is None:
+            raise _Close(f"unknown API key {key} (correlation id {cid}, client {header.client_id!r})")
+        if not supported[0] <= version <= supported[1]:
+            if key == ApiKey.API_VERSIONS and version > supported[1]:
+                self._enqueue(_api_versions_fallback(cid))
+                return
+            raise _Close(f"unsupported version {version} of API {ApiKey(key).name} (supported {supported[0]}-{supported[1]})")
+        try:
+            request = REQUESTS[key].decode(reader, version)
+        except DecodeError as e:
+            raise _Close(f"malformed {ApiKey(key).name} v{version} request body: {e}") from None
+        if reader.remaining:
+            logger.debug("%d trailing bytes after %s v%d from %s", reader.remaining, ApiKey(key).name, version, self.peer)
+        if key == ApiKey.FETCH:
+            result = fetch_handler.handle(request, version, self.server.state, cid)
+        else:
+            result = HANDLERS[key](request, version, self.server.state)
+        if result is NO_RESPONSE:
+            return
+        if result is CLOSE:
+            raise _Close("acks=0 produce request failed; closing as Kafka does so the producer notices")
+        if asyncio.iscoroutine(result):
+            task = asyncio.ensure_future(result)
+            self._enqueue(_Pending(key, version, cid, task))
+        else:
+            self._enqueue(self._encode(key, version, cid, result))
+
+    def _encode(self, key: int, version: int, cid: int, body: Any) -> bytes | FetchReply:
+        if isinstance(body, FetchReply):
+            return body
+        w = Writer(bytearray(4))
+        encode_response_header(w, key, version, cid)
+        RESPONSES[key].encode(body, version, w)
+        _SIZE.pack_into(w.buf, 0, len(w.buf) - 4)
+        return bytes(w.buf)
+
+    def _enqueue(self, item: Any) -> None:
+        self.queue.append(item)
+        self.queue_event.set()
+
+    # ------------------------------------------------------------ writing
+
+    async def _writer(self) -> None:
+        q = self.queue
+        pending = bytearray()
+        try:
+            while True:
+                if not q:
+                    if pending:
+                        await self._send(pending)
+                        pending = bytearray()
+                    self.queue_event.clear()
+                    await self.queue_event.wait()
+                    continue
+                item = q[0]
+                if item is None:
+                    break
+                if isinstance(item, _Pending):
+                    key, version, cid, task = item.key, item.version, item.cid, item.task
+                    if not task.done():
+                        if pending:
+                            await self._send(pending)
+                            pending = bytearray()
+                        await asyncio.wait([task])
+                    try:
+                        item = self._encode(key, version, cid, task.result())
+                    except Exception as e:  # noqa: BLE001
+                        logger.exception("request %d (%s v%d) from %s failed", cid, ApiKey(key).name, version, self.peer)
+                        raise _Close(str(e)) from e
+                q.popleft()
+                if len(q) < self.server.max_queued:
+                    self.drained.set()
+                if isinstance(item, FetchReply):
+                    if pending:
+                        await self._send(pending)
+                        pending = bytearray()
+                    await self._send_fetch(item)
+                else:
+                    pending += item
+                    if len(pending) > (1 << 20):
+                        await self._send(pending)
+                        pending = bytearray()
+            if pending:
+                await self._send(pending)
+        except Exception as e:  # noqa: BLE001 - any failure closes just this connection
+            if isinstance(e, (ConnectionError, _Close)):
+                logger.debug("writer for %s stopped: %s", self.peer, e)
+            else:
+                logger.exception("writer for %s failed; closing the connection", self.peer)
+            self.closing = True
+            for it in q:
+                if isinstance(it, _Pending):
+                    it.task.cancel()
+            try:
+                self.sock.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+
+    async def _send(self, data: bytes | bytearray) -> None:
+        try:
+            n = self.sock.send(data)
+        except BlockingIOError:
+            n = 0
+        if n < len(data):
+            await self.loop.sock_sendall(self.sock, memoryview(data)[n:])
+
+    async def _send_fetch(self, reply: FetchReply) -> None:
+        prefix = True
+        for part in reply.parts:
+            if isinstance(part, FileSlice):
+                await self._sendfile(part)
+            else:
+                await self._send((_SIZE.pack(reply.size) + part) if prefix else part)
+            prefix = False
+
+    async def _sendfile(self, s: FileSlice) -> None:
+        offset, count = s.position, s.size
+        while count > 0:
+            try:
+                sent = os.sendfile(self.fd, s.fd, offset, count)
+            except BlockingIOError:
+                await self._writable()
+                continue
+            except OSError as e:
+                if e.errno == errno.EAGAIN:
+                    await self._writable()
+                    continue
+                raise
+            if sent == 0:
+                raise _Close(f"log file shrank during a fetch (fd {s.fd} at {offset})")
+            SENDFILE_STATS["calls"] += 1
+            SENDFILE_STATS["bytes"] += sent
+            offset += sent
+            count -= sent
+
+    async def _writable(self) -> None:
+        fut = self.loop.create_future()
+        self.loop.add_writer(self.fd, lambda: fut.done() or fut.set_result(None))
+        try:
+            await fut
+        finally:
+            self.loop.remove_writer(self.fd)
+
+
+class BrokerServer:
+    """Listens on ``host:port`` and serves ``state``; ``start()``, then ``stop()``."""
+
+    def __init__(self, state: BrokerState, host: str, port: int) -> None:
+        self.state = state
+        self.host = host
+        self.port = port
+        self.max_request_size = state.config.int("socket.request.max.bytes")
+        self.max_queued = state.config.int("queued.max.requests")
+        self.connections: set[Connection] = set()
+        self._listener: socket.socket | None = None
+        self._accept_task: asyncio.Task[None] | None = None
+        self._tasks: set[asyncio.Task[None]] = set()
+
+    async def start(self) -> None:
+        infos = socket.getaddrinfo(self.host, self.port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+        family, _, _, _, addr = infos[0]
+        sock = socket.socket(family, socket.SOCK_STREAM)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind(addr)
+        sock.listen(512)
+        sock.setblocking(False)
+        self._listener = sock
+        self.port = sock.getsockname()[1]
+        self._accept_task = asyncio.ensure_future(self._accept_loop())
+
+    async def _accept_loop(self) -> None:
+        loop = asyncio.get_running_loop()
+        assert self._listener is not None
+        while True:
+            try:
+                conn_sock, addr = await loop.sock_accept(self._listener)
+            except asyncio.CancelledError:
+                raise
+            except OSError as e:
+                logger.warning("accept failed: %s", e)
+                await asyncio.sleep(0.05)
+                continue
+            conn_sock.setblocking(False)
+            conn_sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            conn = Connection(self, conn_sock, f"{addr[0]}:{addr[1]}")
+            self.connections.add(conn)
+            task = asyncio.ensure_future(conn.run())
+            self._tasks.add(task)
+            task.add_done_callback(self._tasks.discard)
+
+    async def stop_accepting(self) -> None:
+        if self._accept_task is not None:
+            self._accept_task.cancel()
+            try:
+                await self._accept_task
+            except (asyncio.CancelledError, Exception):  # noqa: BLE001
+                pass
+        if self._listener is not None:
+            self._listener.close()
+
+    async def stop(self, grace: float = 5.0) -> None:
+        """Stop accepting, let in-flight requests finish (up to ``grace`` s), close connections."""
+        await self.stop_accepting()
+        for conn in list(self.connections):
+            conn.closing = True
+            try:
+                conn.sock.shutdown(socket.SHUT_RD)
+            except OSError:
+                pass
+        if self._tasks:
+            done, pending = await asyncio.wait(list(self._tasks), timeout=grace)
+            for t in pending:
+                t.cancel()
