@@ -26,8 +26,12 @@ import os
 import struct
 from typing import Iterator, NamedTuple
 
+import crc32c as _crc32c
+
 from client.records.batch import (
+    ATTRIBUTES_OFFSET,
     HEADER_SIZE_UP_TO_MAGIC,
+    HEADER_STRUCT,
     LOG_OVERHEAD,
     RECORDS_OFFSET,
     CorruptRecordError,
@@ -230,6 +234,46 @@ class FileRecords:
                     chunk = need  # one batch larger than the chunk: read it whole
                     continue
                 return  # partial trailing batch
+            pos += off
+
+    def iter_valid_batches(self, start: int = 0) -> Iterator[tuple[int, int, int, int, int]]:
+        """Recovery's scan: ``(position, size, base_offset, last_offset, max_timestamp)`` of
+        each whole batch from ``start``, every one validated as ``validate_batch`` does (magic,
+        length, CRC-32C, count, lastOffsetDelta, codec); the first invalid batch raises its
+        RecordError. Tuples instead of header objects: this loop runs once per batch of every
+        unflushed segment after a crash, so per-batch Python work sets the scan rate."""
+        end = self._size
+        pos = start
+        chunk = _RECOVERY_CHUNK
+        unpack = HEADER_STRUCT.unpack_from
+        crc = _crc32c.crc32c
+        while end - pos >= HEADER_SIZE_UP_TO_MAGIC:
+            buf = os.pread(self._fd, min(chunk, end - pos), pos)
+            view = memoryview(buf)
+            off = 0
+            n = len(buf)
+            need = 0
+            while n - off >= HEADER_SIZE_UP_TO_MAGIC:
+                size = _LENGTH.unpack_from(buf, off + 8)[0] + LOG_OVERHEAD
+                if size < RECORDS_OFFSET:
+                    raise CorruptRecordError(
+                        f"record size {size} at position {pos + off} of {self.path} is smaller"
+                        f" than the minimum record batch overhead ({RECORDS_OFFSET})"
+                    )
+                if off + size > n:
+                    need = size
+                    break
+                (base, _, _, magic, stored_crc, attributes, last_delta, _, max_ts, _, _, _, count) = unpack(buf, off)
+                if (magic != 2 or count < 1 or last_delta < 0 or (attributes & 0x07) > 4
+                        or crc(view[off + ATTRIBUTES_OFFSET : off + size]) != stored_crc):
+                    validate_batch(buf, off, off + size)  # raises the specific error
+                yield pos + off, size, base, base + last_delta, max_ts
+                off += size
+            if off == 0:
+                if need and pos + need <= end and need > chunk:
+                    chunk = need
+                    continue
+                return
             pos += off
 
     def search_for_offset_with_size(self, target_offset: int, start_position: int) -> LogOffsetPosition | None:

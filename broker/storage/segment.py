@@ -296,20 +296,21 @@ class LogSegment:
         last_index_entry = 0
         max_ts = _UNKNOWN
         try:
-            for pos, h in self.log.iter_batches(0, validate=True):
-                last = h.last_offset
-                if not self.can_convert_to_relative_offset(last) or h.base_offset < self.base_offset:
+            seg_base = self.base_offset
+            max_last = seg_base + _INT32_MAX
+            interval = self.index_interval_bytes
+            for pos, size, base, last, ts in self.log.iter_valid_batches(0):
+                if last > max_last or base < seg_base:
                     raise LogSegmentOffsetOverflowError(
-                        f"batch at {pos} has offsets {h.base_offset}..{last} outside segment {self.base_offset}"
+                        f"batch at {pos} has offsets {base}..{last} outside segment {seg_base}"
                     )
-                ts = h.max_timestamp
                 if ts > max_ts.timestamp:
                     max_ts = TimestampOffset(ts, last)
-                if valid_bytes - last_index_entry > self.index_interval_bytes:
+                if valid_bytes - last_index_entry > interval:
                     offset_index.append(last, valid_bytes)
                     time_index.maybe_append(max_ts.timestamp, max_ts.offset)
                     last_index_entry = valid_bytes
-                valid_bytes = pos + h.size_in_bytes
+                valid_bytes = pos + size
         except RecordError as e:
             log.warning("Found invalid messages in log segment %s at byte offset %d: %s",
                         self.log.path, valid_bytes, e)

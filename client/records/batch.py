@@ -71,6 +71,9 @@ CONTROL_FLAG_MASK = 0x20
 DELETE_HORIZON_FLAG_MASK = 0x40
 
 _HEADER = struct.Struct(">qiibIhiqqqhii")  # the 61 fixed bytes
+HEADER_STRUCT = _HEADER  # public name: (baseOffset, batchLength, leaderEpoch, magic, crc, attributes,
+#                           lastOffsetDelta, baseTimestamp, maxTimestamp, producerId, producerEpoch,
+#                           baseSequence, recordsCount)
 assert _HEADER.size == RECORDS_OFFSET
 _Q = struct.Struct(">q")
 _I = struct.Struct(">I")
