@@ -15,6 +15,7 @@ import os
 from typing import Any
 
 from .config import BrokerConfig
+from .storage.fileutil import atomic_write
 from .storage.log import Log
 from .storage.log_manager import LogManager
 
@@ -47,12 +48,7 @@ class ProducerIdManager:
 
     def _reserve(self) -> None:
         end = self._next + PRODUCER_ID_BLOCK
-        tmp = self.path + ".tmp"
-        with open(tmp, "w", encoding="utf-8") as f:
-            f.write(f"{end}\n")
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, self.path)
+        atomic_write(self.path, f"{end}\n".encode())
         self._block_end = end
 
     def next_id(self) -> int:

@@ -21,6 +21,8 @@ import json
 import logging
 import os
 
+from .fileutil import atomic_write
+
 __all__ = ["read_offset_checkpoint", "write_offset_checkpoint", "write_clean_shutdown_marker",
            "CLEAN_SHUTDOWN_FILE", "RECOVERY_POINT_CHECKPOINT", "LOG_START_OFFSET_CHECKPOINT"]
 
@@ -79,28 +81,12 @@ def read_offset_checkpoint(path: str) -> dict[tuple[str, int], int]:
         return {}
 
 
-def _atomic_write(path: str, data: str) -> None:
-    tmp = path + ".tmp"
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-    try:
-        os.write(fd, data.encode("utf-8"))
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-    os.replace(tmp, path)
-    dfd = os.open(os.path.dirname(path) or ".", os.O_RDONLY)
-    try:
-        os.fsync(dfd)
-    finally:
-        os.close(dfd)
-
-
 def write_offset_checkpoint(path: str, entries: dict[tuple[str, int], int]) -> None:
     lines = ["0", str(len(entries))]
     lines += [f"{t} {p} {o}" for (t, p), o in sorted(entries.items())]
-    _atomic_write(path, "\n".join(lines) + "\n")
+    atomic_write(path, ("\n".join(lines) + "\n").encode("utf-8"))
 
 
 def write_clean_shutdown_marker(log_dir: str, broker_epoch: int = -1) -> None:
-    _atomic_write(os.path.join(log_dir, CLEAN_SHUTDOWN_FILE),
-                  json.dumps({"version": 0, "brokerEpoch": broker_epoch}, separators=(",", ":")))
+    atomic_write(os.path.join(log_dir, CLEAN_SHUTDOWN_FILE),
+                 json.dumps({"version": 0, "brokerEpoch": broker_epoch}, separators=(",", ":")).encode())

@@ -199,13 +199,10 @@ class FileRecords:
             yield pos, RecordBatchHeader(head)
             pos += size
 
-    def iter_batches(
-        self, start: int = 0, *, validate: bool = True, end: int | None = None
-    ) -> Iterator[tuple[int, RecordBatchHeader]]:
-        """``(position, header)`` of each whole batch, read in 4 MiB chunks. With ``validate``
-        every batch is checked (magic, length, CRC, count) and the first bad one raises."""
-        if end is None:
-            end = self._size
+    def _whole_batches(self, start: int, end: int) -> Iterator[tuple[int, bytes, int, int]]:
+        """``(chunk position, chunk, offset in chunk, size)`` of each whole batch in
+        ``[start, end)``, read in 4 MiB chunks (one larger batch is read whole). Stops at a
+        partial trailing batch; a size field below 61 bytes raises CorruptRecordError."""
         pos = start
         chunk = _RECOVERY_CHUNK
         while end - pos >= HEADER_SIZE_UP_TO_MAGIC:
@@ -223,11 +220,7 @@ class FileRecords:
                 if off + size > n:
                     need = size
                     break
-                if validate:
-                    header = validate_batch(buf, off, off + size)
-                else:
-                    header = RecordBatchHeader(buf, off)
-                yield pos + off, header
+                yield pos, buf, off, size
                 off += size
             if off == 0:
                 if need and pos + need <= end and need > chunk:
@@ -236,45 +229,29 @@ class FileRecords:
                 return  # partial trailing batch
             pos += off
 
+    def iter_batches(
+        self, start: int = 0, *, validate: bool = True, end: int | None = None
+    ) -> Iterator[tuple[int, RecordBatchHeader]]:
+        """``(position, header)`` of each whole batch, read in 4 MiB chunks. With ``validate``
+        every batch is checked (magic, length, CRC, count) and the first bad one raises."""
+        for pos, buf, off, size in self._whole_batches(start, self._size if end is None else end):
+            header = validate_batch(buf, off, off + size) if validate else RecordBatchHeader(buf, off)
+            yield pos + off, header
+
     def iter_valid_batches(self, start: int = 0) -> Iterator[tuple[int, int, int, int, int]]:
         """Recovery's scan: ``(position, size, base_offset, last_offset, max_timestamp)`` of
         each whole batch from ``start``, every one validated as ``validate_batch`` does (magic,
         length, CRC-32C, count, lastOffsetDelta, codec); the first invalid batch raises its
         RecordError. Tuples instead of header objects: this loop runs once per batch of every
         unflushed segment after a crash, so per-batch Python work sets the scan rate."""
-        end = self._size
-        pos = start
-        chunk = _RECOVERY_CHUNK
         unpack = HEADER_STRUCT.unpack_from
         crc = _crc32c.crc32c
-        while end - pos >= HEADER_SIZE_UP_TO_MAGIC:
-            buf = os.pread(self._fd, min(chunk, end - pos), pos)
-            view = memoryview(buf)
-            off = 0
-            n = len(buf)
-            need = 0
-            while n - off >= HEADER_SIZE_UP_TO_MAGIC:
-                size = _LENGTH.unpack_from(buf, off + 8)[0] + LOG_OVERHEAD
-                if size < RECORDS_OFFSET:
-                    raise CorruptRecordError(
-                        f"record size {size} at position {pos + off} of {self.path} is smaller"
-                        f" than the minimum record batch overhead ({RECORDS_OFFSET})"
-                    )
-                if off + size > n:
-                    need = size
-                    break
-                (base, _, _, magic, stored_crc, attributes, last_delta, _, max_ts, _, _, _, count) = unpack(buf, off)
-                if (magic != 2 or count < 1 or last_delta < 0 or (attributes & 0x07) > 4
-                        or crc(view[off + ATTRIBUTES_OFFSET : off + size]) != stored_crc):
-                    validate_batch(buf, off, off + size)  # raises the specific error
-                yield pos + off, size, base, base + last_delta, max_ts
-                off += size
-            if off == 0:
-                if need and pos + need <= end and need > chunk:
-                    chunk = need
-                    continue
-                return
-            pos += off
+        for pos, buf, off, size in self._whole_batches(start, self._size):
+            (base, _, _, magic, stored_crc, attributes, last_delta, _, max_ts, _, _, _, count) = unpack(buf, off)
+            if (magic != 2 or count < 1 or last_delta < 0 or (attributes & 0x07) > 4
+                    or crc(memoryview(buf)[off + ATTRIBUTES_OFFSET : off + size]) != stored_crc):
+                validate_batch(buf, off, off + size)  # raises the specific error
+            yield pos + off, size, base, base + last_delta, max_ts
 
     def search_for_offset_with_size(self, target_offset: int, start_position: int) -> LogOffsetPosition | None:
         """First batch at or after ``start_position`` whose last offset >= target."""

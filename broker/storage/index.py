@@ -33,7 +33,8 @@ import os
 import threading
 from typing import Callable, ClassVar, Generic, TypeVar
 
-from .errors import CorruptIndexError, IndexOffsetOverflowError
+from .errors import IndexOffsetOverflowError
+from .fileutil import fsync_path
 
 __all__ = ["AbstractIndex", "LazyIndex", "KEY", "VALUE", "WARM_SECTION_BYTES"]
 
@@ -325,11 +326,7 @@ class LazyIndex(Generic[T]):
         if idx is not None:
             idx.flush()
         elif self._unsynced:
-            fd = os.open(self._path, os.O_RDONLY)
-            try:
-                os.fsync(fd)
-            finally:
-                os.close(fd)
+            fsync_path(self._path)
         self._unsynced = False
 
     def close(self) -> None:

@@ -50,6 +50,7 @@ from .errors import (
     StorageError,
 )
 from .file_records import FileSlice, TimestampAndOffset
+from .fileutil import fsync_path
 from .segment import (
     INDEX_FILE_SUFFIX,
     LOG_FILE_SUFFIX,
@@ -628,7 +629,7 @@ class Log:
         for seg in to_flush:
             seg.flush()
         if dir_fsync:
-            _fsync_dir(self.dir)
+            fsync_path(self.dir)
         with self._lock:
             if target > self.recovery_point:
                 self.recovery_point = target
@@ -676,14 +677,6 @@ def _floor_key(segments: SkipListMap[int, LogSegment], offset: int) -> int:
         return entry[0]
     first = segments.first()
     return first[0] if first is not None else 0
-
-
-def _fsync_dir(path: str) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 def _offset_from_name(name: str) -> int | None:

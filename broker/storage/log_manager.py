@@ -42,6 +42,7 @@ from .checkpoint import (
 )
 from .config import LogConfig
 from .errors import InvalidTopicError, KafkaStorageError, TopicExistsError, UnknownTopicOrPartitionError
+from .fileutil import atomic_write, fsync_path
 from .log import Log
 
 __all__ = ["LogManager", "validate_topic_name", "TopicInfo"]
@@ -88,14 +89,6 @@ def _parse_partition_dir(name: str) -> tuple[str, int] | None:
     except InvalidTopicError:
         return None
     return topic, int(part)
-
-
-def _fsync_dir(path: str) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 def _raise_fd_limit() -> None:
@@ -194,13 +187,8 @@ class LogManager:
             return {}
 
     def _write_topic_configs(self) -> None:
-        path = os.path.join(self.log_dir, TOPIC_CONFIGS_FILE)
-        tmp = path + ".tmp"
-        with open(tmp, "w", encoding="utf-8") as f:
-            json.dump({"version": 1, "topics": self._topics}, f, sort_keys=True, indent=1)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
+        atomic_write(os.path.join(self.log_dir, TOPIC_CONFIGS_FILE),
+                     json.dumps({"version": 1, "topics": self._topics}, sort_keys=True, indent=1).encode())
 
     # ---------------------------------------------------------------- topics
 
@@ -239,7 +227,7 @@ class LogManager:
             self.logs[(name, p)] = Log.load(path, name, p, config, had_clean_shutdown=True, now_ms=self._now_ms)
         # Make the new partition directories (and the topic-configs.json rename) durable: a
         # flushed append to a new topic must survive a machine crash with its directory.
-        _fsync_dir(self.log_dir)
+        fsync_path(self.log_dir)
         logger.info("created topic %s with %d partitions%s", name, partitions,
                     f" and configs {overrides}" if overrides else "")
         return info
