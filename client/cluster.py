@@ -1,0 +1,215 @@
+"""Cluster: bootstrap servers, the metadata cache and one connection per broker node.
+
+Shared by Producer, Consumer and Admin. ``await cluster.start()`` connects to the first
+reachable bootstrap server (trying each in turn with exponential backoff until
+``connect_timeout_ms``), then ``metadata()`` refreshes topics on demand; ``leader(topic,
+partition)`` gives the node's connection, reconnecting when it broke. Metadata is refreshed
+when an error says it is stale (``KafkaError.invalid_metadata``) or after
+``metadata_max_age_ms``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import random
+import time
+from dataclasses import dataclass, field
+from typing import Any, Iterable
+
+from client.conn import BrokerConnection
+from client.errors import KafkaConnectionError, error_for_code
+from client.protocol.api import ApiKey, ErrorCode
+
+__all__ = ["Cluster", "TopicMetadata", "parse_bootstrap"]
+
+logger = logging.getLogger("client")
+
+def parse_bootstrap(servers: str | Iterable[str]) -> list[tuple[str, int]]:
+    items = servers.split(",") if isinstance(servers, str) else list(servers)
+    out = []
+    for item in items:
+        item = item.strip()
+        if not item:
+            continue
+        host, sep, port = item.rpartition(":")
+        if not sep:
+            host, port = item, "9092"
+        try:
+            out.append((host.strip("[]") or "127.0.0.1", int(port)))
+        except ValueError:
+            raise ValueError(f"invalid bootstrap server {item!r}; expected host:port") from None
+    if not out:
+        raise ValueError("bootstrap_servers is empty")
+    return out
+
+@dataclass
+class TopicMetadata:
+    name: str
+    error_code: int
+    partitions: dict[int, int] = field(default_factory=dict)  # partition -> leader node id
+
+class Cluster:
+    def __init__(self, bootstrap_servers: str | Iterable[str], *, client_id: str = "minibroker-python",
+                 request_timeout_ms: int = 30000, connect_timeout_ms: int = 10000,
+                 metadata_max_age_ms: int = 300000, retry_backoff_ms: int = 100,
+                 reconnect_backoff_max_ms: int = 1000, allow_auto_create_topics: bool = True) -> None:
+        self.bootstrap = parse_bootstrap(bootstrap_servers)
+        self.client_id = client_id
+        self.request_timeout_ms = request_timeout_ms
+        self.connect_timeout_ms = connect_timeout_ms
+        self.metadata_max_age_ms = metadata_max_age_ms
+        self.retry_backoff_ms = retry_backoff_ms
+        self.reconnect_backoff_max_ms = reconnect_backoff_max_ms
+        self.allow_auto_create_topics = allow_auto_create_topics
+        self.brokers: dict[int, tuple[str, int]] = {}
+        self.controller_id = -1
+        self.cluster_id: str | None = None
+        self.topics: dict[str, TopicMetadata] = {}
+        self._conns: dict[Any, BrokerConnection] = {}
+        self._connecting: dict[Any, asyncio.Future[BrokerConnection]] = {}
+        self._metadata_at = 0.0
+        self._lock = asyncio.Lock()
+
+    async def start(self) -> None:
+        await self.refresh_metadata([])
+
+    async def close(self) -> None:
+        for c in list(self._conns.values()):
+            await c.close()
+        self._conns.clear()
+
+    # -- connections --
+
+    async def _connect(self, key: Any, host: str, port: int) -> BrokerConnection:
+        conn = self._conns.get(key)
+        if conn is not None and conn.connected:
+            return conn
+        pending = self._connecting.get(key)
+        if pending is not None:
+            return await asyncio.shield(pending)
+        fut: asyncio.Future[BrokerConnection] = asyncio.get_running_loop().create_future()
+        self._connecting[key] = fut
+        try:
+            conn = await BrokerConnection.connect(host, port, client_id=self.client_id,
+                                                  request_timeout_ms=self.request_timeout_ms,
+                                                  timeout_ms=self.connect_timeout_ms)
+            self._conns[key] = conn
+            fut.set_result(conn)
+            return conn
+        except BaseException as e:
+            fut.set_exception(e)
+            fut.exception()  # retrieved: no "never retrieved" warning if nobody else waits
+            raise
+        finally:
+            self._connecting.pop(key, None)
+
+    async def any_connection(self) -> BrokerConnection:
+        """A connection to some broker: a known node, else a bootstrap server; retries with
+        backoff until connect_timeout_ms, then KafkaConnectionError naming what was tried."""
+        deadline = time.monotonic() + self.connect_timeout_ms / 1000
+        backoff = self.retry_backoff_ms / 1000
+        errors: list[str] = []
+        while True:
+            candidates = [(("node", n), h, p) for n, (h, p) in self.brokers.items()]
+            candidates += [(("bootstrap", h, p), h, p) for h, p in self.bootstrap]
+            for key, host, port in candidates:
+                conn = self._conns.get(key)
+                if conn is not None and conn.connected:
+                    return conn
+            for key, host, port in candidates:
+                try:
+                    return await self._connect(key, host, port)
+                except KafkaConnectionError as e:
+                    errors.append(str(e))
+            if time.monotonic() + backoff > deadline:
+                raise KafkaConnectionError(
+                    f"no broker reachable within {self.connect_timeout_ms} ms; tried "
+                    + ", ".join(f"{h}:{p}" for h, p in self.bootstrap) + (f" ({errors[-1]})" if errors else ""))
+            await asyncio.sleep(backoff * (0.8 + 0.4 * random.random()))
+            backoff = min(backoff * 2, self.reconnect_backoff_max_ms / 1000)
+
+    async def node_connection(self, node_id: int) -> BrokerConnection:
+        if node_id not in self.brokers:
+            await self.refresh_metadata()
+        if node_id not in self.brokers:
+            raise KafkaConnectionError(f"unknown broker node {node_id}")
+        host, port = self.brokers[node_id]
+        return await self._connect(("node", node_id), host, port)
+
+    async def controller_connection(self) -> BrokerConnection:
+        if self.controller_id < 0:
+            await self.refresh_metadata()
+        if self.controller_id >= 0 and self.controller_id in self.brokers:
+            return await self.node_connection(self.controller_id)
+        return await self.any_connection()
+
+    # -- metadata --
+
+    async def refresh_metadata(self, topics: list[str] | None = None) -> dict[str, TopicMetadata]:
+        """Metadata for ``topics`` (None = all topics; [] = brokers only)."""
+        async with self._lock:
+            conn = await self.any_connection()
+            version = conn.pick_version(ApiKey.METADATA)
+            body: dict[str, Any] = {"allow_auto_topic_creation": self.allow_auto_create_topics}
+            if topics is None:
+                body["topics"] = None if version >= 1 else []
+            else:
+                if version == 0 and not topics:
+                    body["topics"] = []  # v0: empty = all; fine, just more data
+                else:
+                    body["topics"] = [{"name": t} for t in topics]
+            resp = await conn.request(ApiKey.METADATA, version, body)
+            self.brokers = {b["node_id"]: (b["host"], b["port"]) for b in resp["brokers"]}
+            self.controller_id = resp.get("controller_id", -1)
+            self.cluster_id = resp.get("cluster_id")
+            out = {}
+            for t in resp["topics"]:
+                tm = TopicMetadata(t["name"], t["error_code"],
+                                   {p["partition_index"]: p["leader_id"] for p in t["partitions"]})
+                out[t["name"]] = tm
+                if t["error_code"] == 0:
+                    self.topics[t["name"]] = tm
+                else:
+                    self.topics.pop(t["name"], None)
+            if topics is None:
+                for name in list(self.topics):
+                    if name not in out:
+                        del self.topics[name]
+            self._metadata_at = time.monotonic()
+            return out
+
+    async def topic(self, name: str, *, timeout_ms: int | None = None) -> TopicMetadata:
+        """Metadata of one topic, refreshing (and so auto-creating, if allowed) as needed;
+        retriable errors (LEADER_NOT_AVAILABLE right after creation) are retried until the
+        timeout, others raise."""
+        tm = self.topics.get(name)
+        stale = time.monotonic() - self._metadata_at > self.metadata_max_age_ms / 1000
+        if tm is not None and not stale:
+            return tm
+        deadline = time.monotonic() + (timeout_ms if timeout_ms is not None else self.request_timeout_ms) / 1000
+        while True:
+            got = (await self.refresh_metadata([name])).get(name)
+            if got is not None and got.error_code == 0 and got.partitions:
+                return got
+            code = got.error_code if got is not None else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+            err = error_for_code(code, f"topic {name!r}: {ErrorCode(code).name if code in ErrorCode._value2member_map_ else code}")
+            if not err.retriable or time.monotonic() >= deadline:
+                raise err
+            await asyncio.sleep(self.retry_backoff_ms / 1000)
+
+    async def leader_connection(self, topic: str, partition: int) -> BrokerConnection:
+        tm = await self.topic(topic)
+        leader = tm.partitions.get(partition)
+        if leader is None:
+            raise error_for_code(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"{topic}-{partition} does not exist")
+        if leader < 0:
+            raise error_for_code(ErrorCode.LEADER_NOT_AVAILABLE, f"{topic}-{partition} has no leader")
+        return await self.node_connection(leader)
+
+    def invalidate(self, topic: str | None = None) -> None:
+        """Mark metadata stale (after an invalid_metadata error)."""
+        if topic is None:
+            self._metadata_at = 0.0
+        else:
+            self.topics.pop(topic, None)

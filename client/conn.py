@@ -1,0 +1,203 @@
+"""Connections to a broker: a sans-IO request/response matcher and a small asyncio transport.
+
+``ClientConnectionState`` (no I/O) encodes requests with fresh correlation ids, remembers what
+is in flight, and matches responses **in order**: Kafka answers each connection's requests in
+the order they were sent, so the oldest request in flight owns the next response, and a
+different correlation id is a protocol error. Responses are decoded with the shared codec
+(``client.protocol``); byte fields (records) stay memoryviews of the response frame.
+
+``BrokerConnection`` drives it over an ``asyncio.Protocol``: ``await conn.request(...)``
+pipelines up to ``max_in_flight`` requests, applies a per-request timeout, and fails every
+pending request with KafkaConnectionError when the connection breaks. On connect it asks
+ApiVersions (v0: every broker answers it) and keeps the broker's version ranges.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import struct
+from typing import Any
+
+from client.errors import KafkaConnectionError, KafkaError, KafkaTimeoutError
+from client.protocol.api import ApiKey, response_header_version
+from client.protocol.frame import FrameDecoder
+from client.protocol.header import encode_request_header
+from client.protocol.messages import REQUESTS, RESPONSES
+from client.protocol.primitives import DecodeError, Reader, Writer
+
+__all__ = ["ClientConnectionState", "BrokerConnection", "CLIENT_VERSIONS"]
+
+_SIZE = struct.Struct(">i")
+
+#: Versions this client can speak (its schema tables), per API.
+CLIENT_VERSIONS: dict[int, tuple[int, int]] = {k: m.valid for k, m in REQUESTS.items()}
+
+
+class ClientConnectionState:
+    """Sans-IO: ``encode_request`` -> bytes to send; ``receive(data)`` -> finished responses."""
+
+    def __init__(self, client_id: str | None = "minibroker-python", max_frame: int = 1 << 30) -> None:
+        self.client_id = client_id
+        self._next_cid = 0
+        self.in_flight: collections.deque[tuple[int, int, int]] = collections.deque()  # (cid, key, version)
+        self._decoder = FrameDecoder(max_frame)
+
+    def encode_request(self, api_key: int, version: int, body: dict[str, Any], expect_response: bool = True) -> tuple[int, bytes]:
+        cid = self._next_cid
+        self._next_cid = (cid + 1) & 0x7FFFFFFF
+        w = Writer(bytearray(4))
+        encode_request_header(w, api_key, version, cid, self.client_id)
+        REQUESTS[api_key].encode(body, version, w)
+        _SIZE.pack_into(w.buf, 0, len(w.buf) - 4)
+        if expect_response:
+            self.in_flight.append((cid, api_key, version))
+        return cid, bytes(w.buf)
+
+    def receive(self, data: bytes | bytearray | memoryview) -> list[tuple[int, dict[str, Any]]]:
+        """Feed received bytes; return ``(correlation_id, body)`` for each complete response."""
+        self._decoder.feed(data)
+        out = []
+        while (frame := self._decoder.next_frame()) is not None:
+            if not self.in_flight:
+                raise DecodeError("response received with no request in flight")
+            cid, key, version = self.in_flight.popleft()
+            r = Reader(frame)
+            got = r.int32()
+            if got != cid:
+                raise DecodeError(f"correlation id {got} does not match the oldest request in flight ({cid})")
+            if response_header_version(key, version) >= 1:
+                r.tagged_fields()
+            if key == ApiKey.API_VERSIONS and version > 0:
+                body = _decode_api_versions(r, version)
+            else:
+                body = RESPONSES[key].decode(r, version)
+            out.append((cid, body))
+        return out
+
+
+def _decode_api_versions(r: Reader, version: int) -> dict[str, Any]:
+    """An ApiVersions answer may come back in v0 layout (UNSUPPORTED_VERSION fallback)."""
+    start = r.pos
+    try:
+        return RESPONSES[ApiKey.API_VERSIONS].decode(r, version)
+    except DecodeError:
+        r.pos = start
+        return RESPONSES[ApiKey.API_VERSIONS].decode(r, 0)
+
+
+class _Protocol(asyncio.Protocol):
+    def __init__(self, conn: "BrokerConnection") -> None:
+        self.conn = conn
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.conn._transport = transport  # type: ignore[assignment]
+
+    def data_received(self, data: bytes) -> None:
+        self.conn._on_data(data)
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.conn._on_lost(exc)
+
+    def pause_writing(self) -> None:
+        self.conn._can_write.clear()
+
+    def resume_writing(self) -> None:
+        self.conn._can_write.set()
+
+
+class BrokerConnection:
+    def __init__(self, host: str, port: int, *, client_id: str | None = "minibroker-python",
+                 request_timeout_ms: int = 30000, max_in_flight: int = 64) -> None:
+        self.host = host
+        self.port = port
+        self.request_timeout = request_timeout_ms / 1000
+        self.state = ClientConnectionState(client_id)
+        self._transport: asyncio.Transport | None = None
+        self._futures: collections.deque[asyncio.Future[dict[str, Any]]] = collections.deque()
+        self._slots = asyncio.Semaphore(max_in_flight)
+        self._can_write = asyncio.Event()
+        self._can_write.set()
+        self._closed_exc: KafkaError | None = None
+        self.api_versions: dict[int, tuple[int, int]] = {}
+
+    @classmethod
+    async def connect(cls, host: str, port: int, *, timeout_ms: int = 10000, **kwargs: Any) -> "BrokerConnection":
+        conn = cls(host, port, **kwargs)
+        loop = asyncio.get_running_loop()
+        try:
+            await asyncio.wait_for(loop.create_connection(lambda: _Protocol(conn), host, port), timeout_ms / 1000)
+        except (OSError, asyncio.TimeoutError) as e:
+            raise KafkaConnectionError(f"cannot connect to {host}:{port}: {e or 'timed out'}") from None
+        resp = await conn.request(ApiKey.API_VERSIONS, 0, {})
+        if resp["error_code"]:
+            await conn.close()
+            raise KafkaConnectionError(f"ApiVersions failed with error {resp['error_code']}")
+        conn.api_versions = {k["api_key"]: (k["min_version"], k["max_version"]) for k in resp["api_keys"]}
+        return conn
+
+    @property
+    def connected(self) -> bool:
+        return self._transport is not None and self._closed_exc is None
+
+    def pick_version(self, api_key: int) -> int:
+        """The highest version both sides support; KafkaError if there is none."""
+        ours = CLIENT_VERSIONS[api_key]
+        theirs = self.api_versions.get(api_key)
+        if theirs is None:
+            raise KafkaError(f"broker {self.host}:{self.port} does not support {ApiKey(api_key).name}")
+        hi = min(ours[1], theirs[1])
+        if hi < max(ours[0], theirs[0]):
+            raise KafkaError(f"no common version of {ApiKey(api_key).name}: client {ours}, broker {theirs}")
+        return hi
+
+    async def request(self, api_key: int, version: int, body: dict[str, Any], *,
+                      expect_response: bool = True, timeout: float | None = None) -> dict[str, Any]:
+        """Send one request and wait for its response (requests pipeline; replies arrive in order)."""
+        if self._closed_exc is not None:
+            raise self._closed_exc
+        async with self._slots:
+            if not self._can_write.is_set():
+                await self._can_write.wait()
+            if self._closed_exc is not None or self._transport is None:
+                raise self._closed_exc or KafkaConnectionError("not connected")
+            _, data = self.state.encode_request(api_key, version, body, expect_response)
+            if not expect_response:
+                self._transport.write(data)
+                return {}
+            fut: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
+            self._futures.append(fut)
+            self._transport.write(data)
+            try:
+                return await asyncio.wait_for(asyncio.shield(fut), self.request_timeout if timeout is None else timeout)
+            except asyncio.TimeoutError:
+                # The connection's in-order stream is now out of step with us: close it.
+                self._fail(KafkaTimeoutError(
+                    f"{ApiKey(api_key).name} request to {self.host}:{self.port} timed out"))
+                raise self._closed_exc from None  # type: ignore[misc]
+
+    def _on_data(self, data: bytes) -> None:
+        try:
+            for _, body in self.state.receive(data):
+                fut = self._futures.popleft()
+                if not fut.done():
+                    fut.set_result(body)
+        except (DecodeError, IndexError, ValueError) as e:
+            self._fail(KafkaConnectionError(f"bad response from {self.host}:{self.port}: {e}"))
+
+    def _on_lost(self, exc: Exception | None) -> None:
+        self._fail(KafkaConnectionError(f"connection to {self.host}:{self.port} lost" + (f": {exc}" if exc else "")))
+
+    def _fail(self, exc: KafkaError) -> None:
+        if self._closed_exc is None:
+            self._closed_exc = exc
+        while self._futures:
+            fut = self._futures.popleft()
+            if not fut.done():
+                fut.set_exception(exc)
+        self._can_write.set()
+        if self._transport is not None:
+            self._transport.close()
+
+    async def close(self) -> None:
+        self._fail(KafkaConnectionError("connection closed"))
