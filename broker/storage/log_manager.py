@@ -155,7 +155,8 @@ class LogManager:
             self.logs[parsed] = log
         self._started = True
         logger.info("loaded %d partitions of %d topics from %s (%s shutdown)", len(self.logs),
-                    len(self.topics()), self.log_dir, "clean" if self.had_clean_shutdown else "unclean")
+                    len(self.topics()), self.log_dir,
+                    "clean" if self.had_clean_shutdown else ("unclean" if self.logs else "no previous"))
 
     def _write_meta_properties(self) -> None:
         path = os.path.join(self.log_dir, META_PROPERTIES)
