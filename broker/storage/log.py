@@ -196,6 +196,14 @@ class Log:
         leo: int | None = None
         last = segments.last()
         if last is not None:
+            # The LEO comes from the active segment's last index entry. Kafka trusts that entry
+            # after a clean shutdown (KAFKA-7283); a wrong one (position past the .log, or not the
+            # start of a batch ending at its offset) would make the LEO regress and offsets be
+            # reused, so check it (one 61-byte read) and rebuild the indexes if it is wrong.
+            if not last[1].last_index_entry_is_consistent():
+                logger.warning("%s: the last offset index entry of segment %d does not match its .log;"
+                               " recovering the segment", directory, last[0])
+                last[1].recover()
             leo = last[1].read_next_offset()
         if leo is None or leo < log_start_offset:
             if leo is not None:

@@ -283,6 +283,19 @@ class LogSegment:
             next_offset = h.next_offset
         return next_offset
 
+    def last_index_entry_is_consistent(self) -> bool:
+        """Whether the last offset index entry points inside the .log at a batch whose last
+        offset is the entry's key (True for an empty index)."""
+        idx = self.offset_index
+        if idx.entries == 0:
+            return True
+        offset, position = idx.entry(idx.entries - 1)
+        if position < 0 or position >= self.log.size:
+            return False
+        for _, h in self.log.batch_headers(position):
+            return h.last_offset == offset
+        return False
+
     # -- recovery and truncation --
 
     def recover(self) -> int:
