@@ -76,12 +76,16 @@ class BrokerState:
 
     async def durable(self, log: Log, offset: int) -> None:
         loop = asyncio.get_running_loop()
+        key = id(log)
         while log.recovery_point < offset:
-            fut = self._flushes.get(id(log))
-            if fut is None:
+            fut = self._flushes.get(key)
+            # A finished flush stays in the map until its done-callback runs (call_soon), and
+            # awaiting a done future does not yield: without the done() check this loop spun
+            # forever on a flush that ended before ``offset`` was appended.
+            if fut is None or fut.done():
                 fut = loop.run_in_executor(None, log.flush)
-                self._flushes[id(log)] = fut
-                fut.add_done_callback(lambda _f, k=id(log): self._flushes.pop(k, None))
+                self._flushes[key] = fut
+                fut.add_done_callback(lambda f, k=key: self._flushes.pop(k, None) if self._flushes.get(k) is f else None)
             await asyncio.shield(fut)
 
     # -- fetch long-poll --

@@ -16,6 +16,7 @@ from . import (
     delete_topics,
     describe_configs,
     fetch,
+    find_coordinator,
     init_producer_id,
     list_offsets,
     metadata,
@@ -33,6 +34,7 @@ HANDLERS = {
     ApiKey.DELETE_TOPICS: delete_topics.handle,
     ApiKey.INIT_PRODUCER_ID: init_producer_id.handle,
     ApiKey.DESCRIBE_CONFIGS: describe_configs.handle,
+    ApiKey.FIND_COORDINATOR: find_coordinator.handle,
 }
 
 __all__ = ["HANDLERS", "CLOSE", "NO_RESPONSE", "FetchReply"]

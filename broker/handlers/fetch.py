@@ -122,22 +122,23 @@ def handle(request: dict[str, Any], version: int, state: Any, correlation_id: in
         loop = asyncio.get_running_loop()
         keys = [(t["topic"], p["partition"]) for t in request["topics"] for p in t["partitions"]]
         deadline = loop.time() + max_wait / 1000
-        res, tot, errs = result, total, errors
         while True:
-            remaining = deadline - loop.time()
-            if remaining <= 0:
-                break
             fut: asyncio.Future[None] = loop.create_future()
             state.add_waiter(keys, fut)
             try:
+                # (Re)read only once registered: an append dispatched after the read that decided
+                # to wait but before this task first ran (the next request of the same recv, or
+                # another connection in the same loop turn) notified no one and would be missed
+                # until max_wait_ms. Costs one more index lookup per long poll.
+                res, tot, errs = _read_all(request, state)
+                remaining = deadline - loop.time()
+                if tot >= request["min_bytes"] or errs or remaining <= 0:
+                    break
                 await asyncio.wait_for(fut, remaining)
             except asyncio.TimeoutError:
                 pass
             finally:
                 state.remove_waiter(keys, fut)
-            res, tot, errs = _read_all(request, state)
-            if tot >= request["min_bytes"] or errs:
-                break
         return _encode(res, version, correlation_id, read_committed)
 
     return long_poll()

@@ -56,6 +56,8 @@ TIME_INDEX_FILE_SUFFIX = ".timeindex"
 _INT32_MAX = 0x7FFFFFFF
 _UNKNOWN = TimestampOffset(-1, -1)
 _BATCH_FIELDS = struct.Struct(">qi")  # baseOffset, batchLength
+# baseOffset, batchLength, lastOffsetDelta (23), maxTimestamp (35): the append fast path's fields
+_ONE_BATCH = struct.Struct(">qi11xi8xq")
 
 
 def filename_prefix_from_offset(offset: int) -> str:
@@ -187,6 +189,32 @@ class LogSegment:
         n = len(view)
         if n == 0:
             return
+        if n >= RECORDS_OFFSET:
+            base, length, last_delta, batch_max_ts = _ONE_BATCH.unpack_from(view, 0)
+            if length + LOG_OVERHEAD == n:
+                # One batch, as every produce request carries per partition: one header unpack,
+                # no list. The same steps and side effects as the general path below.
+                last = base + last_delta
+                if not 0 <= last - self.base_offset <= _INT32_MAX:
+                    raise LogSegmentOffsetOverflowError(
+                        f"offset {last} cannot be stored in segment with base offset {self.base_offset}"
+                    )
+                physical = self.log.size
+                if physical == 0:
+                    self._rolling_based_timestamp = batch_max_ts
+                self.log.append(view)
+                offset_index = self.offset_index
+                time_index = self.time_index
+                max_ts = self._max_ts()
+                if batch_max_ts > max_ts.timestamp:
+                    max_ts = TimestampOffset(batch_max_ts, last)
+                if self.bytes_since_last_index_entry > self.index_interval_bytes:
+                    offset_index.append(last, physical)
+                    time_index.maybe_append(max_ts.timestamp, max_ts.offset)
+                    self.bytes_since_last_index_entry = 0
+                self.bytes_since_last_index_entry += n
+                self._max_ts_and_offset = max_ts
+                return
         # Walk the batch headers first (no record decoding): positions, last offsets, max ts.
         batches: list[tuple[int, int, int, int]] = []  # (rel position, size, last offset, max ts)
         pos = 0

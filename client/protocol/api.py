@@ -30,8 +30,17 @@ class ApiKey(enum.IntEnum):
 
 #: Advertised ranges (reference/kafka_protocol.md §3 "Advertise"); keep the lower bounds:
 #: librdkafka < 2.11.1 enables features only on exact versions (Produce 3, Fetch 4, ...).
+#: Two more such gates, found with kcat (librdkafka 2.0.2) and confluent-kafka (2.16) in
+#: tests/compat: gzip and snappy need Produce **v0** in range (rdkafka_msgset_writer.c
+#: ``compr_req``: ApiVersion 0, checked as the exact range 0..0 before 2.11.1), and LZ4 needs
+#: FindCoordinator v0 in *every* librdkafka version (rdkafka_feature.c: "GroupCoordinator was
+#: released in 0.8.2"). Without them librdkafka silently sends those codecs uncompressed.
+#: Produce v0-2 differ from v3 only in lacking transactional_id (and throttle_time_ms /
+#: log_append_time_ms in the response); they normally carry magic 0/1 message sets, which this
+#: broker does not store: such a partition gets UNSUPPORTED_FOR_MESSAGE_FORMAT (Kafka 4 dropped
+#: Produce v0-2 altogether). Every client here sends v7.
 SUPPORTED_VERSIONS: dict[ApiKey, tuple[int, int]] = {
-    ApiKey.PRODUCE: (3, 7),
+    ApiKey.PRODUCE: (0, 7),
     ApiKey.FETCH: (4, 11),
     ApiKey.LIST_OFFSETS: (1, 2),
     ApiKey.METADATA: (0, 4),
@@ -40,6 +49,7 @@ SUPPORTED_VERSIONS: dict[ApiKey, tuple[int, int]] = {
     ApiKey.DELETE_TOPICS: (0, 1),
     ApiKey.INIT_PRODUCER_ID: (0, 1),
     ApiKey.DESCRIBE_CONFIGS: (0, 1),
+    ApiKey.FIND_COORDINATOR: (0, 1),
 }
 
 #: First flexible version of each API (Kafka's JSON flexibleVersions).

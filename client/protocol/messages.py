@@ -8,7 +8,7 @@ flexibleVersions. Versions outside ``valid`` are refused before decoding.
 
 from __future__ import annotations
 
-from .schema import Array, Field as F, Message
+from .schema import NULL, Array, Field as F, Message
 
 __all__ = ["REQUESTS", "RESPONSES"]
 
@@ -25,6 +25,19 @@ ApiVersionsResponse = Message("ApiVersionsResponse", 18, "0-4", "3+", [
         F("max_version", "int16"),
     ])),
     F("throttle_time_ms", "int32", "1+"),
+    # Tagged fields (v3+): the broker sends none; a client reading a real Kafka's reply gets them.
+    F("supported_features", Array([
+        F("name", "string"),
+        F("min_version", "int16"),
+        F("max_version", "int16"),
+    ]), "3+", tag=0),
+    F("finalized_features_epoch", "int64", "3+", default=-1, tag=1),
+    F("finalized_features", Array([
+        F("name", "string"),
+        F("max_version_level", "int16"),
+        F("min_version_level", "int16"),
+    ]), "3+", tag=2),
+    F("zk_migration_ready", "bool", "3+", default=False, tag=3),
 ])
 
 # ---------------------------------------------------------------- Metadata (3)
@@ -38,9 +51,9 @@ MetadataResponse = Message("MetadataResponse", 3, "0-4", "9+", [
         F("node_id", "int32"),
         F("host", "string"),
         F("port", "int32"),
-        F("rack", "string", "1+", nullable="1+"),
+        F("rack", "string", "1+", nullable="1+", default=NULL),
     ])),
-    F("cluster_id", "string", "2+", nullable="2+"),
+    F("cluster_id", "string", "2+", nullable="2+", default=NULL),
     F("controller_id", "int32", "1+", default=-1),
     F("topics", Array([
         F("error_code", "int16"),
@@ -57,8 +70,8 @@ MetadataResponse = Message("MetadataResponse", 3, "0-4", "9+", [
 ])
 
 # ---------------------------------------------------------------- Produce (0)
-ProduceRequest = Message("ProduceRequest", 0, "3-7", "9+", [
-    F("transactional_id", "string", "3+", nullable="3+"),
+ProduceRequest = Message("ProduceRequest", 0, "0-7", "9+", [
+    F("transactional_id", "string", "3+", nullable="0+"),
     F("acks", "int16"),
     F("timeout_ms", "int32"),
     F("topic_data", Array([
@@ -69,7 +82,7 @@ ProduceRequest = Message("ProduceRequest", 0, "3-7", "9+", [
         ])),
     ])),
 ])
-ProduceResponse = Message("ProduceResponse", 0, "3-7", "9+", [
+ProduceResponse = Message("ProduceResponse", 0, "0-7", "9+", [
     F("responses", Array([
         F("name", "string"),
         F("partition_responses", Array([
@@ -132,6 +145,7 @@ FetchResponse = Message("FetchResponse", 1, "4-11", "12+", [
 
 # ---------------------------------------------------------------- ListOffsets (2)
 ListOffsetsRequest = Message("ListOffsetsRequest", 2, "1-2", "6+", [
+    # The spec gives no default (0 = broker 0, a follower); a client codec means a consumer (-1).
     F("replica_id", "int32", default=-1),
     F("isolation_level", "int8", "2+"),
     F("topics", Array([
@@ -195,6 +209,20 @@ DeleteTopicsResponse = Message("DeleteTopicsResponse", 20, "0-1", "4+", [
     ])),
 ])
 
+# ---------------------------------------------------------------- FindCoordinator (10)
+FindCoordinatorRequest = Message("FindCoordinatorRequest", 10, "0-1", "3+", [
+    F("key", "string"),
+    F("key_type", "int8", "1+"),
+])
+FindCoordinatorResponse = Message("FindCoordinatorResponse", 10, "0-1", "3+", [
+    F("throttle_time_ms", "int32", "1+"),
+    F("error_code", "int16"),
+    F("error_message", "string", "1+", nullable="1+", default=NULL),
+    F("node_id", "int32"),
+    F("host", "string"),
+    F("port", "int32"),
+])
+
 # ---------------------------------------------------------------- InitProducerId (22)
 InitProducerIdRequest = Message("InitProducerIdRequest", 22, "0-1", "2+", [
     F("transactional_id", "string", nullable="0+"),
@@ -241,7 +269,9 @@ DescribeConfigsResponse = Message("DescribeConfigsResponse", 32, "0-1", "4+", [
 
 REQUESTS = {m.api_key: m for m in (
     ApiVersionsRequest, MetadataRequest, ProduceRequest, FetchRequest, ListOffsetsRequest,
-    CreateTopicsRequest, DeleteTopicsRequest, InitProducerIdRequest, DescribeConfigsRequest)}
+    CreateTopicsRequest, DeleteTopicsRequest, InitProducerIdRequest, DescribeConfigsRequest,
+    FindCoordinatorRequest)}
 RESPONSES = {m.api_key: m for m in (
     ApiVersionsResponse, MetadataResponse, ProduceResponse, FetchResponse, ListOffsetsResponse,
-    CreateTopicsResponse, DeleteTopicsResponse, InitProducerIdResponse, DescribeConfigsResponse)}
+    CreateTopicsResponse, DeleteTopicsResponse, InitProducerIdResponse, DescribeConfigsResponse,
+    FindCoordinatorResponse)}

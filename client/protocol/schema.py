@@ -20,9 +20,20 @@ from typing import Any, Callable, Sequence
 
 from .primitives import DecodeError, Reader, Writer
 
-__all__ = ["Field", "Array", "Message", "parse_versions"]
+__all__ = ["Field", "Array", "Message", "parse_versions", "NULL"]
 
 _INF = 1 << 30
+
+
+class _Null:
+    """An explicit null default (the specs' ``"default": "null"``): ``default=None`` means
+    "the type's zero value", so a null default needs its own marker."""
+
+    def __repr__(self) -> str:
+        return "NULL"
+
+
+NULL: Any = _Null()
 
 
 def parse_versions(spec: str | None) -> tuple[int, int]:
@@ -63,6 +74,8 @@ class Field:
         self._nullable = parse_versions(self.nullable)
 
     def default_value(self, version: int) -> Any:
+        if self.default is NULL:
+            return None
         if self.default is not None:
             return self.default
         if _in(self._nullable, version):
