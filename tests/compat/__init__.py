@@ -1,0 +1,2 @@
+"""Real Kafka clients (kcat, kafka-python, aiokafka, confluent-kafka) against a real broker
+process; no mocks."""
