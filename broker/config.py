@@ -18,6 +18,7 @@ from typing import Iterable, Mapping
 from urllib.parse import urlsplit
 
 from .storage.config import TOPIC_CONFIGS, LogConfig
+from .storage.errors import InvalidConfigError
 
 __all__ = ["BrokerConfig", "parse_properties", "ConfigError"]
 
@@ -154,5 +155,5 @@ class BrokerConfig:
     def log_config(self) -> LogConfig:
         try:
             return LogConfig.from_broker_properties(self.props)
-        except ValueError as e:
+        except (ValueError, InvalidConfigError) as e:
             raise ConfigError(str(e)) from None
