@@ -19,6 +19,10 @@ from typing import Sequence
 SUBCOMMANDS: dict[str, str] = {
     "serve": "broker.serve",
     "dump-log": "broker.tools.dump_log",
+    "topics": "broker.cli.topics",
+    "produce": "broker.cli.produce",
+    "consume": "broker.cli.consume",
+    "offsets": "broker.cli.offsets",
 }
 
 

@@ -1,0 +1,339 @@
+"""Fast decoding of a whole records section into columns: the consumer's hot path.
+
+``client.records.record.iter_records`` decodes one field at a time through ``read_varint``
+(a function call per varint, a tuple per call, a ``Record`` per record): clear, and ~4x too
+slow for a consumer. ``decode_lists`` decodes the records section of one batch (bytes 61..end,
+already decompressed; layout in ``client.records.record``) in one loop into lists: offset
+deltas, timestamp deltas, keys, values, headers — what the consumer zips ``ConsumerRecord``s
+from, in C. ``decode_columns`` turns the keys and values into ``BinaryColumn``s, Apache
+Arrow's ``binary`` layout (one data buffer + int32 offsets + validity bitmap), for bulk mode.
+
+How it is fast (CPython 3.11; measured on 100-byte records): varints of one and two bytes
+(every length and delta of records under 8 KiB, in batches of under 8192 records) are decoded
+inline, with no call; longer ones go through ``read_varint``. Results are stored by index into
+preallocated lists (no method call per field); null keys/values and header-less records store
+nothing. Even so a record costs ~60 bytecodes, ~0.7 µs on the 2-core dev machine: a pure-Python
+loop tops out near 1.5 M records/s here. A C (or Cython) version of ``decode_lists`` is the
+next step if that is not enough; it would replace only this loop. Tried and dropped: a loop
+appending into ``bytearray``s (no faster), a regex ``findall`` over same-shaped records (~1.3 M/s,
+and only for fixed-size records), post-loop slicing from position lists (slower).
+
+Every length is checked: a record must end exactly where its length says, the section must
+hold exactly ``count`` records (and ``count`` must fit in the section before anything is
+allocated), a negative length other than -1 (null) is corrupt — CorruptRecordError always,
+never IndexError or a short value.
+"""
+
+from __future__ import annotations
+
+from array import array
+from itertools import accumulate
+from typing import Iterator, Sequence
+
+from .batch import CorruptRecordError
+from .varint import VarintError, read_varint
+
+__all__ = ["BinaryColumn", "decode_lists", "decode_columns", "Header"]
+
+Header = tuple[str, "bytes | None"]
+_NO_HEADERS: tuple[Header, ...] = ()
+
+
+class BinaryColumn(Sequence["bytes | None"]):
+    """A column of ``bytes | None`` in Arrow's ``binary`` layout, without pyarrow.
+
+    - ``data``: the values, concatenated (``bytes``);
+    - ``offsets``: ``array('i')`` of ``len + 1`` int32s; value i is ``data[offsets[i]:offsets[i+1]]``;
+    - ``validity``: ``None`` when nothing is null, else a bitmap (``bytes``, least significant
+      bit first, 1 = valid), as Arrow's validity buffers;
+    - ``null_count``.
+
+    ``pyarrow.Array.from_buffers(pa.binary(), len(col), [validity, offsets, data])`` with
+    ``pa.py_buffer`` over each is zero-copy (``to_arrow()`` does it). Element access slices
+    ``data`` (a copy per element): convenient, not the fast path.
+    """
+
+    __slots__ = ("data", "offsets", "validity", "null_count")
+
+    def __init__(self, data: bytes, offsets: array, validity: bytes | None = None, null_count: int = 0) -> None:
+        self.data = data
+        self.offsets = offsets
+        self.validity = validity
+        self.null_count = null_count
+
+    @classmethod
+    def from_values(cls, values: Sequence[bytes | None]) -> "BinaryColumn":
+        nulls = [i for i, v in enumerate(values) if v is None]
+        if nulls:
+            values = [b"" if v is None else v for v in values]
+        data = b"".join(values)  # type: ignore[arg-type]
+        offsets = array("i", accumulate(map(len, values), initial=0))  # type: ignore[arg-type]
+        return cls(data, offsets, _validity(len(values), nulls), len(nulls))
+
+    def __len__(self) -> int:
+        return len(self.offsets) - 1
+
+    def is_null(self, i: int) -> bool:
+        v = self.validity
+        return v is not None and not (v[i >> 3] >> (i & 7)) & 1
+
+    def __getitem__(self, i):  # type: ignore[override]
+        if isinstance(i, slice):
+            return self.to_pylist()[i]
+        n = len(self.offsets) - 1
+        if i < 0:
+            i += n
+        if not 0 <= i < n:
+            raise IndexError("BinaryColumn index out of range")
+        if self.validity is not None and self.is_null(i):
+            return None
+        return self.data[self.offsets[i]:self.offsets[i + 1]]
+
+    def __iter__(self) -> Iterator[bytes | None]:
+        return iter(self.to_pylist())
+
+    def to_pylist(self) -> list[bytes | None]:
+        offs = self.offsets
+        data = self.data
+        out: list[bytes | None] = list(map(data.__getitem__, map(slice, offs[:-1], offs[1:])))
+        if self.validity is not None:
+            for i in range(len(out)):
+                if self.is_null(i):
+                    out[i] = None
+        return out
+
+    def slice(self, start: int, stop: int) -> "BinaryColumn":
+        """Elements [start, stop) as a new column (offsets rebased to 0; data copied)."""
+        n = len(self)
+        start, stop, _ = slice(start, stop).indices(n)
+        stop = max(stop, start)
+        offs = self.offsets
+        base = offs[start]
+        data = self.data[base:offs[stop]]
+        new = array("i", offs[start:stop + 1])
+        if base:
+            new = array("i", map(base.__rsub__, new))
+        if self.validity is None:
+            return BinaryColumn(data, new)
+        nulls = [i - start for i in range(start, stop) if self.is_null(i)]
+        return BinaryColumn(data, new, _validity(stop - start, nulls), len(nulls))
+
+    def to_arrow(self):  # type: ignore[no-untyped-def]
+        """A ``pyarrow.BinaryArray`` over the same buffers (pyarrow imported here, lazily)."""
+        import pyarrow as pa
+
+        validity = None if self.validity is None else pa.py_buffer(self.validity)
+        return pa.Array.from_buffers(pa.binary(), len(self), [validity, pa.py_buffer(self.offsets),
+                                                               pa.py_buffer(self.data)], self.null_count)
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, BinaryColumn):
+            return self.to_pylist() == other.to_pylist()
+        if isinstance(other, (list, tuple)):
+            return self.to_pylist() == list(other)
+        return NotImplemented
+
+    def __repr__(self) -> str:
+        return f"BinaryColumn(len={len(self)}, bytes={len(self.data)}, nulls={self.null_count})"
+
+
+def _validity(n: int, nulls: list[int]) -> bytes | None:
+    """Arrow validity bitmap (LSB first, 1 = valid) for ``n`` elements; None when no nulls."""
+    if not nulls:
+        return None
+    if len(nulls) == n:
+        return bytes((n + 7) >> 3)
+    bits = bytearray(b"\xff" * ((n + 7) >> 3))
+    if n & 7:
+        bits[-1] = (1 << (n & 7)) - 1  # padding bits stay 0
+    for i in nulls:
+        bits[i >> 3] &= ~(1 << (i & 7)) & 0xFF
+    return bytes(bits)
+
+
+def _read_headers(data: bytes, p: int, end: int) -> tuple[tuple[Header, ...], int]:
+    """The header list at ``data[p]`` (count varint first); the slow path, rarely taken."""
+    nh, p = read_varint(data, p)
+    if nh < 0 or nh > end - p:
+        raise CorruptRecordError(f"record header count {nh} is invalid")
+    out = []
+    for _ in range(nh):
+        n, p = read_varint(data, p)
+        if n < 0 or p + n > end:
+            raise CorruptRecordError("record header key is null or runs past the record")
+        hk = data[p:p + n].decode("utf-8", "replace")
+        p += n
+        n, p = read_varint(data, p)
+        if n < -1 or p + max(n, 0) > end:
+            raise CorruptRecordError("record header value runs past the record")
+        if n < 0:
+            hv = None
+        else:
+            hv = data[p:p + n]
+            p += n
+        out.append((hk, hv))
+    return tuple(out), p
+
+
+def _bad(what: str) -> CorruptRecordError:
+    return CorruptRecordError(f"corrupt record: {what}")
+
+
+def decode_lists(data: bytes, count: int, base_offset: int = 0, base_timestamp: int = 0
+                 ) -> tuple[list[int], list[int], list[bytes | None], list[bytes | None], list[tuple[Header, ...]]]:
+    """Decode ``count`` records from an (uncompressed) records section.
+
+    Returns ``(offsets, timestamps, keys, values, headers)``: offsets and timestamps are the
+    batch's ``base_offset``/``base_timestamp`` plus each record's delta (added in the loop:
+    cheaper than a pass over the lists afterwards); a record without headers gets the shared
+    empty tuple. Raises CorruptRecordError.
+
+    The result lists are allocated up front and filled by index (``STORE_SUBSCR`` is ~3x
+    cheaper than a ``list.append`` call in CPython 3.11); null keys and values, and records
+    without headers, cost no store at all.
+    """
+    if count < 0 or 7 * count > len(data):  # a record takes at least 7 bytes; no huge lists
+        raise CorruptRecordError(f"records count {count} cannot fit in {len(data)} bytes")
+    ods = [0] * count
+    tss = [0] * count
+    keys: list[bytes | None] = [None] * count
+    vals: list[bytes | None] = [None] * count
+    hdrs: list[tuple[Header, ...]] = [_NO_HEADERS] * count
+    rv = read_varint
+    bo = base_offset
+    bt = base_timestamp
+    p = 0
+    try:
+        for i in range(count):
+            # length (varint) — the record ends at ``end``
+            b = data[p]
+            if b < 128:
+                end = p + 1 + (b >> 1)
+                p += 2  # and the attributes byte
+            else:
+                c = data[p + 1]
+                if c < 128:
+                    end = p + 2 + ((b & 127 | c << 7) >> 1)
+                    p += 3
+                else:
+                    v, p = rv(data, p)
+                    end = p + v
+                    p += 1
+            # timestampDelta (varlong)
+            b = data[p]
+            if b < 128:
+                tss[i] = bt + ((b >> 1) ^ -(b & 1))
+                p += 1
+            else:
+                c = data[p + 1]
+                if c < 128:
+                    b = b & 127 | c << 7
+                    tss[i] = bt + ((b >> 1) ^ -(b & 1))
+                    p += 2
+                else:
+                    v, p = rv(data, p)
+                    tss[i] = bt + v
+            # offsetDelta (varint)
+            b = data[p]
+            if b < 128:
+                ods[i] = bo + ((b >> 1) ^ -(b & 1))
+                p += 1
+            else:
+                c = data[p + 1]
+                if c < 128:
+                    b = b & 127 | c << 7
+                    ods[i] = bo + ((b >> 1) ^ -(b & 1))
+                    p += 2
+                else:
+                    v, p = rv(data, p)
+                    ods[i] = bo + v
+            # key: -1 (byte 1) = null, already in place
+            b = data[p]
+            if b == 1:
+                p += 1
+            elif b < 128 and not b & 1:
+                p += 1
+                e = p + (b >> 1)
+                keys[i] = data[p:e]
+                p = e
+            else:
+                v, p = rv(data, p)
+                if v < 0:
+                    raise _bad(f"key length {v}")
+                e = p + v
+                keys[i] = data[p:e]
+                p = e
+            # value
+            b = data[p]
+            if b < 128:
+                if b & 1:
+                    if b != 1:
+                        raise _bad(f"value length {(b >> 1) ^ -1}")
+                    p += 1
+                else:
+                    p += 1
+                    e = p + (b >> 1)
+                    vals[i] = data[p:e]
+                    p = e
+            else:
+                c = data[p + 1]
+                if c < 128:
+                    b = b & 127 | c << 7
+                    if b & 1:
+                        raise _bad("negative value length")
+                    p += 2
+                    e = p + (b >> 1)
+                    vals[i] = data[p:e]
+                    p = e
+                else:
+                    v, p = rv(data, p)
+                    if v >= 0:
+                        e = p + v
+                        vals[i] = data[p:e]
+                        p = e
+                    elif v != -1:
+                        raise _bad(f"value length {v}")
+            # headers: almost always none (a single 0 byte ending the record)
+            if p + 1 == end and data[p] == 0:
+                p = end
+            else:
+                if p >= end:
+                    raise _bad("fields run past the record length")
+                hdrs[i], p = _read_headers(data, p, end)
+                if p != end:
+                    raise _bad("record length does not match its fields")
+    except IndexError:
+        raise CorruptRecordError(f"records section ends inside a record ({len(data)} bytes, {count} records)") from None
+    except VarintError as e:
+        raise CorruptRecordError(f"bad varint in records: {e}") from None
+    # A key or value slice running past the end is silently short, but then ``p`` is past the
+    # end too and the next ``data[p]`` raised IndexError, or this test fails.
+    if p != len(data):
+        raise CorruptRecordError(f"{len(data) - p} bytes left over after {count} records")
+    return ods, tss, keys, vals, hdrs
+
+
+def _column(values: list[bytes | None]) -> BinaryColumn:
+    """Concatenate ``values`` into a BinaryColumn with C-level operations only."""
+    n = len(values)
+    nulls = values.count(None)
+    if nulls == n:
+        return BinaryColumn(b"", array("i", bytes(4 * (n + 1))), bytes((n + 7) >> 3) if n else None, n)
+    if nulls:
+        idx = [i for i, v in enumerate(values) if v is None]
+        values = [b"" if v is None else v for v in values]
+        return BinaryColumn(b"".join(values), array("i", accumulate(map(len, values), initial=0)),  # type: ignore[arg-type]
+                            _validity(n, idx), nulls)
+    return BinaryColumn(b"".join(values), array("i", accumulate(map(len, values), initial=0)))  # type: ignore[arg-type]
+
+
+def decode_columns(data: bytes, count: int, base_offset: int = 0, base_timestamp: int = 0
+                   ) -> tuple[list[int], list[int], BinaryColumn, BinaryColumn, list[tuple[Header, ...]]]:
+    """As ``decode_lists``, with keys and values as ``BinaryColumn``s:
+    ``(offsets, timestamps, keys, values, headers)``.
+
+    The loop is ``decode_lists``'s; the columns are then built by ``bytes.join`` and
+    ``accumulate`` over the lists (C loops, ~60 ns per record). A loop writing straight into
+    ``bytearray``s was measured too: no faster (a memoryview slice and two calls per field)."""
+    ods, tss, keys, vals, hdrs = decode_lists(data, count, base_offset, base_timestamp)
+    return ods, tss, _column(keys), _column(vals), hdrs

@@ -1,0 +1,270 @@
+"""Sender: the Producer's network half — sealed batches to Produce requests, answers to futures.
+
+The Producer (``client/producer.py``) fills batches and hands each sealed one to
+``Sender.enqueue``; the sender keeps one FIFO of sealed batches per partition and runs
+(``run``, scheduled on the event loop by ``wake``/``wake_at``, never a task polling a queue)
+when a batch is sealed, when linger or a retry backoff expires, and when an answer frees a
+request slot. Each run:
+
+1. asks the producer to seal open batches whose ``linger_ms`` has passed (all of them while a
+   flush runs or records wait for memory) — ``Producer._seal_lingering``;
+2. fails head batches older than ``delivery_timeout_ms`` (KafkaTimeoutError);
+3. builds, per leader broker with a free slot (``max_in_flight_requests_per_connection``), one
+   Produce request carrying the head batch of every ready partition it leads (one batch per
+   partition per request, as Kafka's brokers require, up to ``max_request_size``), and repeats
+   while slots and batches remain, so one partition's batches are pipelined.
+
+Answers: a partition's batch resolves its future with ``BatchResult(base_offset,
+log_append_time)``; a retriable error requeues it (in creation order, after
+``retry_backoff_ms``; stale metadata is refreshed first); MESSAGE_TOO_LARGE splits a batch of
+several records in two; other errors fail it. Either way ``Producer._finished`` releases its
+memory. A lost connection fails every request in flight on it with a retriable error.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import bisect
+import logging
+from collections import deque
+from typing import TYPE_CHECKING, Any
+
+from client.accumulator import BatchResult, ProducerBatch
+from client.errors import ERRORS, KafkaError, KafkaTimeoutError, error_for_code
+from client.protocol.api import ApiKey, ErrorCode
+
+if TYPE_CHECKING:
+    from client.producer import Producer
+
+__all__ = ["Sender"]
+
+logger = logging.getLogger("client.producer")
+
+_INF = float("inf")
+MessageTooLargeError: type[KafkaError] = ERRORS[ErrorCode.MESSAGE_TOO_LARGE]
+
+
+class Sender:
+    def __init__(self, producer: "Producer") -> None:
+        self._p = producer
+        self._queues: dict[tuple[str, int], deque[ProducerBatch]] = {}  # sealed, to send
+        self._ready: dict[tuple[str, int], None] = {}  # partitions with a non-empty queue
+        self._in_flight: dict[int, int] = {}  # node id -> Produce requests in flight
+        self._tasks: set[asyncio.Task[Any]] = set()
+        self._refreshing: dict[str, asyncio.Task[Any]] = {}
+        self._handle: asyncio.TimerHandle | None = None
+        self._at = _INF
+        self._closed = False
+        self.backlog = 0  # sealed batches queued, not in flight
+        self._progress = asyncio.Event()  # set when a request ends or a batch fails
+
+    async def wait_backlog(self, limit: int) -> None:
+        """Wait until at most ``limit`` sealed batches wait to be sent (Producer.drain)."""
+        while self.backlog > limit and not self._closed:
+            self._progress.clear()
+            await self._progress.wait()
+
+    # ------------------------------------------------------------------ scheduling
+
+    def wake(self, delay: float) -> None:
+        """Run ``delay`` seconds from now unless a run is due earlier already."""
+        loop = self._p._loop
+        assert loop is not None
+        self.wake_at(loop.time() + delay)
+
+    def wake_at(self, when: float) -> None:
+        if when >= self._at or self._closed:
+            return
+        if self._handle is not None:
+            self._handle.cancel()
+        loop = self._p._loop
+        assert loop is not None
+        self._at = when
+        self._handle = loop.call_at(when, self.run)
+
+    def enqueue(self, b: ProducerBatch) -> None:
+        """A sealed batch, to be sent after those already queued for its partition."""
+        tp = (b.topic, b.partition)
+        q = self._queues.get(tp)
+        if q is None:
+            q = self._queues[tp] = deque()
+        q.append(b)
+        self._ready[tp] = None
+        self.backlog += 1
+        self.wake(0)
+
+    def _requeue(self, b: ProducerBatch) -> None:
+        """Put a batch to retry back in its partition's queue, in creation order (O(queue))."""
+        tp = (b.topic, b.partition)
+        q = self._queues.setdefault(tp, deque())
+        q.insert(bisect.bisect_right([x.seq for x in q], b.seq), b)
+        self._ready[tp] = None
+        self.backlog += 1
+
+    def close(self) -> None:
+        self._closed = True
+        if self._handle is not None:
+            self._handle.cancel()
+            self._handle = None
+        for t in list(self._tasks) + list(self._refreshing.values()):
+            t.cancel()
+        self._progress.set()
+
+    # ------------------------------------------------------------------ one run
+
+    def run(self) -> None:
+        self._handle = None
+        self._at = _INF
+        if self._closed:
+            return
+        p = self._p
+        loop = p._loop
+        assert loop is not None
+        now = loop.time()
+        next_at = p._seal_lingering(now)
+        self._at = _INF  # sealing scheduled a run; this one covers it
+        if self._handle is not None:
+            self._handle.cancel()
+            self._handle = None
+        topics = p._cluster.topics
+        max_in_flight, max_request_size = p.max_in_flight, p.max_request_size
+        while self._ready:
+            requests: dict[int, list[ProducerBatch]] = {}
+            sizes: dict[int, int] = {}
+            for tp in list(self._ready):
+                q = self._queues[tp]
+                while q and now >= q[0].deadline:
+                    b = q.popleft()
+                    self.backlog -= 1
+                    self.fail(b, KafkaTimeoutError(
+                        f"expiring {b.count} record(s) for {tp[0]}-{tp[1]}: "
+                        f"{int((now - b.created) * 1000)} ms has passed since batch creation"))
+                if not q:
+                    self._ready.pop(tp, None)
+                    continue
+                b = q[0]
+                if b.retry_at > now:
+                    next_at = min(next_at, b.retry_at)
+                    continue
+                tm = topics.get(tp[0])
+                leader = tm.partitions.get(tp[1], -1) if tm is not None else -1
+                if leader < 0:  # metadata invalidated by an error: refresh (it wakes us)
+                    if tp[0] not in self._refreshing:
+                        self._spawn_refresh(tp[0])
+                    continue
+                if self._in_flight.get(leader, 0) >= max_in_flight:
+                    continue  # an answer will wake us
+                size = sizes.get(leader, 0) + len(b.data or b.buf) + 64
+                if size > max_request_size and leader in requests:
+                    continue
+                q.popleft()
+                self.backlog -= 1
+                if not q:
+                    del self._ready[tp]
+                requests.setdefault(leader, []).append(b)
+                sizes[leader] = size
+            if not requests:
+                break
+            for node, batches in requests.items():
+                self._in_flight[node] = self._in_flight.get(node, 0) + 1
+                t = loop.create_task(self._send_request(node, batches))
+                self._tasks.add(t)
+                t.add_done_callback(self._tasks.discard)
+        if next_at < _INF:
+            self.wake_at(next_at)
+
+    def _spawn_refresh(self, topic: str) -> None:
+        p = self._p
+
+        async def refresh() -> None:
+            try:
+                await asyncio.sleep(p.retry_backoff)
+                await p._cluster.topic(topic, timeout_ms=p.request_timeout_ms)
+            except KafkaError as e:
+                logger.warning("metadata refresh for %s failed: %s", topic, e)
+            finally:
+                self._refreshing.pop(topic, None)
+                self.wake(0)
+
+        self._refreshing[topic] = asyncio.ensure_future(refresh())
+
+    # ------------------------------------------------------------------ requests and answers
+
+    async def _send_request(self, node: int, batches: list[ProducerBatch]) -> None:
+        p = self._p
+        try:
+            try:
+                conn = await p._cluster.node_connection(node)
+                version = conn.pick_version(ApiKey.PRODUCE)
+                topic_data: dict[str, list[dict[str, Any]]] = {}
+                for b in batches:
+                    topic_data.setdefault(b.topic, []).append({"index": b.partition, "records": b.data})
+                body = {"transactional_id": None, "acks": p.acks, "timeout_ms": p.request_timeout_ms,
+                        "topic_data": [{"name": t, "partition_data": d} for t, d in topic_data.items()]}
+                for b in batches:
+                    b.attempts += 1
+                if p.acks == 0:  # no answer: done once written (offsets unknown, -1)
+                    await conn.request(ApiKey.PRODUCE, version, body, expect_response=False)
+                    for b in batches:
+                        self.complete(b, BatchResult(-1, -1))
+                    return
+                resp = await conn.request(ApiKey.PRODUCE, version, body)
+            except KafkaError as e:
+                for b in batches:
+                    self._retry_or_fail(b, e)
+                return
+            by_tp = {(b.topic, b.partition): b for b in batches}
+            for t in resp["responses"]:
+                for r in t["partition_responses"]:
+                    b = by_tp.pop((t["name"], r["index"]), None)
+                    if b is None:
+                        continue
+                    code = r["error_code"]
+                    if code == 0:
+                        self.complete(b, BatchResult(r["base_offset"], r["log_append_time_ms"]))
+                    else:
+                        name = ErrorCode(code).name if code in ErrorCode._value2member_map_ else str(code)
+                        self._retry_or_fail(b, error_for_code(
+                            code, f"{name} from {conn.host}:{conn.port} for {b.topic}-{b.partition}"))
+            for b in by_tp.values():
+                self._retry_or_fail(b, KafkaError(f"no answer for {b.topic}-{b.partition} in the Produce response"))
+        finally:
+            self._in_flight[node] -= 1
+            self._progress.set()
+            self.wake(0)
+
+    def _retry_or_fail(self, b: ProducerBatch, exc: KafkaError) -> None:
+        p = self._p
+        assert p._loop is not None
+        now = p._loop.time()
+        if isinstance(exc, MessageTooLargeError) and b.count > 1:
+            for child in b.split(b.seq):
+                p._incomplete[child] = None
+                self._requeue(child)
+            logger.info("%s-%d: batch of %d records too large, split in two", b.topic, b.partition, b.count)
+            self.wake(0)
+            return
+        if exc.retriable and b.attempts <= p.retries and now + p.retry_backoff < b.deadline:
+            if exc.invalid_metadata:
+                p._cluster.invalidate(b.topic)
+            b.retry_at = now + p.retry_backoff
+            logger.debug("retrying %s-%d (attempt %d): %s", b.topic, b.partition, b.attempts + 1, exc)
+            self._requeue(b)
+            self.wake_at(b.retry_at)
+            return
+        self.fail(b, exc)
+
+    def complete(self, b: ProducerBatch, result: BatchResult) -> None:
+        if not b.future.done():
+            b.future.set_result(result)
+        self._p._finished(b)
+
+    def fail(self, b: ProducerBatch, exc: BaseException) -> None:
+        p = self._p
+        p._forget_open(b)
+        if not b.future.done():
+            b.future.set_exception(exc)
+            logger.warning("failed to deliver %d record(s) to %s-%d: %s", b.count, b.topic, b.partition, exc)
+            b.future.exception()  # retrieved: reported through the record futures and the log
+        self._progress.set()
+        p._finished(b)

@@ -1,0 +1,170 @@
+"""Tests for ``broker/cli/``: ``python -m broker topics|produce|consume|offsets`` run as real
+subprocesses against a broker process, as a user would run them."""
+
+from __future__ import annotations
+
+import os
+import re
+import socket
+import subprocess
+import sys
+import time
+
+import pytest
+
+from tests.broker_process import REPO
+
+
+def mb(*args: str, input: bytes | None = None, timeout: float = 30) -> subprocess.CompletedProcess[bytes]:
+    return subprocess.run([sys.executable, "-m", "broker", *args], cwd=REPO, input=input, capture_output=True,
+                          timeout=timeout, check=False)
+
+
+def ok(*args: str, input: bytes | None = None) -> str:
+    r = mb(*args, input=input)
+    assert r.returncode == 0, f"{args} exited {r.returncode}:\n{r.stderr.decode(errors='replace')}"
+    return r.stdout.decode()
+
+
+@pytest.fixture
+def topic(request: pytest.FixtureRequest) -> str:
+    return re.sub(r"[^a-zA-Z0-9._-]+", "-", request.node.name).strip("-")[:200]
+
+
+def test_topics_create_list_describe_delete(module_broker, topic):
+    bs = ["--bootstrap-server", module_broker.bootstrap]
+    assert ok("topics", "--create", topic, "--partitions", "3", "--config", "retention.ms=3600000", *bs) \
+        == f"Created topic {topic}.\n"
+    assert topic in ok("topics", "--list", *bs).splitlines()
+    desc = ok("topics", "--describe", topic, *bs).splitlines()
+    assert desc[0] == f"Topic: {topic}\tPartitionCount: 3\tReplicationFactor: 1\tConfigs: retention.ms=3600000"
+    assert desc[1:] == [f"\tTopic: {topic}\tPartition: {p}\tLeader: 0\tReplicas: 0\tIsr: 0" for p in range(3)]
+    assert f"Topic: {topic}\t" in ok("topics", "--describe", *bs)  # every topic
+
+    r = mb("topics", "--create", topic, "--partitions", "1", *bs)
+    assert r.returncode == 1 and b"already exists" in r.stderr
+    assert ok("topics", "--create", topic, "--if-not-exists", *bs) == ""
+
+    assert ok("topics", "--delete", topic, *bs) == f"Deleted topic {topic}.\n"
+    assert topic not in ok("topics", "--list", *bs).splitlines()
+    r = mb("topics", "--describe", topic, *bs)
+    assert r.returncode == 1 and f"topic '{topic}' does not exist".encode() in r.stderr
+    r = mb("topics", "--delete", topic, *bs)
+    assert r.returncode == 1 and b"does not exist" in r.stderr
+    assert mb("topics", "--delete", topic, "--if-exists", *bs).returncode == 0
+
+    r = mb("topics", "--create", "bad/name", *bs)
+    assert r.returncode == 1 and b"bad/name" in r.stderr
+    r = mb("topics", "--list", "--create", "x", *bs)
+    assert r.returncode == 2  # argparse: the actions exclude each other
+    r = mb("topics", "--create", topic, "--config", "novalue", *bs)
+    assert r.returncode == 1 and b"KEY=VALUE" in r.stderr
+
+
+def test_produce_consume_round_trip_with_keys_and_formats(module_broker, topic):
+    bs = ["--bootstrap-server", module_broker.bootstrap]
+    ok("topics", "--create", topic, "--partitions", "2", *bs)
+    lines = [f"key{i % 5}:value {i}: with colon" for i in range(50)] + ["nokeyvalue-is-empty:", ":empty-key"]
+    ok("produce", topic, "--key-separator", ":", "--compression", "zstd", "--acks", "all", *bs,
+       input=("\n".join(lines) + "\n").encode())
+    out = ok("consume", topic, "--from-beginning", "--exit-at-end", "--format", "%k|%v|%p|%o|%t", *bs)
+    got = [line.split("|") for line in out.splitlines()]
+    assert sorted((k, v) for k, v, *_ in got) == sorted(tuple(line.split(":", 1)) for line in lines)
+    # Same key, same partition (murmur2), offsets consecutive per partition, topic printed.
+    part_of = {}
+    for k, _, p, _, t in got:
+        assert part_of.setdefault(k, p) == p and t == topic
+    for p in ("0", "1"):
+        offs = [int(o) for _, _, pp, o, _ in got if pp == p]
+        assert offs == list(range(len(offs)))
+    # The order within a partition is the input order.
+    for p in ("0", "1"):
+        vs = [v for _, v, pp, _, _ in got if pp == p]
+        assert vs == [line.split(":", 1)[1] for line in lines if part_of[line.split(":", 1)[0]] == p]
+
+    # Without a separator: whole lines, null keys; \r\n endings dropped; lengths via %K %S.
+    ok("produce", topic, "--partition", "1", "--header", "src=cli", "--header", "flag", *bs,
+       input=b"plain one\r\nplain two\n")
+    out = ok("consume", topic, "--partition", "1", "--offset", "-2", "--exit-at-end",
+             "--format", r"%k\t%v\t%K\t%S\t%h", *bs)
+    assert out.splitlines() == ["null\tplain one\t-1\t9\tsrc=cli,flag=null", "null\tplain two\t-1\t9\tsrc=cli,flag=null"]
+
+    r = mb("produce", topic, "-K", ":", *bs, input=b"a:1\nno separator here\n")
+    assert r.returncode == 1 and b"line 2 has no key separator" in r.stderr
+
+
+def test_consume_offset_timestamp_max_messages(module_broker, topic, tmp_path):
+    bs = ["--bootstrap-server", module_broker.bootstrap]
+    ok("topics", "--create", topic, "--partitions", "1", *bs)
+    first = tmp_path / "first.txt"
+    first.write_bytes(b"".join(b"a%d\n" % i for i in range(10)))
+    ok("produce", topic, "--file", str(first), *bs)
+    time.sleep(0.05)
+    ok("produce", topic, *bs, input=b"".join(b"b%d\n" % i for i in range(10)))
+    out = ok("consume", topic, "--offset", "7", "--max-messages", "5", *bs)
+    assert out.splitlines() == ["a7", "a8", "a9", "b0", "b1"]
+    stamps = ok("consume", topic, "--from-beginning", "-e", "--format", "%o %T", *bs).split()
+    ts_b0 = int(stamps[2 * 10 + 1])
+    assert ts_b0 > int(stamps[2 * 9 + 1])
+    out = ok("consume", topic, "--timestamp", str(ts_b0), "--exit-at-end", *bs)
+    assert out.splitlines() == [f"b{i}" for i in range(10)]
+    # Default start is the end: nothing old is printed; --timeout-ms ends it.
+    t0 = time.monotonic()
+    r = mb("consume", topic, "--timeout-ms", "500", *bs)
+    assert r.returncode == 0 and r.stdout == b"" and time.monotonic() - t0 < 10
+    assert b"Processed a total of 0 messages" in r.stderr
+
+
+def test_offsets(module_broker, topic):
+    bs = ["--bootstrap-server", module_broker.bootstrap]
+    ok("topics", "--create", topic, "--partitions", "2", *bs)
+    ok("produce", topic, "--partition", "0", *bs, input=b"x\ny\nz\n")
+    out = ok("offsets", topic, *bs).splitlines()
+    assert out[0].split() == ["TOPIC", "PARTITION", "START", "END", "OFFSETS"]
+    assert [line.split() for line in out[1:]] == [[topic, "0", "0", "3", "3"], [topic, "1", "0", "0", "0"]]
+    assert ok("offsets", topic, "--time", "latest", *bs).splitlines() == [f"{topic}:0:3", f"{topic}:1:0"]
+    assert ok("offsets", topic, "--time", "earliest", "--partition", "0", *bs) == f"{topic}:0:0\n"
+    assert ok("offsets", topic, "--time", str(2**45), "--partition", "0", *bs) == f"{topic}:0:-1\n"
+    r = mb("offsets", topic, "--partition", "9", *bs)
+    assert r.returncode == 1 and b"no partition 9" in r.stderr
+
+
+def test_progress_line_on_long_inputs(module_broker, topic):
+    data = b"".join(b"record number %d\n" % i for i in range(30000))
+    r = mb("produce", topic, "--progress", "always", "--bootstrap-server", module_broker.bootstrap, input=data)
+    assert r.returncode == 0, r.stderr
+    assert re.search(rb"produced 30,000 records to " + topic.encode() + rb" in [\d.]+ s \([\d,]+ records/s\)", r.stderr)
+    r = mb("produce", topic, "--bootstrap-server", module_broker.bootstrap, input=b"quiet\n")
+    assert r.returncode == 0 and r.stderr == b""  # stderr is not a terminal: no progress by default
+    out = ok("offsets", topic, "--time", "latest", "--bootstrap-server", module_broker.bootstrap)
+    assert out.strip().endswith(":30001")
+
+
+def _closed_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.mark.parametrize("command", [["topics", "--list"], ["produce", "t"], ["consume", "t"], ["offsets", "t"]])
+def test_unreachable_broker(command):
+    port = _closed_port()
+    r = mb(*command, "--bootstrap-server", f"127.0.0.1:{port}", "--request-timeout-ms", "500", input=b"x\n")
+    assert r.returncode == 1
+    assert f"cannot reach 127.0.0.1:{port} (connection refused)".encode() in r.stderr, r.stderr
+    assert b"Traceback" not in r.stderr
+
+
+def test_errors_are_one_line(module_broker, topic):
+    bs = ["--bootstrap-server", module_broker.bootstrap]
+    r = mb("consume", "no-such-topic-" + topic, *bs)
+    assert r.returncode == 1 and b"does not exist" in r.stderr and b"Traceback" not in r.stderr
+    r = mb("consume", "x", "--format", "%q", *bs)
+    assert r.returncode == 1 and b"unknown format token %q" in r.stderr
+    r = mb("produce", "x", "--file", os.path.join("no", "such", "file"), *bs)
+    assert r.returncode == 1 and b"cannot read" in r.stderr
+    r = mb("consume", "x", "--from-beginning", "--offset", "3", *bs)
+    assert r.returncode == 2
+    ok("topics", "--create", topic, "--partitions", "1", *bs)
+    r = mb("produce", topic, "--partition", "9", *bs, input=b"a\nb\n")
+    assert r.returncode == 1 and b"partition 9 is not in [0, 1)" in r.stderr and b"Traceback" not in r.stderr

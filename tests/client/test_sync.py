@@ -1,0 +1,76 @@
+"""client/sync.py: the blocking facade drives the async clients on a background loop thread,
+against a real broker; errors surface in the calling thread."""
+
+from __future__ import annotations
+
+import concurrent.futures
+import threading
+import uuid
+
+import pytest
+
+from client import OffsetSpec, RecordMetadata
+from client.errors import KafkaConnectionError, MessageTooLargeError, TopicAlreadyExistsError  # type: ignore[attr-defined]
+from client.sync import SyncAdmin, SyncProducer
+from tests.compat._clients import stored_records
+
+
+def _topic(prefix: str) -> str:
+    return f"{prefix}-{uuid.uuid4().hex[:8]}"
+
+
+def test_sync_admin_and_producer(module_broker) -> None:
+    name = _topic("sync")
+    threads_before = threading.active_count()
+    with SyncAdmin(module_broker.bootstrap) as admin, SyncProducer(module_broker.bootstrap, linger_ms=1) as p:
+        admin.create_topic(name, 2, configs={"retention.ms": "60000"})
+        assert name in admin.list_topics()
+        assert admin.describe_topics([name])[name].configs["retention.ms"] == "60000"
+        assert admin.describe_configs("topic", name, ["retention.ms"])["retention.ms"].value == "60000"
+        with pytest.raises(TopicAlreadyExistsError):
+            admin.create_topic(name)
+
+        md = p.send(name, b"hello", key=b"k", headers=[("h", b"1")], partition=1, timestamp_ms=1234)
+        assert md == RecordMetadata(name, 1, 0, 1234)
+        futs = [p.send_nowait(name, b"%d" % i, partition=0) for i in range(200)]
+        assert all(isinstance(f, concurrent.futures.Future) for f in futs)
+        p.flush(10)
+        assert [f.result(5).offset for f in futs] == list(range(200))
+        assert p.partitions_for(name) == [0, 1]
+        assert admin.topic_offsets(name) == {0: 200, 1: 1}
+        assert admin.list_offsets({(name, 1): 1234})[(name, 1)].offset == 0
+        assert admin.list_offsets({(name, 0): OffsetSpec.EARLIEST})[(name, 0)].offset == 0
+
+        with pytest.raises(MessageTooLargeError):  # raised through the future of send_nowait
+            p.send_nowait(name, b"x" * 2_000_000).result(5)
+        with pytest.raises(MessageTooLargeError):
+            p.send(name, b"x" * 2_000_000)
+        admin.delete_topic(name)
+        assert name not in admin.list_topics()
+    # the loop threads are gone and the clients refuse further use
+    assert threading.active_count() <= threads_before
+    with pytest.raises(RuntimeError, match="closed"):
+        admin.list_topics()
+    with pytest.raises(RuntimeError, match="closed"):
+        p.send_nowait(name, b"x")
+
+
+def test_sync_send_nowait_applies_back_pressure(module_broker) -> None:
+    name = _topic("sync-bp")
+    with SyncProducer(module_broker.bootstrap, buffer_memory=32768, batch_size=16384) as p:
+        futs = [p.send_nowait(name, b"%05d" % i + b"x" * 200) for i in range(3000)]
+        p.flush()
+        assert [f.result(5).offset for f in futs] == list(range(3000))
+    assert len(stored_records(module_broker.data_dir, name, 0)) == 3000
+
+
+def test_sync_unreachable_broker() -> None:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    before = threading.active_count()
+    with pytest.raises(KafkaConnectionError, match="no broker reachable within 300 ms"):
+        SyncProducer(f"127.0.0.1:{port}", connect_timeout_ms=300)
+    assert threading.active_count() <= before  # the loop thread was stopped
