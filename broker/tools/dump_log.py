@@ -65,6 +65,7 @@ from broker.storage.file_records import FileRecords
 from broker.storage.offset_index import OffsetIndex
 from broker.storage.segment import INDEX_FILE_SUFFIX, LOG_FILE_SUFFIX, TIME_INDEX_FILE_SUFFIX
 from broker.storage.time_index import TimeIndex
+from broker.cli import positive_int
 from client.records.batch import (
     CONTROL_FLAG_MASK,
     CURRENT_MAGIC,
@@ -468,17 +469,8 @@ def dump_files(
 
 # -- the ``minibroker dump-log`` subcommand --
 
+
 HELP = "print segment files (.log, .index, .timeindex) as Kafka's DumpLogSegments does"
-
-
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
-    if value <= 0:
-        raise argparse.ArgumentTypeError(f"must be positive: {value}")
-    return value
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -492,10 +484,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="verify indexes against the .log without printing their entries")
     parser.add_argument("--index-sanity-check", action="store_true",
                         help="only run the index sanity check done at broker start-up")
-    parser.add_argument("--max-message-size", type=_positive_int, default=DEFAULT_MAX_MESSAGE_SIZE,
+    parser.add_argument("--max-message-size", type=positive_int, default=DEFAULT_MAX_MESSAGE_SIZE,
                         metavar="N", help="size of the largest batch, for index verification"
                         " (default %(default)s)")
-    parser.add_argument("--max-bytes", type=_positive_int, default=None, metavar="N",
+    parser.add_argument("--max-bytes", type=positive_int, default=None, metavar="N",
                         help="read at most N bytes of each .log")
 
 
