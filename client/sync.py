@@ -12,9 +12,14 @@ result. ::
     with SyncAdmin(bootstrap_servers="127.0.0.1:9092") as admin:
         admin.create_topic("events", num_partitions=3)
 
+    with SyncConsumer(bootstrap_servers="127.0.0.1:9092", auto_offset_reset="earliest") as c:
+        c.assign([("events", 0)])
+        records = c.poll(timeout_ms=1000)                  # list of ConsumerRecord
+        for record in c:                                   # blocks; ends when closed
+            ...
+
 Cost: a thread hop per call (tens of µs), fine for scripts; use the async clients where
-throughput matters. ``SyncClient`` is the shared base (a SyncConsumer wraps the async Consumer
-the same way).
+throughput matters. ``SyncClient`` is the shared base.
 """
 
 from __future__ import annotations
@@ -22,13 +27,15 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import threading
-from typing import Any, Callable, Coroutine, Iterable, Mapping, Self, Sequence, TypeVar
+from typing import Any, Callable, Coroutine, Iterable, Iterator, Mapping, Self, Sequence, TypeVar
 
 from client.admin import Admin, ConfigEntry, ConfigResourceType, NewTopic, TopicDescription
+from client.consumer import Consumer
+from client.fetched import ColumnBatch, ConsumerRecord
 from client.producer import Producer, RecordMetadata
 from client.structs import OffsetAndTimestamp, OffsetSpec, TopicPartition
 
-__all__ = ["LoopThread", "SyncClient", "SyncProducer", "SyncAdmin"]
+__all__ = ["LoopThread", "SyncClient", "SyncProducer", "SyncConsumer", "SyncAdmin"]
 
 T = TypeVar("T")
 
@@ -213,3 +220,116 @@ class SyncAdmin(SyncClient):
     def topic_offsets(self, topic: str, spec: OffsetSpec | int = OffsetSpec.LATEST) -> dict[int, int]:
         return self._run(self._client.topic_offsets(topic, spec))
 
+
+
+class SyncConsumer(SyncClient):
+    """Blocking wrapper of ``Consumer``; takes the same arguments. ``poll`` returns a flat list
+    of records (at most ``max_records``, default ``max_poll_records``) from every assigned
+    partition; iterating blocks for the next record and stops once the consumer is closed.
+
+    Cost: one thread hop per ``poll`` (not per record: iteration polls a list at a time and
+    hands it out from this thread). Records handed to the iterator's buffer have moved the
+    position already, so ``position()`` may be ahead of what iteration has yielded; call
+    ``seek`` (which drops that buffer) to go back."""
+
+    _client: Consumer
+
+    def __init__(self, bootstrap_servers: str | Iterable[str] = "127.0.0.1:9092", **options: Any) -> None:
+        super().__init__(lambda: Consumer(bootstrap_servers, **options))
+        self._buffered: list[ConsumerRecord] = []
+        self._i = 0
+
+    def _call(self, fn: Callable[..., T], *args: Any) -> T:
+        """Run a plain method of the consumer on its loop (its state belongs to that thread)."""
+        async def call() -> T:
+            return fn(*args)
+        return self._run(call())
+
+    def assign(self, partitions: Iterable[tuple[str, int]]) -> None:
+        self._drop_buffer()
+        self._call(self._client.assign, list(partitions))
+
+    def assignment(self) -> set[TopicPartition]:
+        return self._call(self._client.assignment)
+
+    def seek(self, partition: tuple[str, int], offset: int) -> None:
+        self._drop_buffer()
+        self._call(self._client.seek, partition, offset)
+
+    def seek_to_beginning(self, *partitions: tuple[str, int]) -> None:
+        self._drop_buffer()
+        self._run(self._client.seek_to_beginning(*partitions))
+
+    def seek_to_end(self, *partitions: tuple[str, int]) -> None:
+        self._drop_buffer()
+        self._run(self._client.seek_to_end(*partitions))
+
+    def seek_to_timestamp(self, timestamp_ms: int, *partitions: tuple[str, int]) -> None:
+        self._drop_buffer()
+        self._run(self._client.seek_to_timestamp(timestamp_ms, *partitions))
+
+    def position(self, partition: tuple[str, int]) -> int:
+        return self._run(self._client.position(partition))
+
+    def highwater(self, partition: tuple[str, int]) -> int | None:
+        return self._call(self._client.highwater, partition)
+
+    def beginning_offsets(self, partitions: Iterable[tuple[str, int]]) -> dict[TopicPartition, int]:
+        return self._run(self._client.beginning_offsets(list(partitions)))
+
+    def end_offsets(self, partitions: Iterable[tuple[str, int]]) -> dict[TopicPartition, int]:
+        return self._run(self._client.end_offsets(list(partitions)))
+
+    def offsets_for_times(self, timestamps: Mapping[tuple[str, int], int]
+                          ) -> dict[TopicPartition, OffsetAndTimestamp | None]:
+        return self._run(self._client.offsets_for_times(dict(timestamps)))
+
+    def partitions_for_topic(self, topic: str) -> set[int]:
+        return self._run(self._client.partitions_for_topic(topic))
+
+    def poll(self, timeout_ms: int = 0, max_records: int | None = None) -> list[ConsumerRecord]:
+        """The records buffered (waiting up to ``timeout_ms`` for some), at most ``max_records``;
+        partition errors are raised as ``Consumer.getmany`` raises them."""
+        out: list[ConsumerRecord] = []
+        if self._i < len(self._buffered):  # left over from iteration: hand those out first
+            limit = max_records if max_records is not None else len(self._buffered)
+            out = self._buffered[self._i:self._i + limit]
+            self._i += len(out)
+            return out
+        got = self._run(self._client.getmany(timeout_ms=timeout_ms, max_records=max_records))
+        for rows in got.values():
+            out.extend(rows)
+        return out
+
+    def getbatches(self, timeout_ms: int = 0, max_records: int | None = None,
+                   max_batches: int | None = None) -> list[ColumnBatch]:
+        """Bulk mode (``Consumer.getbatches``): ColumnBatches, no object per record."""
+        self._drop_buffer()
+        return self._run(self._client.getbatches(timeout_ms=timeout_ms, max_records=max_records,
+                                                 max_batches=max_batches))
+
+    def _drop_buffer(self) -> None:
+        if self._i < len(self._buffered):
+            # Records already taken from the consumer but not yet yielded: rewind their
+            # partitions so nothing is skipped (seek and assign overwrite this anyway).
+            first: dict[tuple[str, int], int] = {}
+            for r in self._buffered[self._i:]:
+                first.setdefault((r.topic, r.partition), r.offset)
+            self._buffered, self._i = [], 0
+            for tp, off in first.items():
+                if not self._closed and TopicPartition(*tp) in self._call(self._client.assignment):
+                    self._call(self._client.seek, tp, off)
+        self._buffered, self._i = [], 0
+
+    def __iter__(self) -> Iterator[ConsumerRecord]:
+        return self
+
+    def __next__(self) -> ConsumerRecord:
+        while self._i >= len(self._buffered):
+            if self._closed:
+                raise StopIteration
+            self._buffered = self.poll(timeout_ms=self._client.request_timeout_ms)
+            self._i = 0
+        r = self._buffered[self._i]
+        self._i += 1
+        return r

@@ -47,6 +47,17 @@ checking that it exits 0. Sections (``--only NAME[,NAME...]``; all by default):
   empty data directories: time from spawn to the "minibroker listening" line on stderr and to
   the first ApiVersions reply on a new TCP connection; VmRSS (``/proc/PID/status``) right after
   that and after 2 s idle. Also the RSS of the benchmark's own broker after the workloads.
+- ``client-produce``: our Python client against aiokafka and kafka-python, in one run on the
+  same broker (``scripts/_bench_clients.py``). ``--client-records`` (default 1,000,000;
+  ``--quick`` 200,000) 100-byte records into a fresh 1-partition topic per run, acks=1,
+  linger 5 ms, 64 KiB batches: ours ``send_nowait`` with ``await drain()`` every 10,000,
+  aiokafka ``send()`` (not awaiting each ack) with the acks gathered every 10,000,
+  kafka-python ``send()`` + ``flush()``. Targets: ours >= 500,000 records/s and >= 3x aiokafka.
+- ``client-consume``: the same records read from offset 0 (produced first, untimed, without
+  ``client-produce``): ours ``getmany`` (records built), ours bulk ``getbatches`` (columnar
+  ColumnBatches, rows counted, no record objects), aiokafka ``getmany``, kafka-python ``poll``,
+  10,000 records per call. Targets: ours getmany >= 1,000,000 records/s and >= 3x aiokafka;
+  bulk >= 3,000,000 records/s.
 
 Each run also records the CPU seconds used by the broker process (``/proc/PID/stat``) and by
 this process (the load generator, including librdkafka's threads): on a 2-core machine the two
@@ -64,6 +75,7 @@ Run from the repository root::
     .venv/bin/python scripts/bench.py                    # 2,000,000 records, 3 repeats
     .venv/bin/python scripts/bench.py --quick            # 200,000 records
     .venv/bin/python scripts/bench.py --only w1,latency --json bench-results/bench.json
+    .venv/bin/python scripts/bench.py --only client-produce,client-consume   # Python clients
 """
 
 from __future__ import annotations
@@ -91,6 +103,7 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if REPO not in sys.path:
     sys.path.insert(0, REPO)
 
+from _bench_clients import CLIENT_TARGETS, section_client_consume, section_client_produce  # noqa: E402
 from _benchutil import command_line, fs_type, machine_line  # noqa: E402
 
 from client.protocol import REQUESTS, ApiKey, FrameDecoder, Writer, encode_request_header  # noqa: E402
@@ -117,6 +130,7 @@ TARGETS: dict[str, tuple[str, float]] = {
     "latency_p99_ms": ("<", 2.0),
     "start_s": ("<", 0.5),
     "rss_mb": ("<", 60.0),
+    **CLIENT_TARGETS,  # the Python client issue's targets (scripts/_bench_clients.py)
 }
 
 
@@ -508,6 +522,7 @@ class Ctx:
         self.results: dict[str, Any] = {}
         self.w1_topic: str | None = None
         self.w1_max_rps: float | None = None
+        self.client_topic: str | None = None
         self._admin: Any = None
 
     def admin(self) -> Any:
@@ -1140,6 +1155,16 @@ def section_startup(ctx: Ctx) -> dict[str, Any]:
     return out
 
 
+@section("client-produce")
+def section_client_produce_(ctx: Ctx) -> dict[str, Any]:
+    return section_client_produce(ctx, lambda: CpuMeter(ctx.broker.pid))
+
+
+@section("client-consume")
+def section_client_consume_(ctx: Ctx) -> dict[str, Any]:
+    return section_client_consume(ctx, lambda: CpuMeter(ctx.broker.pid))
+
+
 # ---------------------------------------------------------------- main
 
 
@@ -1150,6 +1175,8 @@ def main(argv: list[str] | None = None) -> int:
                     help=f"comma-separated sections: {', '.join(SECTIONS)} (default: all)")
     ap.add_argument("--quick", action="store_true", help="200,000 records, 1 GB fetched and 5 s of latency per run")
     ap.add_argument("--records", type=int, help="records per W1 run (default 2,000,000; --quick 200,000)")
+    ap.add_argument("--client-records", type=int,
+                    help="records per client-produce run (default 1,000,000; --quick 200,000)")
     ap.add_argument("--repeats", type=int, default=3, help="runs per figure; medians are reported (default 3)")
     ap.add_argument("--json", metavar="PATH", help="also write the results as JSON")
     ap.add_argument("--dir", help="parent of the scratch data directory (default: the repository)")
@@ -1174,6 +1201,8 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     if args.records is None:
         args.records = 200_000 if args.quick else 2_000_000
+    if args.client_records is None:
+        args.client_records = 200_000 if args.quick else 1_000_000
     if args.fetch_gb is None:
         args.fetch_gb = 1.0 if args.quick else 4.0
     if args.latency_seconds is None:

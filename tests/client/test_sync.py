@@ -74,3 +74,52 @@ def test_sync_unreachable_broker() -> None:
     with pytest.raises(KafkaConnectionError, match="no broker reachable within 300 ms"):
         SyncProducer(f"127.0.0.1:{port}", connect_timeout_ms=300)
     assert threading.active_count() <= before  # the loop thread was stopped
+
+
+def test_sync_consumer(module_broker) -> None:
+    from client.sync import SyncConsumer
+
+    name = _topic("sync-c")
+    with SyncAdmin(module_broker.bootstrap) as admin, SyncProducer(module_broker.bootstrap, linger_ms=1) as p:
+        admin.create_topic(name, 2)
+        for i in range(100):
+            p.send_nowait(name, b"v%d" % i, key=b"k%d" % i, partition=i % 2)
+        p.flush(10)
+
+    threads_before = threading.active_count()
+    with SyncConsumer(module_broker.bootstrap, auto_offset_reset="earliest", fetch_max_wait_ms=50) as c:
+        c.assign([(name, 0), (name, 1)])
+        assert c.assignment() == {(name, 0), (name, 1)}
+        assert c.position((name, 0)) == 0
+        got = []
+        while len(got) < 100:
+            got.extend(c.poll(timeout_ms=2000, max_records=30))
+        assert len(got) == 100
+        assert sorted(r.value for r in got) == sorted(b"v%d" % i for i in range(100))
+        assert all(r.key == b"k" + r.value[1:] for r in got)
+        assert c.position((name, 0)) == 50 and c.position((name, 1)) == 50
+        assert c.poll(timeout_ms=100) == []  # nothing more: empty after the timeout
+
+        c.seek((name, 1), 45)
+        c.assign([(name, 1)])  # partitions kept keep their positions
+        assert [r.offset for r in c.poll(timeout_ms=2000)] == [45, 46, 47, 48, 49]
+
+        c.seek_to_beginning()
+        it = iter(c)
+        first = [next(it) for _ in range(3)]
+        assert [(r.partition, r.offset) for r in first] == [(1, 0), (1, 1), (1, 2)]
+        c.seek_to_end()
+        assert c.position((name, 1)) == 50
+        assert c.end_offsets([(name, 1)]) == {(name, 1): 50}
+        assert c.poll(timeout_ms=50) == []
+
+        c.seek((name, 1), 48)
+        cbs = c.getbatches(timeout_ms=2000)
+        assert sum(len(cb) for cb in cbs) == 2 and cbs[-1].next_offset == 50
+
+        with pytest.raises(ValueError):
+            c.seek((name, 1), -1)
+    assert threading.active_count() <= threads_before
+    with pytest.raises(RuntimeError, match="closed"):
+        c.poll()
+    assert list(c) == []  # iteration ends once closed
