@@ -11,9 +11,15 @@ fi
 EXTRAS="${1:-}"
 SPEC="$ROOT"
 [ -n "$EXTRAS" ] && SPEC="$ROOT[$EXTRAS]"
-# Reinstall only when pyproject.toml changed since the last install (a stamp file per extras set).
+# Reinstall only when pyproject.toml or the C extension's source changed since the last install
+# (a stamp file per extras set); the editable install builds client/records/_decode.c in place.
 STAMP="$VENV/.installed-${EXTRAS:-base}"
-if [ ! -f "$STAMP" ] || [ "$ROOT/pyproject.toml" -nt "$STAMP" ]; then
+NEED_INSTALL=0
+[ -f "$STAMP" ] || NEED_INSTALL=1
+for f in "$ROOT/pyproject.toml" "$ROOT/client/records/_decode.c"; do
+    if [ -f "$f" ] && [ "$f" -nt "$STAMP" ]; then NEED_INSTALL=1; fi
+done
+if [ "$NEED_INSTALL" = 1 ]; then
     echo "scripts: installing minibroker${EXTRAS:+[$EXTRAS]} into $VENV" >&2
     "$VENV/bin/python" -m pip install --quiet --upgrade pip >&2
     "$VENV/bin/python" -m pip install --quiet -e "$SPEC" >&2

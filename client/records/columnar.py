@@ -13,19 +13,24 @@ How it is fast (CPython 3.11; measured on 100-byte records): varints of one and 
 inline, with no call; longer ones go through ``read_varint``. Results are stored by index into
 preallocated lists (no method call per field); null keys/values and header-less records store
 nothing. Even so a record costs ~60 bytecodes, ~0.7 µs on the 2-core dev machine: a pure-Python
-loop tops out near 1.5 M records/s here. A C (or Cython) version of ``decode_lists`` is the
-next step if that is not enough; it would replace only this loop. Tried and dropped: a loop
+loop tops out near 1.5 M records/s here. Hence the C version, ``client/records/_decode.c``
+(an optional extension, built by ``pip install``): ``decode_lists`` is the C one when it is
+built (``C_DECODER``), else ``decode_lists_py``, this module's loop; ``MINIBROKER_PURE_PYTHON=1``
+in the environment forces the Python one. Both give the same results and raise
+CorruptRecordError on the same inputs (tests/records/test_columnar.py checks it). Tried and dropped: a loop
 appending into ``bytearray``s (no faster), a regex ``findall`` over same-shaped records (~1.3 M/s,
 and only for fixed-size records), post-loop slicing from position lists (slower).
 
 Every length is checked: a record must end exactly where its length says, the section must
 hold exactly ``count`` records (and ``count`` must fit in the section before anything is
 allocated), a negative length other than -1 (null) is corrupt — CorruptRecordError always,
-never IndexError or a short value.
+never IndexError or a short value. A null key or value is -1 in any encoding (Kafka's reader
+decodes the varint first too); a negative record length is corrupt.
 """
 
 from __future__ import annotations
 
+import os
 from array import array
 from itertools import accumulate
 from typing import Iterator, Sequence
@@ -33,7 +38,7 @@ from typing import Iterator, Sequence
 from .batch import CorruptRecordError
 from .varint import VarintError, read_varint
 
-__all__ = ["BinaryColumn", "decode_lists", "decode_columns", "Header"]
+__all__ = ["BinaryColumn", "decode_lists", "decode_lists_py", "decode_columns", "Header", "C_DECODER"]
 
 Header = tuple[str, "bytes | None"]
 _NO_HEADERS: tuple[Header, ...] = ()
@@ -179,7 +184,7 @@ def _bad(what: str) -> CorruptRecordError:
     return CorruptRecordError(f"corrupt record: {what}")
 
 
-def decode_lists(data: bytes, count: int, base_offset: int = 0, base_timestamp: int = 0
+def decode_lists_py(data: bytes, count: int, base_offset: int = 0, base_timestamp: int = 0
                  ) -> tuple[list[int], list[int], list[bytes | None], list[bytes | None], list[tuple[Header, ...]]]:
     """Decode ``count`` records from an (uncompressed) records section.
 
@@ -208,15 +213,21 @@ def decode_lists(data: bytes, count: int, base_offset: int = 0, base_timestamp: 
             # length (varint) — the record ends at ``end``
             b = data[p]
             if b < 128:
+                if b & 1:
+                    raise _bad("negative record length")
                 end = p + 1 + (b >> 1)
                 p += 2  # and the attributes byte
             else:
                 c = data[p + 1]
                 if c < 128:
+                    if b & 1:
+                        raise _bad("negative record length")
                     end = p + 2 + ((b & 127 | c << 7) >> 1)
                     p += 3
                 else:
                     v, p = rv(data, p)
+                    if v < 0:
+                        raise _bad("negative record length")
                     end = p + v
                     p += 1
             # timestampDelta (varlong)
@@ -258,11 +269,12 @@ def decode_lists(data: bytes, count: int, base_offset: int = 0, base_timestamp: 
                 p = e
             else:
                 v, p = rv(data, p)
-                if v < 0:
+                if v >= 0:
+                    e = p + v
+                    keys[i] = data[p:e]
+                    p = e
+                elif v != -1:  # -1 in more than one byte: still null
                     raise _bad(f"key length {v}")
-                e = p + v
-                keys[i] = data[p:e]
-                p = e
             # value
             b = data[p]
             if b < 128:
@@ -280,11 +292,14 @@ def decode_lists(data: bytes, count: int, base_offset: int = 0, base_timestamp: 
                 if c < 128:
                     b = b & 127 | c << 7
                     if b & 1:
-                        raise _bad("negative value length")
-                    p += 2
-                    e = p + (b >> 1)
-                    vals[i] = data[p:e]
-                    p = e
+                        if b != 1:
+                            raise _bad("negative value length")
+                        p += 2  # -1 in two bytes: null
+                    else:
+                        p += 2
+                        e = p + (b >> 1)
+                        vals[i] = data[p:e]
+                        p = e
                 else:
                     v, p = rv(data, p)
                     if v >= 0:
@@ -311,6 +326,16 @@ def decode_lists(data: bytes, count: int, base_offset: int = 0, base_timestamp: 
     if p != len(data):
         raise CorruptRecordError(f"{len(data) - p} bytes left over after {count} records")
     return ods, tss, keys, vals, hdrs
+
+
+decode_lists = decode_lists_py
+C_DECODER = False
+if os.environ.get("MINIBROKER_PURE_PYTHON", "") in ("", "0"):
+    try:
+        from ._decode import decode_lists  # type: ignore[no-redef]  # noqa: F811
+        C_DECODER = True
+    except ImportError:  # not built (no compiler at install time): the Python loop
+        pass
 
 
 def _column(values: list[bytes | None]) -> BinaryColumn:

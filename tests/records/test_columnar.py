@@ -190,3 +190,179 @@ def test_build_batch_records_round_trip_with_records_api():
     rows, nxt = decode_batch_rows(memoryview(batch), 0, "t", 0, 0)
     assert [(r.offset, r.timestamp, r.key, r.value, r.headers) for r in rows] == [tuple(r) for r in recs]
     assert nxt == 7
+
+
+# --- the C decoder (client/records/_decode.c) against the Python one ------------------------
+
+import os
+import shutil
+import sys
+
+from client.records import columnar
+from client.records.columnar import decode_lists_py
+from client.records.varint import write_varint
+
+try:
+    from client.records._decode import decode_lists as decode_lists_c
+except ImportError:  # not built: the tests below skip
+    decode_lists_c = None
+
+needs_c = pytest.mark.skipif(decode_lists_c is None, reason="C extension client.records._decode is not built "
+                             "(no C compiler at install time?); the pure-Python decoder is in use")
+INT64 = st.integers(-(1 << 63), (1 << 63) - 1)
+
+
+def test_c_extension_is_built_when_a_compiler_is_available():
+    """CI guard: with a compiler, ``pip install -e .`` must have built the extension (it is
+    optional only so that installs without one still succeed)."""
+    if not (shutil.which("cc") or shutil.which("gcc")):
+        pytest.skip("no C compiler: the extension is optional")
+    assert decode_lists_c is not None, "client.records._decode failed to build; rerun pip install -e . -v"
+    if os.environ.get("MINIBROKER_PURE_PYTHON", "") in ("", "0"):
+        assert columnar.C_DECODER and columnar.decode_lists is decode_lists_c
+    else:
+        assert not columnar.C_DECODER and columnar.decode_lists is decode_lists_py
+
+
+def test_pure_python_env_var_forces_the_python_decoder():
+    import subprocess
+    code = "import client.records.columnar as c; print(c.C_DECODER, c.decode_lists is c.decode_lists_py)"
+    env = dict(os.environ, MINIBROKER_PURE_PYTHON="1")
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["False", "True"]
+
+
+def _varint(v: int) -> bytes:
+    out = bytearray()
+    write_varint(out, v)
+    return bytes(out)
+
+
+def _blob(b) -> bytes:
+    return _varint(-1) if b is None else _varint(len(b)) + b
+
+
+def _section(recs) -> bytes:
+    """A records section written field by field (any deltas, any headers)."""
+    out = bytearray()
+    for k, v, hdrs, tsd, od in recs:
+        body = b"\x00" + _varint(tsd) + _varint(od) + _blob(k) + _blob(v) + _varint(len(hdrs))
+        for hk, hv in hdrs:
+            body += _blob(hk.encode("utf-8", "surrogatepass") if isinstance(hk, str) else hk) + _blob(hv)
+        out += _varint(len(body)) + body
+    return bytes(out)
+
+
+def _outcome(decode, *args):
+    """The result, or CorruptRecordError (the class) when it raised that; anything else fails."""
+    try:
+        return decode(*args)
+    except CorruptRecordError:
+        return CorruptRecordError
+
+
+def _same(section, count, bo=0, bt=0):
+    want = _outcome(decode_lists_py, section, count, bo, bt)
+    got = _outcome(decode_lists_c, section, count, bo, bt)
+    assert got == want
+    if want is not CorruptRecordError:  # same types too (bytes, not bytearray/memoryview; tuples)
+        for g, w in zip(got, want):
+            assert type(g) is type(w) is list
+            assert [type(x) for x in g] == [type(x) for x in w]
+    return want
+
+
+c_blobs = st.one_of(st.none(), st.binary(max_size=200))
+# header keys: text (incl. lone surrogates, written with surrogatepass: invalid UTF-8) or raw bytes
+c_hkeys = st.one_of(st.text(max_size=8), st.binary(max_size=8))
+c_headers = st.lists(st.tuples(c_hkeys, st.one_of(st.none(), st.binary(max_size=20))), max_size=3)
+deltas = st.one_of(st.integers(-200, 20000), INT64)
+c_records = st.lists(st.tuples(c_blobs, c_blobs, c_headers, deltas, deltas), max_size=30)
+
+
+@needs_c
+@settings(max_examples=400, deadline=None)
+@given(c_records, INT64, INT64)
+def test_c_and_python_decoders_agree(recs, bo, bt):
+    section = _section(recs)
+    ods, tss, keys, vals, hdrs = _same(section, len(recs), bo, bt)
+    assert ods == [bo + r[4] for r in recs] and tss == [bt + r[3] for r in recs]  # exact, even past int64
+    assert keys == [r[0] for r in recs] and vals == [r[1] for r in recs]
+    raw = [[(hk.encode("utf-8", "surrogatepass") if isinstance(hk, str) else hk, hv) for hk, hv in r[2]] for r in recs]
+    assert hdrs == [tuple((hk.decode("utf-8", "replace"), hv) for hk, hv in h) for h in raw]
+
+
+@needs_c
+@settings(max_examples=400, deadline=None)
+@given(c_records.filter(bool), st.data())
+def test_c_and_python_agree_on_damaged_sections(recs, data):
+    section = bytearray(_section(recs))
+    for _ in range(data.draw(st.integers(1, 3))):
+        how = data.draw(st.sampled_from(["flip", "insert", "delete", "varint"]))
+        i = data.draw(st.integers(0, len(section)))
+        if how == "flip" and i < len(section):
+            section[i] = data.draw(st.integers(0, 255))
+        elif how == "insert":
+            section[i:i] = data.draw(st.binary(min_size=1, max_size=3))
+        elif how == "delete":
+            del section[i:i + data.draw(st.integers(1, 3))]
+        else:  # a varint of any value / a non-canonical encoding (e.g. -1 in two bytes)
+            section[i:i] = data.draw(st.one_of(st.builds(_varint, INT64), st.sampled_from(
+                [b"\x81\x00", b"\x81\x80\x00", b"\x80\x00", b"\xff" * 10, b"\xff" * 9 + b"\x01", b"\x80" * 11])))
+    count = data.draw(st.sampled_from([len(recs), len(recs) - 1, len(recs) + 1, 0]))
+    _same(bytes(section), count)
+
+
+@needs_c
+def test_c_and_python_agree_on_every_truncation_and_count():
+    recs = [(b"k", b"v" * 30, [("h\u00e9", b"x"), ("n", None)], -5, 0), (None, b"", [], 1 << 40, 1),
+            (b"", None, [], 0, -(1 << 62))]
+    section = _section(recs)
+    assert _same(section, 3) is not CorruptRecordError
+    for cut in range(len(section)):
+        assert _same(section[:cut], 3) is CorruptRecordError
+        _same(section[:cut] + bytes(len(section) - cut), 3)  # zero-padded: whatever it gives, the same
+    for count in (-1, 0, 1, 2, 4, 5, 1 << 31, 1 << 63, 1 << 70, -(1 << 70)):
+        assert _same(section, count) is CorruptRecordError
+
+
+@needs_c
+def test_c_and_python_agree_on_hostile_lengths():
+    huge = [(1 << 31) - 1, (1 << 62), (1 << 63) - 1, -(1 << 63), -2, -1000]
+    for n in huge:
+        rec = b"\x00\x00\x00" + _varint(n) + b"abc" + b"\x01\x00"      # key length n
+        _same(_varint(len(rec)) + rec, 1)
+        rec = b"\x00\x00\x00\x01" + _varint(n) + b"abc\x00"            # value length n
+        _same(_varint(len(rec)) + rec, 1)
+        rec = b"\x00\x00\x00\x01\x01" + _varint(n) + b"\x02h\x00"      # header count n
+        _same(_varint(len(rec)) + rec, 1)
+        rec = b"\x00\x00\x00\x01\x01\x02" + _varint(n) + b"h\x00"      # header key length n
+        _same(_varint(len(rec)) + rec, 1)
+        rec = b"\x00\x00\x00\x01\x01\x02\x02h" + _varint(n) + b"xyz"   # header value length n
+        _same(_varint(len(rec)) + rec, 1)
+        _same(_varint(n) + b"\x00" * 12, 1)                             # record length n
+    # invalid UTF-8 in a header key: replaced, as bytes.decode("utf-8", "replace")
+    rec = b"\x00\x00\x00\x01\x01\x02" + _blob(b"\xff\xed\xa0\x80a\xc3") + b"\x01"
+    hdrs = _same(_varint(len(rec)) + rec, 1)[4]
+    assert hdrs == [((b"\xff\xed\xa0\x80a\xc3".decode("utf-8", "replace"), None),)]
+    # -1 written in two or three bytes is a null key/value in both
+    for m1 in (b"\x81\x00", b"\x81\x80\x00"):
+        rec = b"\x00\x00\x00" + m1 + m1 + b"\x00"
+        assert _same(_varint(len(rec)) + rec, 1)[2:4] == ([None], [None])
+    # a negative record length (odd one-byte varint) is corrupt in both
+    assert _same(b"\x0d\x00\x00\x00\x01\x01\x00", 1) is CorruptRecordError
+
+
+@needs_c
+@settings(max_examples=500, deadline=None)
+@given(st.binary(max_size=300), st.integers(-2, 60), INT64, INT64)
+def test_c_and_python_agree_on_random_bytes(section, count, bo, bt):
+    _same(section, count, bo, bt)
+    _same(memoryview(section), count) if count < 0 else None
+
+
+@needs_c
+def test_c_decoder_keywords_and_defaults():
+    section = _section([(b"k", b"v", [], 3, 2)])
+    assert decode_lists_c(section, 1) == decode_lists_py(section, 1)
+    assert decode_lists_c(data=section, count=1, base_offset=10, base_timestamp=7) == ([12], [10], [b"k"], [b"v"], [()])

@@ -1,0 +1,313 @@
+/*
+ * client.records._decode: the C version of client.records.columnar.decode_lists.
+ *
+ * It parses the records section of one RecordBatch v2 (the bytes after the 61-byte batch
+ * header, already decompressed): `count` records back to back, each
+ *
+ *     length          varint   number of bytes after this varint (the rest of the record)
+ *     attributes      int8     unused, skipped
+ *     timestampDelta  varlong  added to the batch's base timestamp
+ *     offsetDelta     varint   added to the batch's base offset
+ *     keyLength       varint   -1 = null key
+ *     key             bytes[keyLength]
+ *     valueLength     varint   -1 = null value
+ *     value           bytes[valueLength]
+ *     headerCount     varint
+ *     headers         headerCount x (keyLength varint >= 0, key UTF-8 bytes,
+ *                                    valueLength varint (-1 = null), value bytes)
+ *
+ * Varints are zigzag-encoded (protobuf's sint64), least significant 7-bit group first, at most
+ * 10 bytes; every varint is read as a 64-bit value (client.records.varint.read_varint does the
+ * same), whatever its field.
+ *
+ * decode_lists(data, count, base_offset=0, base_timestamp=0)
+ *     -> (offsets, timestamps, keys, values, headers)
+ * returns the same lists as the pure-Python version: ints, ``bytes | None`` keys and values,
+ * and per record a tuple of ``(str, bytes | None)`` headers (the shared empty tuple when there
+ * are none); header keys are decoded as ``bytes.decode("utf-8", "replace")`` does. Keys and
+ * values are always ``bytes`` (the Python version returns slices of the input's type).
+ *
+ * Safety: every varint and every length is checked against the end of its record (and each
+ * record's end against the end of the buffer) before anything is read; lengths are compared as
+ * `len > end - p` so hostile 64-bit values cannot overflow; `count` must fit (7 bytes per record
+ * at least) before the lists are allocated; a record must end exactly where its length says and
+ * the section must hold exactly `count` records. Any violation raises
+ * client.records.batch.CorruptRecordError (the Python version's exception); nothing reads out of
+ * bounds. base_offset + delta and base_timestamp + delta that overflow int64 are computed as
+ * Python ints, exactly as in Python. base_offset and base_timestamp must fit in an int64.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stdint.h>
+
+static PyObject *CorruptRecordError; /* client.records.batch.CorruptRecordError */
+
+/* Read one zigzag varint at d[*pp], not past d[end]. 0 on success, -1 when it runs past `end`
+ * or is longer than 10 bytes (as read_varint). */
+static inline int
+read_varint(const unsigned char *d, Py_ssize_t end, Py_ssize_t *pp, int64_t *out)
+{
+    Py_ssize_t p = *pp;
+    if (p >= end)
+        return -1;
+    uint64_t b = d[p++];
+    if (b < 0x80) {
+        *out = (int64_t)((b >> 1) ^ (0 - (b & 1)));
+        *pp = p;
+        return 0;
+    }
+    uint64_t r = b & 0x7f;
+    int shift = 7;
+    for (;;) {
+        if (p >= end || shift > 63)
+            return -1;
+        b = d[p++];
+        r |= (b & 0x7f) << shift; /* shift <= 63: bits past 64 drop, as `& 0xFFFF...` does */
+        if (b < 0x80)
+            break;
+        shift += 7;
+    }
+    *out = (int64_t)((r >> 1) ^ (0 - (r & 1)));
+    *pp = p;
+    return 0;
+}
+
+/* a + b as a Python int, exact even when it overflows int64. */
+static PyObject *
+add_int(int64_t a, int64_t b)
+{
+    if ((b > 0 && a > INT64_MAX - b) || (b < 0 && a < INT64_MIN - b)) {
+        PyObject *x = PyLong_FromLongLong(a), *y = NULL, *r = NULL;
+        if (x && (y = PyLong_FromLongLong(b)))
+            r = PyNumber_Add(x, y);
+        Py_XDECREF(x);
+        Py_XDECREF(y);
+        return r;
+    }
+    return PyLong_FromLongLong(a + b);
+}
+
+/* The headers of one record: the count varint is at d[*pp]; everything must lie before `end`.
+ * Returns a new reference (the empty tuple for zero headers) or NULL with an exception set. */
+static PyObject *
+read_headers(const unsigned char *d, Py_ssize_t end, Py_ssize_t *pp)
+{
+    Py_ssize_t p = *pp;
+    int64_t nh, n;
+    if (read_varint(d, end, &p, &nh))
+        goto bad_varint;
+    if (nh < 0 || nh > end - p) {
+        PyErr_Format(CorruptRecordError, "record header count %lld is invalid", (long long)nh);
+        return NULL;
+    }
+    PyObject *out = PyTuple_New((Py_ssize_t)nh);
+    if (out == NULL)
+        return NULL;
+    for (Py_ssize_t j = 0; j < (Py_ssize_t)nh; j++) {
+        PyObject *hk, *hv, *pair;
+        if (read_varint(d, end, &p, &n)) {
+            Py_DECREF(out);
+            goto bad_varint;
+        }
+        if (n < 0 || n > end - p) {
+            Py_DECREF(out);
+            PyErr_SetString(CorruptRecordError, "record header key is null or runs past the record");
+            return NULL;
+        }
+        hk = PyUnicode_DecodeUTF8((const char *)d + p, (Py_ssize_t)n, "replace");
+        if (hk == NULL) {
+            Py_DECREF(out);
+            return NULL;
+        }
+        p += (Py_ssize_t)n;
+        if (read_varint(d, end, &p, &n)) {
+            Py_DECREF(hk);
+            Py_DECREF(out);
+            goto bad_varint;
+        }
+        if (n < -1 || n > end - p) {
+            Py_DECREF(hk);
+            Py_DECREF(out);
+            PyErr_SetString(CorruptRecordError, "record header value runs past the record");
+            return NULL;
+        }
+        if (n < 0) {
+            hv = Py_NewRef(Py_None);
+        } else {
+            hv = PyBytes_FromStringAndSize((const char *)d + p, (Py_ssize_t)n);
+            if (hv == NULL) {
+                Py_DECREF(hk);
+                Py_DECREF(out);
+                return NULL;
+            }
+            p += (Py_ssize_t)n;
+        }
+        pair = PyTuple_New(2);
+        if (pair == NULL) {
+            Py_DECREF(hk);
+            Py_DECREF(hv);
+            Py_DECREF(out);
+            return NULL;
+        }
+        PyTuple_SET_ITEM(pair, 0, hk); /* steals */
+        PyTuple_SET_ITEM(pair, 1, hv);
+        PyTuple_SET_ITEM(out, j, pair);
+    }
+    *pp = p;
+    return out;
+bad_varint:
+    PyErr_SetString(CorruptRecordError, "bad varint in record headers (past the record or longer than 10 bytes)");
+    return NULL;
+}
+
+/* A key or value: length varint at d[*pp], then the bytes; -1 = None. NULL + exception on error. */
+static inline PyObject *
+read_blob(const unsigned char *d, Py_ssize_t end, Py_ssize_t *pp, const char *what)
+{
+    int64_t n;
+    if (read_varint(d, end, pp, &n)) {
+        PyErr_Format(CorruptRecordError, "corrupt record: %s length varint runs past the record", what);
+        return NULL;
+    }
+    if (n < 0) {
+        if (n == -1)
+            return Py_NewRef(Py_None);
+        PyErr_Format(CorruptRecordError, "corrupt record: %s length %lld", what, (long long)n);
+        return NULL;
+    }
+    if (n > end - *pp) {
+        PyErr_Format(CorruptRecordError, "corrupt record: %s of %lld bytes runs past the record", what, (long long)n);
+        return NULL;
+    }
+    PyObject *r = PyBytes_FromStringAndSize((const char *)d + *pp, (Py_ssize_t)n);
+    *pp += (Py_ssize_t)n;
+    return r;
+}
+
+PyDoc_STRVAR(decode_lists_doc,
+"decode_lists(data, count, base_offset=0, base_timestamp=0)\n"
+"--\n\n"
+"Decode ``count`` records from an (uncompressed) RecordBatch v2 records section.\n"
+"Returns ``(offsets, timestamps, keys, values, headers)``; raises CorruptRecordError.\n"
+"The C version of ``client.records.columnar.decode_lists_py``.");
+
+static PyObject *
+decode_lists(PyObject *self, PyObject *args, PyObject *kwargs)
+{
+    static char *kwlist[] = {"data", "count", "base_offset", "base_timestamp", NULL};
+    Py_buffer buf;
+    PyObject *count_obj;
+    long long bo_ll = 0, bt_ll = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "y*O|LL:decode_lists", kwlist, &buf, &count_obj, &bo_ll, &bt_ll))
+        return NULL;
+    const int64_t bo = bo_ll, bt = bt_ll;
+    const unsigned char *d = (const unsigned char *)buf.buf;
+    const Py_ssize_t n = buf.len;
+    Py_ssize_t p = 0, i;
+    PyObject *ods = NULL, *tss = NULL, *keys = NULL, *vals = NULL, *hdrs = NULL, *empty = NULL, *o;
+
+    Py_ssize_t count = PyLong_AsSsize_t(count_obj);
+    if (count == -1 && PyErr_Occurred()) {
+        if (!PyErr_ExceptionMatches(PyExc_OverflowError))
+            goto fail;
+        PyErr_Clear();
+        count = -1; /* out of range either way: reported as a bad count below */
+    }
+    if (count < 0 || count > n / 7) { /* a record takes at least 7 bytes: no huge lists */
+        PyErr_Format(CorruptRecordError, "records count %S cannot fit in %zd bytes", count_obj, n);
+        goto fail;
+    }
+    if (!(ods = PyList_New(count)) || !(tss = PyList_New(count)) || !(keys = PyList_New(count)) ||
+        !(vals = PyList_New(count)) || !(hdrs = PyList_New(count)) || !(empty = PyTuple_New(0)))
+        goto fail;
+    /* Lists fresh from PyList_New hold NULLs; list_dealloc skips them, so a partly filled list
+     * is freed correctly on the error paths. */
+    for (i = 0; i < count; i++) {
+        int64_t len, tsd, od;
+        if (read_varint(d, n, &p, &len))
+            goto truncated;
+        if (len < 0 || len > n - p) {
+            PyErr_Format(CorruptRecordError, "corrupt record: length %lld (%zd bytes left)", (long long)len, n - p);
+            goto fail;
+        }
+        const Py_ssize_t end = p + (Py_ssize_t)len;
+        p++; /* attributes; read_varint below fails if this passed `end` */
+        if (read_varint(d, end, &p, &tsd) || read_varint(d, end, &p, &od))
+            goto truncated;
+        if (!(o = add_int(bt, tsd)))
+            goto fail;
+        PyList_SET_ITEM(tss, i, o);
+        if (!(o = add_int(bo, od)))
+            goto fail;
+        PyList_SET_ITEM(ods, i, o);
+        if (!(o = read_blob(d, end, &p, "key")))
+            goto fail;
+        PyList_SET_ITEM(keys, i, o);
+        if (!(o = read_blob(d, end, &p, "value")))
+            goto fail;
+        PyList_SET_ITEM(vals, i, o);
+        if (p + 1 == end && d[p] == 0) { /* no headers: the common case */
+            p = end;
+            PyList_SET_ITEM(hdrs, i, Py_NewRef(empty));
+        } else {
+            if (p >= end) {
+                PyErr_SetString(CorruptRecordError, "corrupt record: fields run past the record length");
+                goto fail;
+            }
+            if (!(o = read_headers(d, end, &p)))
+                goto fail;
+            PyList_SET_ITEM(hdrs, i, o);
+            if (p != end) {
+                PyErr_SetString(CorruptRecordError, "corrupt record: record length does not match its fields");
+                goto fail;
+            }
+        }
+    }
+    if (p != n) {
+        PyErr_Format(CorruptRecordError, "%zd bytes left over after %zd records", n - p, count);
+        goto fail;
+    }
+    Py_DECREF(empty);
+    PyBuffer_Release(&buf);
+    return Py_BuildValue("(NNNNN)", ods, tss, keys, vals, hdrs); /* steals all five, even on failure */
+
+truncated:
+    PyErr_Format(CorruptRecordError, "records section ends inside a record (%zd bytes, %zd records)", n, count);
+fail:
+    Py_XDECREF(ods);
+    Py_XDECREF(tss);
+    Py_XDECREF(keys);
+    Py_XDECREF(vals);
+    Py_XDECREF(hdrs);
+    Py_XDECREF(empty);
+    PyBuffer_Release(&buf);
+    return NULL;
+}
+
+static PyMethodDef methods[] = {
+    {"decode_lists", (PyCFunction)(void (*)(void))decode_lists, METH_VARARGS | METH_KEYWORDS, decode_lists_doc},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {
+    PyModuleDef_HEAD_INIT, "client.records._decode",
+    "C decoder of RecordBatch v2 records sections (see client/records/_decode.c).", -1, methods,
+};
+
+PyMODINIT_FUNC
+PyInit__decode(void)
+{
+    PyObject *batch = PyImport_ImportModule("client.records.batch");
+    if (batch == NULL)
+        return NULL;
+    CorruptRecordError = PyObject_GetAttrString(batch, "CorruptRecordError");
+    Py_DECREF(batch);
+    if (CorruptRecordError == NULL)
+        return NULL;
+    PyObject *m = PyModule_Create(&module);
+    if (m == NULL) {
+        Py_CLEAR(CorruptRecordError);
+        return NULL;
+    }
+    return m;
+}
