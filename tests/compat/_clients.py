@@ -1,4 +1,5 @@
-"""The four real clients driven the same way, so tests can compare what each of them sees.
+"""The four real clients, and our own (``client/``), driven the same way, so tests can compare
+what each of them sees.
 
 A producer adapter takes ``Msg``s and returns the offsets the broker acknowledged; a consumer
 adapter reads ``{(topic, partition): (start_offset, count)}`` and returns ``Rec``s. ``Rec`` has
@@ -358,8 +359,58 @@ def kcat_consume(bootstrap: str, positions: Positions, timeout: float = 20.0, *e
     return out
 
 
-PRODUCERS = {"kafka-python": kp_produce, "aiokafka": aio_produce, "confluent": ck_produce, "kcat": kcat_produce}
-CONSUMERS = {"kafka-python": kp_consume, "aiokafka": aio_consume, "confluent": ck_consume, "kcat": kcat_consume}
+# ---------------------------------------------------------------- ours (client/, asyncio)
+
+
+async def ours_produce_async(bootstrap: str, topic: str, partition: int | None, msgs: Sequence[Msg],
+                             codec: str = "none", **config: Any) -> list[int]:
+    from client import Producer
+
+    cfg: dict[str, Any] = dict(request_timeout_ms=5000, connect_timeout_ms=5000, max_block_ms=10000,
+                               delivery_timeout_ms=15000, compression_type=_codec(codec), linger_ms=5)
+    cfg.update(config)
+    async with Producer(bootstrap_servers=bootstrap, **cfg) as p:
+        futs = [p.send_nowait(topic, m.value, key=m.key, headers=list(m.headers), partition=partition,
+                              timestamp_ms=m.timestamp) for m in msgs]
+        await p.flush(timeout=15)
+        metas = await asyncio.wait_for(asyncio.gather(*futs), 15)
+    return [md.offset for md in metas]  # -1 with acks=0
+
+
+def ours_produce(*args: Any, **kwargs: Any) -> list[int]:
+    return asyncio.run(ours_produce_async(*args, **kwargs))
+
+
+async def ours_consume_async(bootstrap: str, positions: Positions, timeout: float = 20.0,
+                             **config: Any) -> dict[tuple[str, int], list[Rec]]:
+    from client import Consumer, TopicPartition
+
+    cfg: dict[str, Any] = dict(request_timeout_ms=5000, connect_timeout_ms=5000, fetch_max_wait_ms=100,
+                               auto_offset_reset="none", max_poll_records=None)
+    cfg.update(config)
+    out: dict[tuple[str, int], list[Rec]] = {k: [] for k in positions}
+    async with Consumer(bootstrap_servers=bootstrap, **cfg) as c:
+        tps = {TopicPartition(t, p): v for (t, p), v in positions.items()}
+        c.assign(list(tps))
+        for tp, (start, _) in tps.items():
+            c.seek(tp, start)
+        deadline = time.monotonic() + timeout
+        while any(len(out[k]) < n for k, (_, n) in positions.items()) and time.monotonic() < deadline:
+            for tp, msgs in (await c.getmany(timeout_ms=200)).items():
+                for m in msgs:
+                    out[(tp.topic, tp.partition)].append(
+                        Rec(m.offset, m.timestamp, m.key, m.value, tuple((k, v) for k, v in m.headers)))
+    return out
+
+
+def ours_consume(*args: Any, **kwargs: Any) -> dict[tuple[str, int], list[Rec]]:
+    return asyncio.run(ours_consume_async(*args, **kwargs))
+
+
+PRODUCERS = {"kafka-python": kp_produce, "aiokafka": aio_produce, "confluent": ck_produce, "kcat": kcat_produce,
+             "ours": ours_produce}
+CONSUMERS = {"kafka-python": kp_consume, "aiokafka": aio_consume, "confluent": ck_consume, "kcat": kcat_consume,
+             "ours": ours_consume}
 
 
 def first_differences(got: Iterable[Rec], want: Iterable[Rec], limit: int = 3) -> str:

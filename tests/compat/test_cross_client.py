@@ -1,4 +1,5 @@
-"""Records produced by one real client are read byte-exact by every other one.
+"""Records produced by one real client are read byte-exact by every other one; our own client
+(``client/``: "ours") takes part both as a producer and as a consumer.
 
 For each producer client x codec it supports, one topic gets a set of records with keys,
 values, null keys, null values, empty keys and values, repeated and non-ASCII header keys,
