@@ -20,7 +20,11 @@ import time
 from typing import Any, Awaitable, Callable
 
 VALUE_SIZE = 100
-CHUNK = 10_000  # records between drains / gathers / polls
+CHUNK = 10_000  # records between drains / gathers (produce)
+#: Records per getmany/poll when consuming: Kafka's max.poll.records default, for every client.
+#: Larger polls make each client build (and the garbage collector scan) tens of thousands of
+#: record objects at once, which measures the allocator more than the client.
+POLL_RECORDS = 500
 
 # Targets of the client issue: (comparison, value); merged into bench.TARGETS.
 CLIENT_TARGETS: dict[str, tuple[str, float]] = {
@@ -173,7 +177,7 @@ async def _ours_getmany(bootstrap: str, topic: str, n: int, fetch_bytes: int) ->
         got = 0
         t0 = time.perf_counter()
         while got < n:
-            for rows in (await c.getmany(timeout_ms=1000, max_records=CHUNK)).values():
+            for rows in (await c.getmany(timeout_ms=1000, max_records=POLL_RECORDS)).values():
                 got += len(rows)
         return time.perf_counter() - t0
 
@@ -206,7 +210,7 @@ async def _aiokafka_getmany(bootstrap: str, topic: str, n: int, fetch_bytes: int
         got = 0
         t0 = time.perf_counter()
         while got < n:
-            for rows in (await c.getmany(timeout_ms=1000, max_records=CHUNK)).values():
+            for rows in (await c.getmany(timeout_ms=1000, max_records=POLL_RECORDS)).values():
                 got += len(rows)
         return time.perf_counter() - t0
     finally:
@@ -218,7 +222,7 @@ def _kafka_python_poll(bootstrap: str, topic: str, n: int, fetch_bytes: int) -> 
 
     c = KafkaConsumer(bootstrap_servers=bootstrap, group_id=None, enable_auto_commit=False,
                       auto_offset_reset="earliest", fetch_max_bytes=fetch_bytes,
-                      max_partition_fetch_bytes=fetch_bytes, max_poll_records=CHUNK)
+                      max_partition_fetch_bytes=fetch_bytes, max_poll_records=POLL_RECORDS)
     try:
         tp = TopicPartition(topic, 0)
         c.assign([tp])
@@ -255,7 +259,7 @@ def section_client_consume(ctx: Any, meter: Callable[[], Any]) -> dict[str, Any]
     n = end_offset(bootstrap, topic)
     fb = ctx.args.consumer_fetch_bytes
     print(f"== client consume: {n:,} records of {topic} from offset 0, fetch_max_bytes = max_partition_fetch_bytes"
-          f" = {fb >> 20} MiB, {CHUNK:,} records per getmany/poll; median of {ctx.args.repeats}")
+          f" = {fb >> 20} MiB, {POLL_RECORDS:,} records per getmany/poll; median of {ctx.args.repeats}")
     out: dict[str, Any] = {}
     for kind, target, fn in CONSUMERS:
         runs = []

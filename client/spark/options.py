@@ -1,0 +1,276 @@
+"""The options of Spark's Kafka source, parsed and checked (pure: no I/O, no pyspark).
+
+``parse_options(options)`` takes the data source's options (names case-insensitive, values
+strings, as Spark hands them over) and returns a ``SourceOptions`` or raises ``ValueError``
+with the message Spark's Kafka source gives for the same mistake, so a job moved between the
+two fails the same way.
+
+Supported (batch reads; see the issue for the streaming options that come later):
+
+- ``kafka.bootstrap.servers`` (required); other ``kafka.*`` options are kept in
+  ``kafka_params`` (unused so far) except those Spark refuses too (deserializers,
+  ``auto.offset.reset``, ``enable.auto.commit``, ``interceptor.classes``).
+- exactly one of ``assign`` (JSON ``{"t":[0,1]}``), ``subscribe`` (comma-separated),
+  ``subscribePattern`` (a regex that must match the whole topic name, as Java's ``matches``).
+- ``startingOffsets``: ``earliest`` (default) or JSON ``{"t":{"0":23,"1":-2}}`` (-2 earliest;
+  ``latest``/-1 are refused in batch). ``endingOffsets``: ``latest`` (default) or JSON (-1
+  latest; ``earliest``/-2 refused).
+- ``startingTimestamp`` (ms, all partitions) > ``startingOffsetsByTimestamp`` (JSON of ms) >
+  ``startingOffsets``; ``startingOffsetsByTimestampStrategy``: ``error`` (default) or
+  ``latest`` when no record is that recent. Likewise ``endingTimestamp`` >
+  ``endingOffsetsByTimestamp`` > ``endingOffsets`` (no match: latest).
+- ``minPartitions``, ``maxRecordsPerPartition`` (positive ints; see ``client.spark.ranges``),
+  ``failOnDataLoss`` (default true), ``includeHeaders`` (default false),
+  ``kafkaConsumer.pollTimeoutMs`` (default 120000, Spark's).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from typing import Mapping, Union
+
+__all__ = ["SourceOptions", "Earliest", "Latest", "parse_options", "EARLIEST", "LATEST"]
+
+EARLIEST = -2  # Kafka's (and Spark's JSON) markers
+LATEST = -1
+
+STRATEGY_KEYS = ("assign", "subscribe", "subscribepattern")
+_UNSUPPORTED_KAFKA = {
+    "key.deserializer": "Kafka option 'key.deserializer' is not supported as keys are deserialized as byte arrays"
+                        " with ByteArrayDeserializer. Use DataFrame operations to explicitly deserialize the keys.",
+    "value.deserializer": "Kafka option 'value.deserializer' is not supported as values are deserialized as byte"
+                          " arrays with ByteArrayDeserializer. Use DataFrame operations to explicitly deserialize"
+                          " the values.",
+    "auto.offset.reset": "Kafka option 'auto.offset.reset' is not supported. Instead set the source option"
+                         " 'startingOffsets' to 'earliest' or 'latest' to specify where to start. Structured"
+                         " Streaming manages which offsets are consumed internally, rather than relying on the"
+                         " kafkaConsumer. This will ensure that no data is missed when new topics/partitions"
+                         " are dynamically subscribed. Note that 'startingOffsets' only applies when a new"
+                         " Streaming query is started, and that resuming will always pick up from where the"
+                         " query left off. See the docs for more details.",
+    "enable.auto.commit": "Kafka option 'enable.auto.commit' is not supported. Structured Streaming manages which"
+                          " offsets are consumed internally, rather than relying on the kafkaConsumer.",
+    "interceptor.classes": "Kafka option 'interceptor.classes' is not supported as user-specified consumer"
+                           " interceptors are not supported.",
+}
+
+
+class Earliest:
+    """``earliest`` for all partitions."""
+
+    def __repr__(self) -> str:
+        return "Earliest"
+
+
+class Latest:
+    def __repr__(self) -> str:
+        return "Latest"
+
+
+@dataclass(frozen=True)
+class GlobalTimestamp:
+    """``startingTimestamp``/``endingTimestamp``: one timestamp (ms) for every partition."""
+
+    ts: int
+
+
+@dataclass(frozen=True)
+class PartitionOffsets:
+    """JSON offsets: ``(topic, partition) -> offset`` (-2 earliest, -1 latest)."""
+
+    offsets: dict[tuple[str, int], int]
+
+
+@dataclass(frozen=True)
+class PartitionTimestamps:
+    """``*OffsetsByTimestamp``: ``(topic, partition) -> timestamp (ms)``."""
+
+    timestamps: dict[tuple[str, int], int]
+
+
+Bound = Union[Earliest, Latest, GlobalTimestamp, PartitionOffsets, PartitionTimestamps]
+
+
+@dataclass(frozen=True)
+class SourceOptions:
+    bootstrap_servers: str
+    strategy: str                          # "assign" | "subscribe" | "subscribePattern"
+    assign: tuple[tuple[str, int], ...] = ()
+    topics: tuple[str, ...] = ()
+    pattern: str = ""
+    starting: Bound = field(default_factory=Earliest)
+    ending: Bound = field(default_factory=Latest)
+    timestamp_strategy_latest: bool = False  # startingOffsetsByTimestampStrategy=latest
+    min_partitions: int | None = None
+    max_records_per_partition: int | None = None
+    fail_on_data_loss: bool = True
+    include_headers: bool = False
+    poll_timeout_ms: int = 120000
+    kafka_params: dict[str, str] = field(default_factory=dict)
+
+
+def _json_example() -> str:
+    return '{"topicA":{"0":23,"1":-1},"topicB":{"0":-2}}'
+
+
+def _partition_json(text: str) -> dict[tuple[str, int], int]:
+    """``{"t":{"0":23}}`` -> ``{("t", 0): 23}`` (Spark's JsonUtils.partitionOffsets)."""
+    try:
+        obj = json.loads(text)
+        out: dict[tuple[str, int], int] = {}
+        for topic, parts in obj.items():
+            for p, off in parts.items():
+                if isinstance(off, bool) or not isinstance(off, int):
+                    raise ValueError(off)
+                out[(topic, int(p))] = off
+        return out
+    except (ValueError, AttributeError, TypeError):
+        raise ValueError(f"Expected e.g. {_json_example()}, got {text}") from None
+
+
+def _assign_json(text: str) -> tuple[tuple[str, int], ...]:
+    """``{"t":[0,1]}`` -> ``(("t", 0), ("t", 1))`` (Spark's JsonUtils.partitions)."""
+    try:
+        obj = json.loads(text)
+        out = []
+        for topic, parts in obj.items():
+            for p in parts:
+                if isinstance(p, bool) or not isinstance(p, int):
+                    raise ValueError(p)
+                out.append((topic, p))
+        return tuple(out)
+    except (ValueError, AttributeError, TypeError):
+        raise ValueError(f'Expected e.g. {{"topicA":[0,1],"topicB":[0,1]}}, got {text}') from None
+
+
+def _bool(opts: Mapping[str, str], key: str, name: str, default: bool) -> bool:
+    v = opts.get(key)
+    if v is None:
+        return default
+    s = v.strip().lower()
+    if s not in ("true", "false"):
+        raise ValueError(f"Invalid value '{v}' for option '{name}', must be true or false")
+    return s == "true"
+
+
+def _positive_int(opts: Mapping[str, str], key: str, name: str) -> int | None:
+    v = opts.get(key)
+    if v is None:
+        return None
+    try:
+        n = int(v)
+    except ValueError:
+        n = 0
+    if n <= 0:
+        raise ValueError(f"Invalid value '{v}' for option '{name}', must be a positive integer")
+    return n
+
+
+def _timestamp(opts: Mapping[str, str], key: str, name: str) -> int | None:
+    v = opts.get(key)
+    if v is None:
+        return None
+    try:
+        return int(v)
+    except ValueError:
+        raise ValueError(f"Invalid value '{v}' for option '{name}', must be a timestamp in ms") from None
+
+
+def _bound(opts: Mapping[str, str], prefix: str) -> Bound | None:
+    """``{prefix}Timestamp`` > ``{prefix}OffsetsByTimestamp`` > ``{prefix}Offsets``."""
+    ts = _timestamp(opts, f"{prefix}timestamp", f"{prefix}Timestamp")
+    if ts is not None:
+        return GlobalTimestamp(ts)
+    by_ts = opts.get(f"{prefix}offsetsbytimestamp")
+    if by_ts is not None:
+        return PartitionTimestamps(_partition_json(by_ts))
+    v = opts.get(f"{prefix}offsets")
+    if v is None:
+        return None
+    s = v.strip().lower()
+    if s == "earliest":
+        return Earliest()
+    if s == "latest":
+        return Latest()
+    return PartitionOffsets(_partition_json(v.strip()))
+
+
+def _lower(options: Mapping[str, str]) -> dict[str, str]:
+    return {str(k).lower(): str(v) for k, v in options.items() if v is not None}
+
+
+def parse_options(options: Mapping[str, str]) -> SourceOptions:
+    """Check ``options`` for a batch read and return them parsed (``ValueError`` with Spark's
+    message for what Spark refuses)."""
+    opts = _lower(options)
+    kafka = {k[len("kafka."):]: v for k, v in opts.items() if k.startswith("kafka.")}
+    for k, msg in _UNSUPPORTED_KAFKA.items():
+        if k in kafka:
+            raise ValueError(msg)
+    servers = kafka.get("bootstrap.servers", "").strip()
+    if not servers:
+        raise ValueError("Option 'kafka.bootstrap.servers' must be specified for configuring Kafka consumer")
+
+    given = [k for k in STRATEGY_KEYS if k in opts]
+    names = "assign, subscribe, subscribePattern"
+    if len(given) > 1:
+        raise ValueError(f"Only one of the following options can be specified: {names}. "
+                         "See the docs for more details.")
+    if not given:
+        raise ValueError(f"One of the following options must be specified for Kafka source: {names}. "
+                         "See the docs for more details.")
+    kw: dict = {}
+    key = given[0]
+    value = opts[key]
+    if key == "assign":
+        v = value.strip()
+        if not v.startswith("{"):
+            raise ValueError("No topicpartitions to assign as specified value for option "
+                             f"'assign' is '{value}'")
+        kw.update(strategy="assign", assign=_assign_json(v))
+    elif key == "subscribe":
+        topics = tuple(t.strip() for t in value.split(",") if t.strip())
+        if not topics:
+            raise ValueError(f"No topics to subscribe to as specified value for option 'subscribe' is '{value}'")
+        kw.update(strategy="subscribe", topics=topics)
+    else:
+        if not value.strip():
+            raise ValueError("Pattern to subscribe is empty as specified value for option "
+                             f"'subscribePattern' is '{value}'")
+        try:
+            re.compile(value.strip())
+        except re.error as e:
+            raise ValueError(f"Invalid value '{value}' for option 'subscribePattern': {e}") from None
+        kw.update(strategy="subscribePattern", pattern=value.strip())
+
+    starting = _bound(opts, "starting") or Earliest()
+    if isinstance(starting, Latest):
+        raise ValueError("starting offset can't be latest for batch queries on Kafka")
+    if isinstance(starting, PartitionOffsets):
+        for (t, p), off in starting.offsets.items():
+            if off == LATEST:
+                raise ValueError(f"startingOffsets for {t}-{p} can't be latest for batch queries on Kafka")
+    ending = _bound(opts, "ending") or Latest()
+    if isinstance(ending, Earliest):
+        raise ValueError("ending offset can't be earliest for batch queries on Kafka")
+    if isinstance(ending, PartitionOffsets):
+        for (t, p), off in ending.offsets.items():
+            if off == EARLIEST:
+                raise ValueError(f"endingOffsets for {t}-{p} can't be earliest for batch queries on Kafka")
+
+    strategy = opts.get("startingoffsetsbytimestampstrategy", "error").strip().lower()
+    if strategy not in ("error", "latest"):
+        raise ValueError(f"Invalid value '{strategy}' for option 'startingOffsetsByTimestampStrategy',"
+                         " must be error or latest")
+    poll = _positive_int(opts, "kafkaconsumer.polltimeoutms", "kafkaConsumer.pollTimeoutMs")
+    return SourceOptions(
+        bootstrap_servers=servers, starting=starting, ending=ending,
+        timestamp_strategy_latest=strategy == "latest",
+        min_partitions=_positive_int(opts, "minpartitions", "minPartitions"),
+        max_records_per_partition=_positive_int(opts, "maxrecordsperpartition", "maxRecordsPerPartition"),
+        fail_on_data_loss=_bool(opts, "failondataloss", "failOnDataLoss", True),
+        include_headers=_bool(opts, "includeheaders", "includeHeaders", False),
+        poll_timeout_ms=poll if poll is not None else 120000,
+        kafka_params=kafka, **kw)

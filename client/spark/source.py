@@ -1,0 +1,47 @@
+"""``MinibrokerDataSource``: Spark's Kafka source, as a PySpark (>= 4.0) Python Data Source.
+
+::
+
+    spark.dataSource.register(MinibrokerDataSource)
+    df = (spark.read.format("minibroker")
+          .option("kafka.bootstrap.servers", "127.0.0.1:9092")
+          .option("subscribe", "events")
+          .load())
+
+The schema is the built-in Kafka source's (every field nullable)::
+
+    key binary, value binary, topic string, partition int, offset long,
+    timestamp timestamp, timestampType int [, headers array<struct<key:string,value:binary>>]
+
+``headers`` only with ``includeHeaders=true`` (null for a record without headers);
+``timestampType`` is Kafka's id (0 CreateTime, 1 LogAppendTime). Options: ``client.spark.options``.
+The name is not ``kafka``: Spark reserves it for its own source.
+"""
+
+from __future__ import annotations
+
+from pyspark.sql.datasource import DataSource, DataSourceReader
+from pyspark.sql.types import StructType
+
+from client.spark.options import parse_options
+
+__all__ = ["MinibrokerDataSource", "KAFKA_SCHEMA", "HEADERS_FIELD"]
+
+KAFKA_SCHEMA = ("key binary, value binary, topic string, partition int, offset long, timestamp timestamp,"
+                " timestampType int")
+HEADERS_FIELD = "headers array<struct<key:string,value:binary>>"
+
+
+class MinibrokerDataSource(DataSource):
+    @classmethod
+    def name(cls) -> str:
+        return "minibroker"
+
+    def schema(self) -> str:
+        headers = str(self.options.get("includeHeaders", "false")).strip().lower() == "true"
+        return KAFKA_SCHEMA + (", " + HEADERS_FIELD if headers else "")
+
+    def reader(self, schema: StructType) -> DataSourceReader:  # Spark passes schema= by keyword
+        from client.spark.reader import MinibrokerBatchReader
+
+        return MinibrokerBatchReader(schema, parse_options(self.options))

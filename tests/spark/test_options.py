@@ -1,0 +1,85 @@
+"""client/spark/options.py: parsing and Spark's messages for what it refuses (no Spark needed)."""
+
+from __future__ import annotations
+
+import pytest
+
+from client.spark.options import (
+    Earliest,
+    GlobalTimestamp,
+    Latest,
+    PartitionOffsets,
+    PartitionTimestamps,
+    parse_options,
+)
+
+BASE = {"kafka.bootstrap.servers": "127.0.0.1:9092"}
+
+
+def opts(**kw: str) -> dict[str, str]:
+    return {**BASE, **kw}
+
+
+def test_defaults_subscribe() -> None:
+    o = parse_options(opts(subscribe="a, b,"))
+    assert o.strategy == "subscribe" and o.topics == ("a", "b")
+    assert isinstance(o.starting, Earliest) and isinstance(o.ending, Latest)
+    assert o.fail_on_data_loss and not o.include_headers
+    assert o.min_partitions is None and o.max_records_per_partition is None
+
+
+def test_names_are_case_insensitive_and_kafka_params_kept() -> None:
+    o = parse_options({"KAFKA.BOOTSTRAP.SERVERS": "h:1", "SubscribePattern": "ev.*", "includeheaders": "TRUE",
+                       "kafka.client.id": "x", "minpartitions": "4", "MAXRECORDSPERPARTITION": "10"})
+    assert o.bootstrap_servers == "h:1" and o.strategy == "subscribePattern" and o.pattern == "ev.*"
+    assert o.include_headers and o.kafka_params["client.id"] == "x"
+    assert o.min_partitions == 4 and o.max_records_per_partition == 10
+
+
+def test_assign_and_offsets_json() -> None:
+    o = parse_options(opts(assign='{"t":[0,1]}', startingOffsets='{"t":{"0":5,"1":-2}}',
+                           endingOffsets='{"t":{"0":9,"1":-1}}'))
+    assert o.assign == (("t", 0), ("t", 1))
+    assert o.starting == PartitionOffsets({("t", 0): 5, ("t", 1): -2})
+    assert o.ending == PartitionOffsets({("t", 0): 9, ("t", 1): -1})
+
+
+def test_timestamp_precedence() -> None:
+    o = parse_options(opts(subscribe="t", startingTimestamp="1000", startingOffsetsByTimestamp='{"t":{"0":5}}',
+                           startingOffsets="earliest"))
+    assert o.starting == GlobalTimestamp(1000)
+    o = parse_options(opts(subscribe="t", startingOffsetsByTimestamp='{"t":{"0":5}}', startingOffsets="earliest",
+                           endingOffsetsByTimestamp='{"t":{"0":7}}'))
+    assert o.starting == PartitionTimestamps({("t", 0): 5})
+    assert o.ending == PartitionTimestamps({("t", 0): 7})
+    assert parse_options(opts(subscribe="t", startingOffsetsByTimestampStrategy="LATEST")).timestamp_strategy_latest
+
+
+@pytest.mark.parametrize("given,message", [
+    ({"subscribe": "t"}, "Option 'kafka.bootstrap.servers' must be specified"),
+    (opts(), "One of the following options must be specified for Kafka source: assign, subscribe, subscribePattern"),
+    (opts(subscribe="t", assign='{"t":[0]}'), "Only one of the following options can be specified"),
+    (opts(subscribe="t", subscribePattern="t.*"), "Only one of the following options can be specified"),
+    (opts(subscribe=" , "), "No topics to subscribe to as specified value for option 'subscribe' is ' , '"),
+    (opts(subscribePattern=" "), "Pattern to subscribe is empty"),
+    (opts(assign="t:0"), "No topicpartitions to assign as specified value for option 'assign' is 't:0'"),
+    (opts(assign='{"t":"x"}'), "Expected e.g."),
+    (opts(subscribe="t", startingOffsets="latest"), "starting offset can't be latest for batch queries on Kafka"),
+    (opts(subscribe="t", startingOffsets='{"t":{"0":-1}}'),
+     "startingOffsets for t-0 can't be latest for batch queries on Kafka"),
+    (opts(subscribe="t", endingOffsets="earliest"), "ending offset can't be earliest for batch queries on Kafka"),
+    (opts(subscribe="t", endingOffsets='{"t":{"0":-2}}'),
+     "endingOffsets for t-0 can't be earliest for batch queries on Kafka"),
+    (opts(subscribe="t", startingOffsets="{bad"), "Expected e.g."),
+    (opts(subscribe="t", minPartitions="0"), "Invalid value '0' for option 'minPartitions', must be a positive"),
+    (opts(subscribe="t", maxRecordsPerPartition="x"), "Invalid value 'x' for option 'maxRecordsPerPartition'"),
+    (opts(subscribe="t", failOnDataLoss="maybe"), "Invalid value 'maybe' for option 'failOnDataLoss'"),
+    (opts(subscribe="t", startingTimestamp="soon"), "Invalid value 'soon' for option 'startingTimestamp'"),
+    (opts(subscribe="t", **{"kafka.auto.offset.reset": "earliest"}),
+     "Kafka option 'auto.offset.reset' is not supported"),
+    (opts(subscribe="t", **{"kafka.value.deserializer": "x"}), "Kafka option 'value.deserializer' is not supported"),
+])
+def test_refused(given: dict[str, str], message: str) -> None:
+    with pytest.raises(ValueError) as e:
+        parse_options(given)
+    assert message in str(e.value)
