@@ -375,3 +375,44 @@ def test_compose_file() -> None:
         seconds(hc[key])
     assert seconds(broker["stop_grace_period"]) >= 30
     assert broker["environment"]["MINIBROKER_ADVERTISED_LISTENERS"] == "PLAINTEXT://localhost:9092"
+
+
+SPARK_DOCKERFILE = REPO / "docker" / "spark.Dockerfile"
+
+
+def test_compose_spark_job_service() -> None:
+    """The spark-job service: built from docker/spark.Dockerfile (whose COPY sources exist and
+    are in the build context), started once the broker is healthy, in the broker's network
+    namespace (the advertised listener is localhost:9092), running scripts/spark_consume.py."""
+    yaml = pytest.importorskip("yaml")
+    doc = yaml.safe_load(COMPOSE.read_text())
+    assert set(doc["services"]) == {"broker", "spark-job"}
+    job = doc["services"]["spark-job"]
+    context = (COMPOSE.parent / job["build"]["context"]).resolve()
+    assert context == REPO
+    assert (context / job["build"]["dockerfile"]).resolve() == SPARK_DOCKERFILE
+    assert SPARK_DOCKERFILE.is_file()
+    assert job["depends_on"] == {"broker": {"condition": "service_healthy"}}
+    assert job["network_mode"] == "service:broker"
+    assert "ports" not in job  # not allowed with network_mode: service:...
+
+    spark_instr = parse_dockerfile(SPARK_DOCKERFILE.read_text())
+    [entrypoint] = [a for n, a in spark_instr if n == "ENTRYPOINT"]
+    argv = exec_form(entrypoint) + job["command"]
+    assert argv[:2] == ["python", "/src/scripts/spark_consume.py"]
+    assert argv[2:4] == ["--bootstrap-server", "broker:9092"] and "--topic" in argv
+    patterns = [p.strip() for p in DOCKERIGNORE.read_text().splitlines()
+                if p.strip() and not p.startswith("#")]
+    copied = {}
+    for n, args in spark_instr:
+        if n == "COPY":
+            *sources, dest = args.split()
+            for src in sources:
+                path = src.rstrip("/")
+                assert (REPO / path).exists(), f"COPY source {src} is not in the repository"
+                assert not any(fnmatch(path.split("/")[0], p) for p in patterns), src
+                copied[path] = dest
+    assert copied.get("scripts/spark_consume.py") == "scripts/spark_consume.py"  # WORKDIR /src
+    assert {"pyproject.toml", "README.md", "broker", "client"} <= set(copied)
+    assert any('pip install --no-cache-dir ".[spark]"' in a for n, a in spark_instr if n == "RUN")
+    assert spark_instr[0][0] == "FROM" and "jre" in spark_instr[0][1]
