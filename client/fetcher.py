@@ -425,12 +425,11 @@ class Fetcher:
         part.error.__cause__ = e
         self.wake.set()
 
-    def next_rows(self, part: PartitionState) -> bool:
-        """Decode the partition's next batch into ``part.rest``; False when nothing is buffered."""
-        if part.rest_cols is not None:
-            cb, part.rest_cols = part.rest_cols, None
-            part.rest, part.rest_i, part.rest_next = cb.to_records(), 0, cb.next_offset
-            return True
+    def _decode_next(self, part: PartitionState, decode: Any) -> tuple[Any, int] | None:
+        """Walk the partition's buffered chunks to the next batch with records at or above its
+        position and decode it with ``decode`` (decode_batch_rows or decode_batch_columns):
+        ``(rows or columns, next offset)``, or None when nothing is buffered or a corrupt batch
+        stopped the partition."""
         chunks = part.chunks
         while chunks:
             chunk = chunks[0]
@@ -449,17 +448,28 @@ class Fetcher:
                 chunks.popleft()
                 self._launch()
             try:
-                rows, nxt = decode_batch_rows(chunk.buf, pos, part.tp.topic, part.tp.partition,
-                                              part.position or 0, self.check_crcs)
+                got, nxt = decode(chunk.buf, pos, part.tp.topic, part.tp.partition,
+                                  part.position or 0, self.check_crcs)
             except RecordError as e:
                 self._corrupt(part, chunk, e)
-                return False
-            if rows:
-                part.rest, part.rest_i, part.rest_next = rows, 0, nxt
-                return True
+                return None
+            if got is not None and len(got):
+                return got, nxt
             if part.position is not None and nxt > part.position:
                 part.position = nxt  # control batch, or all of it below the position
-        return False
+        return None
+
+    def next_rows(self, part: PartitionState) -> bool:
+        """Decode the partition's next batch into ``part.rest``; False when nothing is buffered."""
+        if part.rest_cols is not None:
+            cb, part.rest_cols = part.rest_cols, None
+            part.rest, part.rest_i, part.rest_next = cb.to_records(), 0, cb.next_offset
+            return True
+        found = self._decode_next(part, decode_batch_rows)
+        if found is None:
+            return False
+        part.rest, part.rest_i, part.rest_next = found[0], 0, found[1]
+        return True
 
     def take_rows(self, part: PartitionState, limit: int) -> list[ConsumerRecord]:
         out: list[ConsumerRecord] = []
@@ -495,31 +505,10 @@ class Fetcher:
         elif part.rest_cols is not None:
             cb, part.rest_cols = part.rest_cols, None
         else:
-            cb = None
-            chunks = part.chunks
-            while chunks:
-                chunk = chunks[0]
-                pos = chunk.next_batch()
-                if pos < 0:
-                    chunks.popleft()
-                    self._launch()
-                    continue
-                if chunk.pos >= chunk.end:
-                    chunks.popleft()  # as in next_rows
-                    self._launch()
-                try:
-                    cb, nxt = decode_batch_columns(chunk.buf, pos, part.tp.topic, part.tp.partition,
-                                                   part.position or 0, self.check_crcs)
-                except RecordError as e:
-                    self._corrupt(part, chunk, e)
-                    return None
-                if cb is not None and len(cb):
-                    break
-                if part.position is not None and nxt > part.position:
-                    part.position = nxt  # control batch, or all of it below the position
-                cb = None
-            if cb is None:
+            found = self._decode_next(part, decode_batch_columns)
+            if found is None:
                 return None
+            cb = found[0]
         if len(cb) > limit:
             part.rest_cols = cb.slice(limit)
             cb = cb.slice(0, limit)
