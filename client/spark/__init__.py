@@ -1,12 +1,13 @@
 """Read minibroker (or any Kafka) topics from PySpark >= 4.0 with a Python Data Source.
 
-``MinibrokerDataSource`` (format ``minibroker``) has the schema and the batch options of
-Spark's built-in Kafka source; ``register(spark)`` registers it. Needs the ``spark`` extra
+``MinibrokerDataSource`` (format ``minibroker``) has the schema and the options of Spark's
+built-in Kafka source, for batch and streaming reads; ``register(spark)`` registers it. Needs the ``spark`` extra
 (``pip install minibroker[spark]``: pyspark, pyarrow) and Java 17+.
 
 - ``options``: the Kafka source's options, parsed and checked with Spark's messages;
 - ``ranges``: offset ranges -> input partitions (``minPartitions``, ``maxRecordsPerPartition``);
 - ``reader``: planning on the driver (ListOffsets) and bulk Arrow reads on the workers;
+- ``stream``: the streaming reader (micro-batches, Kafka-style JSON offsets; pyspark >= 4.2);
 - ``source``: the DataSource and its schema.
 """
 

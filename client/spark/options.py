@@ -5,33 +5,46 @@ strings, as Spark hands them over) and returns a ``SourceOptions`` or raises ``V
 with the message Spark's Kafka source gives for the same mistake, so a job moved between the
 two fails the same way.
 
-Supported (batch reads; see the issue for the streaming options that come later):
+``parse_options(options, streaming=True)`` checks them for ``readStream`` instead.
 
-- ``kafka.bootstrap.servers`` (required); other ``kafka.*`` options are kept in
-  ``kafka_params`` (unused so far) except those Spark refuses too (deserializers,
-  ``auto.offset.reset``, ``enable.auto.commit``, ``interceptor.classes``).
+- ``kafka.bootstrap.servers`` (required). Other ``kafka.*`` options go to the client (see
+  ``CONSUMER_CONFIGS``: ``client.id``, ``fetch.*``, ``max.partition.fetch.bytes``,
+  ``check.crcs``, ``isolation.level``, ``request.timeout.ms``, ...) as snake_case keyword
+  arguments, values checked like Kafka's ``ConfigException``; consumer-group settings are
+  ignored (Spark assigns partitions itself); ``security.protocol`` other than PLAINTEXT and
+  ``ssl.*``/``sasl.*`` are refused (the client speaks PLAINTEXT only); anything else is logged
+  as Kafka's "supplied but isn't a known config" warning. Refused as by Spark: deserializers,
+  ``auto.offset.reset``, ``enable.auto.commit``, ``interceptor.classes``.
 - exactly one of ``assign`` (JSON ``{"t":[0,1]}``), ``subscribe`` (comma-separated),
   ``subscribePattern`` (a regex that must match the whole topic name, as Java's ``matches``).
-- ``startingOffsets``: ``earliest`` (default) or JSON ``{"t":{"0":23,"1":-2}}`` (-2 earliest;
-  ``latest``/-1 are refused in batch). ``endingOffsets``: ``latest`` (default) or JSON (-1
+- ``startingOffsets``: batch: ``earliest`` (default) or JSON ``{"t":{"0":23,"1":-2}}`` (-2
+  earliest; ``latest``/-1 are refused in batch); streaming: ``latest`` (default), ``earliest``
+  or JSON with -1/-2. ``endingOffsets`` (batch only): ``latest`` (default) or JSON (-1
   latest; ``earliest``/-2 refused).
 - ``startingTimestamp`` (ms, all partitions) > ``startingOffsetsByTimestamp`` (JSON of ms) >
   ``startingOffsets``; ``startingOffsetsByTimestampStrategy``: ``error`` (default) or
-  ``latest`` when no record is that recent. Likewise ``endingTimestamp`` >
+  ``latest`` when no record is that recent. Likewise (batch only) ``endingTimestamp`` >
   ``endingOffsetsByTimestamp`` > ``endingOffsets`` (no match: latest).
 - ``minPartitions``, ``maxRecordsPerPartition`` (positive ints; see ``client.spark.ranges``),
   ``failOnDataLoss`` (default true), ``includeHeaders`` (default false),
   ``kafkaConsumer.pollTimeoutMs`` (default 120000, Spark's).
+- streaming only (logged and ignored in batch, as by Spark): ``maxOffsetsPerTrigger``,
+  ``minOffsetsPerTrigger`` (<= max), ``maxTriggerDelay`` (default ``15m``; units ms, s, m,
+  min, h, d).
 """
 
 from __future__ import annotations
 
 import json
+import logging
 import re
 from dataclasses import dataclass, field
-from typing import Mapping, Union
+from typing import Any, Callable, Mapping, Union
 
-__all__ = ["SourceOptions", "Earliest", "Latest", "parse_options", "EARLIEST", "LATEST"]
+__all__ = ["SourceOptions", "Earliest", "Latest", "parse_options", "client_configs", "EARLIEST", "LATEST",
+           "CONSUMER_CONFIGS"]
+
+logger = logging.getLogger(__name__)
 
 EARLIEST = -2  # Kafka's (and Spark's JSON) markers
 LATEST = -1
@@ -55,6 +68,82 @@ _UNSUPPORTED_KAFKA = {
     "interceptor.classes": "Kafka option 'interceptor.classes' is not supported as user-specified consumer"
                            " interceptors are not supported.",
 }
+
+
+def _kafka_int(name: str, v: str) -> int:
+    try:
+        n = int(v.strip())
+    except ValueError:
+        raise ValueError(f"Invalid value {v} for configuration {name}: Not a number of type INT") from None
+    if n < 0:
+        raise ValueError(f"Invalid value {v} for configuration {name}: Value must be at least 0")
+    return n
+
+
+def _kafka_bool(name: str, v: str) -> bool:
+    s = v.strip().lower()
+    if s not in ("true", "false"):
+        raise ValueError(f"Invalid value {v} for configuration {name}: Expected value to be either true or false")
+    return s == "true"
+
+
+def _isolation(name: str, v: str) -> str:
+    s = v.strip().lower()
+    if s not in ("read_uncommitted", "read_committed"):
+        raise ValueError(f"Invalid value {v} for configuration {name}: String must be one of: read_committed,"
+                         " read_uncommitted")
+    return s
+
+
+Parse = Callable[[str, str], Any]
+# kafka.* name -> (keyword of client.Admin and client.Consumer, parser)
+CLIENT_CONFIGS: dict[str, tuple[str, Parse]] = {
+    "client.id": ("client_id", lambda n, v: v),
+    "request.timeout.ms": ("request_timeout_ms", _kafka_int),
+    "retry.backoff.ms": ("retry_backoff_ms", _kafka_int),
+    "metadata.max.age.ms": ("metadata_max_age_ms", _kafka_int),
+    "socket.connection.setup.timeout.ms": ("connect_timeout_ms", _kafka_int),
+}
+# ... and of client.Consumer only
+CONSUMER_CONFIGS: dict[str, tuple[str, Parse]] = {
+    **CLIENT_CONFIGS,
+    "fetch.min.bytes": ("fetch_min_bytes", _kafka_int),
+    "fetch.max.wait.ms": ("fetch_max_wait_ms", _kafka_int),
+    "fetch.max.bytes": ("fetch_max_bytes", _kafka_int),
+    "max.partition.fetch.bytes": ("max_partition_fetch_bytes", _kafka_int),
+    "check.crcs": ("check_crcs", _kafka_bool),
+    "isolation.level": ("isolation_level", _isolation),
+}
+# Consumer-group and polling settings: Spark assigns partitions and polls by itself.
+_IGNORED_KAFKA = {"group.id", "group.instance.id", "session.timeout.ms", "heartbeat.interval.ms",
+                  "max.poll.records", "max.poll.interval.ms", "partition.assignment.strategy",
+                  "auto.commit.interval.ms", "exclude.internal.topics", "allow.auto.create.topics"}
+
+
+def client_configs(kafka: Mapping[str, str]) -> tuple[tuple[tuple[str, Any], ...], tuple[tuple[str, Any], ...]]:
+    """The ``kafka.*`` options (prefix removed) as sorted keyword items for (Consumer, Admin)."""
+    consumer: dict[str, Any] = {}
+    admin: dict[str, Any] = {}
+    for name, value in sorted(kafka.items()):
+        if name == "bootstrap.servers" or name in _IGNORED_KAFKA:
+            continue
+        if name == "security.protocol":
+            if value.strip().upper() != "PLAINTEXT":
+                raise ValueError(f"Kafka option 'security.protocol' = '{value}' is not supported: the minibroker"
+                                 " source connects with PLAINTEXT only")
+            continue
+        if name.startswith(("ssl.", "sasl.")):
+            raise ValueError(f"Kafka option '{name}' is not supported: the minibroker source connects with"
+                             " PLAINTEXT only")
+        if name not in CONSUMER_CONFIGS:
+            logger.warning("The configuration '%s' was supplied but isn't a known config.", name)
+            continue
+        kw, parse = CONSUMER_CONFIGS[name]
+        consumer[kw] = parse(name, value)
+        if name in CLIENT_CONFIGS:
+            admin[kw] = consumer[kw]
+    return tuple(sorted(consumer.items())), tuple(sorted(admin.items()))
+
 
 
 class Earliest:
@@ -108,7 +197,13 @@ class SourceOptions:
     fail_on_data_loss: bool = True
     include_headers: bool = False
     poll_timeout_ms: int = 120000
-    kafka_params: dict[str, str] = field(default_factory=dict)
+    kafka_params: dict[str, str] = field(default_factory=dict)   # every kafka.* option, prefix removed
+    consumer_config: tuple[tuple[str, Any], ...] = ()            # keyword items for client.Consumer
+    admin_config: tuple[tuple[str, Any], ...] = ()               # ... and for client.Admin
+    streaming: bool = False
+    max_offsets_per_trigger: int | None = None
+    min_offsets_per_trigger: int | None = None
+    max_trigger_delay_ms: int = 15 * 60 * 1000
 
 
 def _json_example() -> str:
@@ -201,9 +296,52 @@ def _lower(options: Mapping[str, str]) -> dict[str, str]:
     return {str(k).lower(): str(v) for k, v in options.items() if v is not None}
 
 
-def parse_options(options: Mapping[str, str]) -> SourceOptions:
-    """Check ``options`` for a batch read and return them parsed (``ValueError`` with Spark's
-    message for what Spark refuses)."""
+_DURATION = re.compile(r"(\d+)\s*(ms|s|m|min|h|d)?")
+_UNIT_MS = {None: 1, "ms": 1, "s": 1000, "m": 60000, "min": 60000, "h": 3600000, "d": 86400000}
+
+
+def _duration_ms(opts: Mapping[str, str], key: str, name: str, default: int) -> int:
+    """A Spark time string (``15m``, ``30s``, ``500ms``; a bare number is ms)."""
+    v = opts.get(key)
+    if v is None:
+        return default
+    m = _DURATION.fullmatch(v.strip().lower())
+    if not m:
+        raise ValueError(f"Invalid value '{v}' for option '{name}', must be a duration such as 15m, 30s or 500ms")
+    return int(m.group(1)) * _UNIT_MS[m.group(2)]
+
+
+def _check_starting_ending(opts: Mapping[str, str], streaming: bool) -> tuple[Bound, Bound]:
+    if streaming:
+        if "endingoffsets" in opts:
+            raise ValueError("ending offset not valid in streaming queries")
+        if "endingoffsetsbytimestamp" in opts or "endingtimestamp" in opts:
+            raise ValueError("ending timestamp not valid in streaming queries")
+        return _bound(opts, "starting") or Latest(), Latest()
+    starting = _bound(opts, "starting") or Earliest()
+    if isinstance(starting, Latest):
+        raise ValueError("starting offset can't be latest for batch queries on Kafka")
+    if isinstance(starting, PartitionOffsets):
+        for (t, p), off in starting.offsets.items():
+            if off == LATEST:
+                raise ValueError(f"startingOffsets for {t}-{p} can't be latest for batch queries on Kafka")
+    ending = _bound(opts, "ending") or Latest()
+    if isinstance(ending, Earliest):
+        raise ValueError("ending offset can't be earliest for batch queries on Kafka")
+    if isinstance(ending, PartitionOffsets):
+        for (t, p), off in ending.offsets.items():
+            if off == EARLIEST:
+                raise ValueError(f"endingOffsets for {t}-{p} can't be earliest for batch queries on Kafka")
+    for key, name in (("maxoffsetspertrigger", "maxOffsetsPerTrigger"),
+                      ("minoffsetspertrigger", "minOffsetsPerTrigger"), ("maxtriggerdelay", "maxTriggerDelay")):
+        if key in opts:
+            logger.warning("%s option ignored in batch queries", name)
+    return starting, ending
+
+
+def parse_options(options: Mapping[str, str], streaming: bool = False) -> SourceOptions:
+    """Check ``options`` for a batch read (or a streaming one) and return them parsed
+    (``ValueError`` with Spark's message for what Spark refuses)."""
     opts = _lower(options)
     kafka = {k[len("kafka."):]: v for k, v in opts.items() if k.startswith("kafka.")}
     for k, msg in _UNSUPPORTED_KAFKA.items():
@@ -212,6 +350,7 @@ def parse_options(options: Mapping[str, str]) -> SourceOptions:
     servers = kafka.get("bootstrap.servers", "").strip()
     if not servers:
         raise ValueError("Option 'kafka.bootstrap.servers' must be specified for configuring Kafka consumer")
+    consumer_config, admin_config = client_configs(kafka)
 
     given = [k for k in STRATEGY_KEYS if k in opts]
     names = "assign, subscribe, subscribePattern"
@@ -245,26 +384,17 @@ def parse_options(options: Mapping[str, str]) -> SourceOptions:
             raise ValueError(f"Invalid value '{value}' for option 'subscribePattern': {e}") from None
         kw.update(strategy="subscribePattern", pattern=value.strip())
 
-    starting = _bound(opts, "starting") or Earliest()
-    if isinstance(starting, Latest):
-        raise ValueError("starting offset can't be latest for batch queries on Kafka")
-    if isinstance(starting, PartitionOffsets):
-        for (t, p), off in starting.offsets.items():
-            if off == LATEST:
-                raise ValueError(f"startingOffsets for {t}-{p} can't be latest for batch queries on Kafka")
-    ending = _bound(opts, "ending") or Latest()
-    if isinstance(ending, Earliest):
-        raise ValueError("ending offset can't be earliest for batch queries on Kafka")
-    if isinstance(ending, PartitionOffsets):
-        for (t, p), off in ending.offsets.items():
-            if off == EARLIEST:
-                raise ValueError(f"endingOffsets for {t}-{p} can't be earliest for batch queries on Kafka")
-
+    starting, ending = _check_starting_ending(opts, streaming)
     strategy = opts.get("startingoffsetsbytimestampstrategy", "error").strip().lower()
     if strategy not in ("error", "latest"):
         raise ValueError(f"Invalid value '{strategy}' for option 'startingOffsetsByTimestampStrategy',"
                          " must be error or latest")
     poll = _positive_int(opts, "kafkaconsumer.polltimeoutms", "kafkaConsumer.pollTimeoutMs")
+    max_trigger = _positive_int(opts, "maxoffsetspertrigger", "maxOffsetsPerTrigger")
+    min_trigger = _positive_int(opts, "minoffsetspertrigger", "minOffsetsPerTrigger")
+    if streaming and max_trigger is not None and min_trigger is not None and min_trigger > max_trigger:
+        raise ValueError(f"The value of minOffsetPerTrigger({min_trigger}) is higher than the "
+                         f"maxOffsetsPerTrigger({max_trigger}).")
     return SourceOptions(
         bootstrap_servers=servers, starting=starting, ending=ending,
         timestamp_strategy_latest=strategy == "latest",
@@ -273,4 +403,9 @@ def parse_options(options: Mapping[str, str]) -> SourceOptions:
         fail_on_data_loss=_bool(opts, "failondataloss", "failOnDataLoss", True),
         include_headers=_bool(opts, "includeheaders", "includeHeaders", False),
         poll_timeout_ms=poll if poll is not None else 120000,
-        kafka_params=kafka, **kw)
+        kafka_params=kafka, consumer_config=consumer_config, admin_config=admin_config,
+        streaming=streaming,
+        max_offsets_per_trigger=max_trigger if streaming else None,
+        min_offsets_per_trigger=min_trigger if streaming else None,
+        max_trigger_delay_ms=_duration_ms(opts, "maxtriggerdelay", "maxTriggerDelay", 15 * 60 * 1000),
+        **kw)

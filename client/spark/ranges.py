@@ -11,6 +11,10 @@ Pure code (no I/O, no pyspark), run on the driver by ``client.spark.reader``.
 3. ``max_records_per_partition`` (SPARK-49259) then cuts every piece into
    ``ceil(size / max)`` near-equal pieces, the same way.
 
+``rate_limit`` is the streaming ``maxOffsetsPerTrigger`` rule (``KafkaMicroBatchStream``): the
+limit is shared out by each partition's lag, floored, but rounded up below 1 so that a small
+partition is not starved, and never past the partition's latest offset.
+
 Scala's ``math.round`` rounds half up; Python's ``round`` rounds half to even, which gets one
 case of Spark's own test suite wrong, hence ``_round_half_up``.
 Spark also attaches preferred executors (``hash(tp) % executors``) so cached consumers are
@@ -20,9 +24,11 @@ reused; the Python Data Source API has no locations, so that part is not ported.
 from __future__ import annotations
 
 import math
-from typing import Iterable, NamedTuple
+from typing import Hashable, Iterable, Mapping, NamedTuple, TypeVar
 
-__all__ = ["OffsetRange", "split_ranges"]
+__all__ = ["OffsetRange", "split_ranges", "rate_limit"]
+
+K = TypeVar("K", bound=Hashable)
 
 
 class OffsetRange(NamedTuple):
@@ -83,4 +89,26 @@ def split_ranges(ranges: Iterable[OffsetRange], min_partitions: int | None = Non
         out = pieces
     if max_records_per_partition is not None:
         out = [p for r in out for p in _cut(r, -(-r.size // max_records_per_partition))]
+    return out
+
+
+def rate_limit(start: Mapping[K, int], latest: Mapping[K, int], limit: int) -> dict[K, int]:
+    """End offsets that read at most about ``limit`` records from ``start`` towards ``latest``.
+
+    ``start`` must hold every key of ``latest`` (new partitions at their earliest offset). A
+    partition's share is ``limit * lag / total_lag``: floored, or rounded up when below 1, and
+    capped at its latest offset; partitions with no lag keep their latest offset.
+    """
+    lags = {k: end - start[k] for k, end in latest.items() if end - start[k] > 0}
+    total = sum(lags.values())
+    if total < 1:
+        return dict(latest)
+    out = {}
+    for k, end in latest.items():
+        lag = lags.get(k)
+        if lag is None:
+            out[k] = end
+            continue
+        share = limit * (lag / total)
+        out[k] = min(end, start[k] + (math.ceil(share) if share < 1 else math.floor(share)))
     return out

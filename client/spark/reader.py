@@ -20,11 +20,18 @@ timestamps, keys, values: no Python object per record); topic, partition and tim
 batch) are joined into Arrow batches of about ``ARROW_BATCH_ROWS`` rows: Spark's per-batch cost
 is higher than the concatenation's.
 
-**Data loss** (``failOnDataLoss``): a start offset below the log start offset (retention
-deleted it) makes the fetch answer OFFSET_OUT_OF_RANGE; with ``failOnDataLoss=true`` the task
-fails with Spark's message, with ``false`` it logs and goes on from the log start offset (or
-reads nothing when the whole range is gone). Not done: Spark also reports gaps inside a range
-(records removed while reading); here a gap is skipped silently, as for compacted topics.
+**Data loss** (``failOnDataLoss``), as Spark's ``KafkaDataConsumer``: a start offset below the
+log start offset (retention deleted it) makes the fetch answer OFFSET_OUT_OF_RANGE; records
+missing between the position and the first record fetched are looked up the same way: if the
+log still starts at or before the position they are invisible, not lost (compaction, transaction
+markers) and skipped silently; otherwise they aged out. Lost records fail the task with Spark's
+message when ``failOnDataLoss=true``; with ``false`` they are logged ("Skip missing records in
+[a, b)") and the read goes on from the log start offset (or reads nothing when the whole range
+is gone).
+
+``kafka.*`` options reach the ``Admin`` (planning) and the ``Consumer`` (reading) as keyword
+arguments (``client.spark.options.client_configs``); workers keep one consumer per distinct
+bootstrap string and configuration.
 """
 
 from __future__ import annotations
@@ -59,7 +66,8 @@ from client.sync import LoopThread
 from pyspark.sql.datasource import DataSourceReader, InputPartition
 from pyspark.sql.types import StructType
 
-__all__ = ["MinibrokerBatchReader", "RangePartition", "plan_ranges", "read_range"]
+__all__ = ["MinibrokerBatchReader", "RangePartition", "plan_ranges", "read_range", "DataLossError",
+           "report_data_loss"]
 
 logger = logging.getLogger(__name__)
 
@@ -138,7 +146,7 @@ async def _resolve(admin: Admin, tps: list[tuple[str, int]], bound: Bound, name:
 
 
 async def plan_ranges_async(o: SourceOptions) -> list[OffsetRange]:
-    async with Admin(o.bootstrap_servers) as admin:
+    async with Admin(o.bootstrap_servers, **dict(o.admin_config)) as admin:
         tps = await _topic_partitions(admin, o)
         if not tps:
             return []
@@ -163,33 +171,40 @@ def plan_ranges(o: SourceOptions) -> list[OffsetRange]:
 # ---------------------------------------------------------------------------- reading (workers)
 
 _cache_lock = threading.Lock()
-_consumers: dict[str, tuple[LoopThread, Consumer]] = {}
+CacheKey = tuple[str, tuple[tuple[str, Any], ...]]
+_consumers: dict[CacheKey, tuple[LoopThread, Consumer]] = {}
 
 
-def _cached_consumer(servers: str) -> tuple[LoopThread, Consumer]:
-    """This worker's consumer for ``servers`` (created on first use, kept for later tasks)."""
+def _cache_key(o: SourceOptions) -> CacheKey:
+    return o.bootstrap_servers, o.consumer_config
+
+
+def _cached_consumer(o: SourceOptions) -> tuple[LoopThread, Consumer]:
+    """This worker's consumer for ``o``'s servers and ``kafka.*`` settings (made on first use,
+    kept for later tasks)."""
+    key = _cache_key(o)
     with _cache_lock:
-        got = _consumers.get(servers)
+        got = _consumers.get(key)
         if got is None:
             lt = LoopThread("minibroker-spark")
 
             async def make() -> Consumer:
-                c = Consumer(servers, auto_offset_reset="none", max_poll_records=None,
-                             client_id="minibroker-spark")
+                kw: dict[str, Any] = {"client_id": "minibroker-spark", **dict(o.consumer_config)}
+                c = Consumer(o.bootstrap_servers, auto_offset_reset="none", max_poll_records=None, **kw)
                 await c.start()
                 return c
 
             try:
-                got = _consumers[servers] = (lt, lt.run(make()))
+                got = _consumers[key] = (lt, lt.run(make()))
             except BaseException:
                 lt.stop()
                 raise
         return got
 
 
-def _drop_consumer(servers: str) -> None:
+def _drop_consumer(o: SourceOptions) -> None:
     with _cache_lock:
-        got = _consumers.pop(servers, None)
+        got = _consumers.pop(_cache_key(o), None)
     if got is not None:
         lt, c = got
         try:
@@ -232,22 +247,38 @@ def _join(batches: list[Any], sch: Any) -> Any:
     return pa.Table.from_batches(batches, schema=sch).combine_chunks().to_batches()[0]
 
 
-def _data_loss(tp: tuple[str, int], offset: int, log_start: int) -> str:
-    return (f"Cannot fetch offset {offset} (TopicPartition: {tp[0]}-{tp[1]}); the earliest available offset is "
-            f"{log_start}. Some data may have been lost because they are not available in Kafka any more; either "
-            "the data was aged out by Kafka or the topic may have been deleted before all the data in the topic "
-            "was processed. If you don't want your query to fail on such cases, set the source option "
-            '"failOnDataLoss" to "false".')
+# Spark's KafkaSourceProvider.INSTRUCTION_FOR_FAIL_ON_DATA_LOSS_{TRUE,FALSE}
+_LOST = ("Some data may have been lost because they are not available in Kafka any more; either the data was aged "
+         "out by Kafka or the topic may have been deleted before all the data in the topic was processed. ")
+INSTRUCTION_FAIL_TRUE = _LOST + ("If you don't want your streaming query to fail on such cases, set the source "
+                                 'option "failOnDataLoss" to "false".')
+INSTRUCTION_FAIL_FALSE = _LOST + ("If you want your streaming query to fail on such cases, set the source option "
+                                  '"failOnDataLoss" to "true".')
+
+
+class DataLossError(RuntimeError):
+    """Records the query should have read are gone (``failOnDataLoss=true``)."""
+
+
+def report_data_loss(message: str, fail: bool, tp: tuple[str, int] | None = None) -> None:
+    """Spark's reportDataLoss: raise ``DataLossError`` when ``fail``, else log a warning."""
+    where = f" (TopicPartition: {tp[0]}-{tp[1]})." if tp else ""
+    if fail:
+        raise DataLossError(f"{message}{where} {INSTRUCTION_FAIL_TRUE}")
+    logger.warning("%s%s %s", message, where, INSTRUCTION_FAIL_FALSE)
 
 
 def read_range(r: RangePartition, o: SourceOptions, sch: Any) -> Iterator[Any]:
     """The records of ``r`` as pyarrow RecordBatches of schema ``sch``."""
-    lt, c = _cached_consumer(o.bootstrap_servers)
+    lt, c = _cached_consumer(o)
     tp = (r.topic, r.partition)
 
     async def seek(offset: int) -> None:
         c.assign([tp])
         c.seek(tp, offset)
+
+    def log_start() -> int:
+        return lt.run(c.beginning_offsets([tp]))[TopicPartition(*tp)]
 
     try:
         lt.run(seek(r.start))
@@ -258,19 +289,24 @@ def read_range(r: RangePartition, o: SourceOptions, sch: Any) -> Iterator[Any]:
             try:
                 cbs = lt.run(c.getbatches(tp, timeout_ms=o.poll_timeout_ms, max_records=r.end - pos))
             except OffsetOutOfRangeError:
-                log_start = lt.run(c.beginning_offsets([tp]))[TopicPartition(*tp)]
-                if log_start <= pos:
+                start = log_start()
+                if start <= pos:
                     raise
+                lost = f"Cannot fetch offset {pos}; the earliest available offset is {start}."
                 if o.fail_on_data_loss:
-                    raise RuntimeError(_data_loss(tp, pos, log_start)) from None
-                logger.warning("%s Skipping to %d.", _data_loss(tp, pos, log_start), log_start)
-                pos = min(log_start, r.end)
+                    report_data_loss(lost, True, tp)
+                report_data_loss(f"{lost} Skipping to {min(start, r.end)}.", False, tp)
+                pos = min(start, r.end)
                 lt.run(seek(pos))
                 continue
             if not cbs:
                 raise TimeoutError(f"Cannot fetch record for offset {pos} in {o.poll_timeout_ms} milliseconds"
                                    f" (TopicPartition: {tp[0]}-{tp[1]})")
             for cb in cbs:
+                if len(cb) and cb.offsets[0] > pos and log_start() > pos:  # aged out while we read
+                    if o.fail_on_data_loss:
+                        report_data_loss(f"Cannot fetch records in [{pos}, {cb.offsets[0]})", True, tp)
+                    report_data_loss(f"Skip missing records in [{pos}, {min(cb.offsets[0], r.end)})", False, tp)
                 if len(cb) and cb.offsets[-1] >= r.end:
                     cb = cb.slice(0, bisect_left(cb.offsets, r.end))
                     pos = r.end
@@ -287,7 +323,7 @@ def read_range(r: RangePartition, o: SourceOptions, sch: Any) -> Iterator[Any]:
         if pending:
             yield _join(pending, sch)
     except (ConnectionError, OSError):
-        _drop_consumer(o.bootstrap_servers)  # a fresh connection for the next task
+        _drop_consumer(o)  # a fresh connection for the next task
         raise
 
 

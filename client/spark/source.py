@@ -15,12 +15,14 @@ The schema is the built-in Kafka source's (every field nullable)::
 
 ``headers`` only with ``includeHeaders=true`` (null for a record without headers);
 ``timestampType`` is Kafka's id (0 CreateTime, 1 LogAppendTime). Options: ``client.spark.options``.
+``spark.readStream.format("minibroker")`` gives the streaming reader (``client.spark.stream``,
+pyspark >= 4.2).
 The name is not ``kafka``: Spark reserves it for its own source.
 """
 
 from __future__ import annotations
 
-from pyspark.sql.datasource import DataSource, DataSourceReader
+from pyspark.sql.datasource import DataSource, DataSourceReader, DataSourceStreamReader
 from pyspark.sql.types import StructType
 
 from client.spark.options import parse_options
@@ -45,3 +47,13 @@ class MinibrokerDataSource(DataSource):
         from client.spark.reader import MinibrokerBatchReader
 
         return MinibrokerBatchReader(schema, parse_options(self.options))
+
+    def streamReader(self, schema: StructType) -> DataSourceStreamReader:
+        try:
+            from client.spark.stream import MinibrokerStreamReader
+        except ImportError as e:  # pyspark < 4.2: no admission control for Python sources
+            import pyspark
+
+            raise RuntimeError(f"streaming reads from minibroker need pyspark >= 4.2 (found {pyspark.__version__}):"
+                               f" {e}") from None
+        return MinibrokerStreamReader(schema, parse_options(self.options, streaming=True))

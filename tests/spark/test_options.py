@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from client.spark.options import (
@@ -83,3 +85,53 @@ def test_refused(given: dict[str, str], message: str) -> None:
     with pytest.raises(ValueError) as e:
         parse_options(given)
     assert message in str(e.value)
+
+
+def test_kafka_options_reach_the_client(caplog: pytest.LogCaptureFixture) -> None:
+    o = parse_options(opts(subscribe="t", **{"kafka.client.id": "job-7", "kafka.fetch.max.bytes": "1048576",
+                                             "kafka.check.crcs": "false", "kafka.isolation.level": "read_committed",
+                                             "kafka.request.timeout.ms": "5000", "kafka.group.id": "ignored",
+                                             "kafka.security.protocol": "plaintext", "kafka.no.such.thing": "1"}))
+    assert dict(o.consumer_config) == {"client_id": "job-7", "fetch_max_bytes": 1048576, "check_crcs": False,
+                                       "isolation_level": "read_committed", "request_timeout_ms": 5000}
+    assert dict(o.admin_config) == {"client_id": "job-7", "request_timeout_ms": 5000}
+    assert "The configuration 'no.such.thing' was supplied but isn't a known config." in caplog.text
+    # every mapped name is a keyword the client accepts
+    import inspect
+
+    from client import Admin, Consumer
+    from client.spark.options import CLIENT_CONFIGS, CONSUMER_CONFIGS
+
+    assert {kw for kw, _ in CONSUMER_CONFIGS.values()} <= set(inspect.signature(Consumer).parameters)
+    assert {kw for kw, _ in CLIENT_CONFIGS.values()} <= set(inspect.signature(Admin).parameters)
+
+
+@pytest.mark.parametrize("name,value,message", [
+    ("kafka.fetch.max.bytes", "lots", "Invalid value lots for configuration fetch.max.bytes: Not a number of type INT"),
+    ("kafka.fetch.min.bytes", "-1", "Invalid value -1 for configuration fetch.min.bytes: Value must be at least 0"),
+    ("kafka.check.crcs", "maybe", "Invalid value maybe for configuration check.crcs: Expected value to be either"),
+    ("kafka.isolation.level", "dirty", "String must be one of: read_committed, read_uncommitted"),
+    ("kafka.security.protocol", "SSL", "'security.protocol' = 'SSL' is not supported"),
+    ("kafka.sasl.mechanism", "PLAIN", "'sasl.mechanism' is not supported"),
+])
+def test_bad_kafka_options(name: str, value: str, message: str) -> None:
+    with pytest.raises(ValueError, match=re.escape(message)):
+        parse_options(opts(subscribe="t", **{name: value}))
+
+
+def test_streaming_options() -> None:
+    o = parse_options(opts(subscribe="t", maxOffsetsPerTrigger="100", minOffsetsPerTrigger="10",
+                           maxTriggerDelay="30s"), streaming=True)
+    assert isinstance(o.starting, Latest) and o.streaming
+    assert (o.max_offsets_per_trigger, o.min_offsets_per_trigger, o.max_trigger_delay_ms) == (100, 10, 30000)
+    assert parse_options(opts(subscribe="t", startingOffsets='{"t":{"0":-1}}'), streaming=True).starting == \
+        PartitionOffsets({("t", 0): -1})
+    assert parse_options(opts(subscribe="t"), streaming=True).max_trigger_delay_ms == 15 * 60 * 1000
+    for bad, message in (({"endingOffsets": "latest"}, "ending offset not valid in streaming queries"),
+                         ({"endingOffsetsByTimestamp": '{"t":{"0":1}}'}, "ending timestamp not valid in streaming"),
+                         ({"maxTriggerDelay": "soon"}, "Invalid value 'soon' for option 'maxTriggerDelay'"),
+                         ({"maxOffsetsPerTrigger": "0"}, "'maxOffsetsPerTrigger', must be a positive integer")):
+        with pytest.raises(ValueError, match=re.escape(message)):
+            parse_options(opts(subscribe="t", **bad), streaming=True)
+    # batch: the trigger options are ignored with Spark's warning
+    assert parse_options(opts(subscribe="t", maxOffsetsPerTrigger="5")).max_offsets_per_trigger is None

@@ -86,3 +86,18 @@ def test_invalid_arguments() -> None:
         split_ranges([r1(0, 1)], 0)
     with pytest.raises(ValueError):
         split_ranges([r1(0, 1)], None, -1)
+
+
+# ---------------------------------------------------------------- rate_limit (maxOffsetsPerTrigger)
+
+def test_rate_limit_shares_by_lag() -> None:
+    from client.spark.ranges import rate_limit
+
+    start = {"a": 0, "b": 0, "c": 10}
+    latest = {"a": 900, "b": 100, "c": 10}
+    assert rate_limit(start, latest, 100) == {"a": 90, "b": 10, "c": 10}
+    # below 1 rounds up (no starving), never past latest, no lag keeps latest
+    assert rate_limit({"a": 0, "b": 0}, {"a": 1000, "b": 1}, 10) == {"a": 9, "b": 1}
+    assert rate_limit({"a": 0}, {"a": 5}, 100) == {"a": 5}
+    assert rate_limit({"a": 7}, {"a": 7}, 100) == {"a": 7}
+    assert rate_limit({"a": 9}, {"a": 3}, 100) == {"a": 3}  # went backwards: left to the caller to report

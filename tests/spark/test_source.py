@@ -157,3 +157,12 @@ def test_invalid_options(spark: Any, servers: str, options: dict[str, str], mess
 def test_bootstrap_servers_required(spark: Any) -> None:
     with pytest.raises(Exception, match="Option 'kafka.bootstrap.servers' must be specified"):
         spark.read.format("minibroker").option("subscribe", TOPIC).load().collect()
+
+
+def test_kafka_options_are_used(spark: Any, servers: str) -> None:
+    # tiny fetches (a consumer of its own in each worker) read the same rows
+    df = read(spark, servers, subscribe=TOPIC, **{"kafka.max.partition.fetch.bytes": "256",
+                                                  "kafka.client.id": "spark-small-fetches"})
+    assert rows(df) == expected()
+    with pytest.raises(Exception, match="Invalid value x for configuration fetch.min.bytes"):
+        read(spark, servers, subscribe=TOPIC, **{"kafka.fetch.min.bytes": "x"}).count()
