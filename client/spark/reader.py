@@ -16,9 +16,9 @@ until its end; the consumer keeps fetching ahead in its loop thread while Spark 
 batch just handed over. The columns become Arrow arrays over the same buffers (offsets,
 timestamps, keys, values: no Python object per record); topic, partition and timestampType are
 ``pa.repeat``-ed scalars; timestamps are cast from ms to Spark's µs UTC. Only headers (with
-``includeHeaders=true``) cost Python work per record. Small ColumnBatches (one per producer
-batch) are joined into Arrow batches of about ``ARROW_BATCH_ROWS`` rows: Spark's per-batch cost
-is higher than the concatenation's.
+``includeHeaders=true``) cost Python work per record. ColumnBatches (one per producer batch)
+are joined into Arrow batches of about ``ARROW_BATCH_ROWS`` rows (``ArrowBatcher``): Spark's
+and pyarrow's per-batch costs are higher than the concatenation's.
 
 **Data loss** (``failOnDataLoss``), as Spark's ``KafkaDataConsumer``: a start offset below the
 log start offset (retention deleted it) makes the fetch answer OFFSET_OUT_OF_RANGE; records
@@ -214,37 +214,76 @@ def _drop_consumer(o: SourceOptions) -> None:
         lt.stop()
 
 
-def _arrow_batch(cb: ColumnBatch, sch: Any) -> Any:
-    """One ColumnBatch as a ``pyarrow.RecordBatch`` of the source's Arrow schema ``sch``."""
-    import pyarrow as pa
+class ArrowBatcher:
+    """Joins the ColumnBatches of one topic-partition into ``pyarrow.RecordBatch``es of schema ``sch``.
 
-    n = len(cb)
-    ts = pa.Array.from_buffers(pa.timestamp("ms", tz="UTC"), n, [None, pa.py_buffer(cb.timestamps)])
-    cols = [
-        cb.keys.to_arrow(),
-        cb.values.to_arrow(),
-        pa.repeat(pa.scalar(cb.topic, pa.string()), n),
-        pa.repeat(pa.scalar(cb.partition, pa.int32()), n),
-        pa.Array.from_buffers(pa.int64(), n, [None, pa.py_buffer(cb.offsets)]),
-        ts.cast(sch.field("timestamp").type),
-        pa.repeat(pa.scalar(cb.timestamp_type, pa.int32()), n),
-    ]
-    if len(sch) > 7:
-        htype = sch.field("headers").type
-        if any(cb.headers):
-            cols.append(pa.array([[{"key": k, "value": v} for k, v in h] if h else None for h in cb.headers],
-                                 type=htype))
+    ``add`` only keeps references (two zero-copy BinaryArrays per ColumnBatch); ``flush``
+    builds one RecordBatch for everything added: keys and values by ``pa.concat_arrays``,
+    offsets and timestamps as one buffer each (timestamps cast once from ms to Spark's µs UTC),
+    topic, partition and timestampType as repeated scalars. Headers (``includeHeaders``) are
+    the one column built from Python objects.
+    """
+
+    def __init__(self, sch: Any, topic: str, partition: int) -> None:
+        self.sch = sch
+        self.topic = topic
+        self.partition = partition
+        self.with_headers = len(sch) > 7
+        self._clear()
+
+    def _clear(self) -> None:
+        self.rows = 0
+        self._keys: list[Any] = []
+        self._values: list[Any] = []
+        self._offsets: list[Any] = []
+        self._timestamps: list[Any] = []
+        self._types: list[tuple[int, int]] = []   # (rows, timestampType) per ColumnBatch
+        self._headers: list[Any] = []
+
+    def add(self, cb: ColumnBatch) -> None:
+        self._keys.append(cb.keys.to_arrow())
+        self._values.append(cb.values.to_arrow())
+        self._offsets.append(cb.offsets)
+        self._timestamps.append(cb.timestamps)
+        self._types.append((len(cb), cb.timestamp_type))
+        if self.with_headers:
+            self._headers.extend(cb.headers)
+        self.rows += len(cb)
+
+    def flush(self) -> Any:
+        import pyarrow as pa
+
+        n, sch = self.rows, self.sch
+
+        def join(arrays: list[Any]) -> Any:
+            return arrays[0] if len(arrays) == 1 else pa.concat_arrays(arrays)
+
+        def int64s(parts: list[Any]) -> Any:
+            return pa.py_buffer(parts[0] if len(parts) == 1 else b"".join(parts))
+
+        ts = pa.Array.from_buffers(pa.timestamp("ms", tz="UTC"), n, [None, int64s(self._timestamps)])
+        if all(t == self._types[0][1] for _, t in self._types):
+            types = pa.repeat(pa.scalar(self._types[0][1], pa.int32()), n)
         else:
-            cols.append(pa.nulls(n, htype))
-    return pa.RecordBatch.from_arrays(cols, schema=sch)
-
-
-def _join(batches: list[Any], sch: Any) -> Any:
-    import pyarrow as pa
-
-    if len(batches) == 1:
-        return batches[0]
-    return pa.Table.from_batches(batches, schema=sch).combine_chunks().to_batches()[0]
+            types = pa.concat_arrays([pa.repeat(pa.scalar(t, pa.int32()), k) for k, t in self._types])
+        cols = [
+            join(self._keys),
+            join(self._values),
+            pa.repeat(pa.scalar(self.topic, pa.string()), n),
+            pa.repeat(pa.scalar(self.partition, pa.int32()), n),
+            pa.Array.from_buffers(pa.int64(), n, [None, int64s(self._offsets)]),
+            ts.cast(sch.field("timestamp").type),
+            types,
+        ]
+        if self.with_headers:
+            htype = sch.field("headers").type
+            if any(self._headers):
+                cols.append(pa.array([[{"key": k, "value": v} for k, v in h] if h else None for h in self._headers],
+                                     type=htype))
+            else:
+                cols.append(pa.nulls(n, htype))
+        self._clear()
+        return pa.RecordBatch.from_arrays(cols, schema=sch)
 
 
 # Spark's KafkaSourceProvider.INSTRUCTION_FOR_FAIL_ON_DATA_LOSS_{TRUE,FALSE}
@@ -283,8 +322,7 @@ def read_range(r: RangePartition, o: SourceOptions, sch: Any) -> Iterator[Any]:
     try:
         lt.run(seek(r.start))
         pos = r.start
-        pending: list[Any] = []
-        rows = 0
+        out = ArrowBatcher(sch, r.topic, r.partition)
         while pos < r.end:
             try:
                 cbs = lt.run(c.getbatches(tp, timeout_ms=o.poll_timeout_ms, max_records=r.end - pos))
@@ -313,15 +351,13 @@ def read_range(r: RangePartition, o: SourceOptions, sch: Any) -> Iterator[Any]:
                 else:
                     pos = max(pos, cb.next_offset)
                 if len(cb):
-                    pending.append(_arrow_batch(cb, sch))
-                    rows += len(cb)
+                    out.add(cb)
                 if pos >= r.end:
                     break
-            if rows >= ARROW_BATCH_ROWS:
-                yield _join(pending, sch)
-                pending, rows = [], 0
-        if pending:
-            yield _join(pending, sch)
+            if out.rows >= ARROW_BATCH_ROWS:
+                yield out.flush()
+        if out.rows:
+            yield out.flush()
     except (ConnectionError, OSError):
         _drop_consumer(o)  # a fresh connection for the next task
         raise
