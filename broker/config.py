@@ -13,7 +13,7 @@ surrounding whitespace stripped.
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Iterable, Mapping
 from urllib.parse import urlsplit
 
@@ -85,21 +85,24 @@ def _parse_listener(value: str, name: str) -> tuple[str, int]:
 @dataclass
 class BrokerConfig:
     props: dict[str, str]
+    #: names set by the properties file, ``--override`` or ``extra`` (not left at a default):
+    #: DescribeConfigs reports these as STATIC_BROKER_CONFIG, the rest as DEFAULT_CONFIG
+    explicit: frozenset[str] = field(default_factory=frozenset)
 
     @classmethod
     def load(cls, path: str | None = None, overrides: Iterable[str] = (),
              extra: Mapping[str, str] | None = None) -> "BrokerConfig":
-        props = dict(BROKER_DEFAULTS)
+        given: dict[str, str] = {}
         if path:
             with open(path, encoding="utf-8") as f:
-                props.update(parse_properties(f.read()))
+                given.update(parse_properties(f.read()))
         for item in overrides:
             if "=" not in item:
                 raise ConfigError(f"--override expects key=value, got {item!r}")
             k, v = item.split("=", 1)
-            props[k.strip()] = v.strip()
-        props.update(extra or {})
-        cfg = cls(props)
+            given[k.strip()] = v.strip()
+        given.update(extra or {})
+        cfg = cls({**BROKER_DEFAULTS, **given}, frozenset(given))
         cfg.validate()
         return cfg
 
@@ -119,6 +122,22 @@ class BrokerConfig:
 
     def get(self, key: str) -> str:
         return self.props[key]
+
+    def set(self, key: str, value: str) -> None:
+        """Set ``key`` as given by the operator (command-line flags such as ``--port``)."""
+        self.props[key] = value
+        self.explicit = self.explicit | {key}
+
+    def describe(self) -> dict[str, str]:
+        """Every broker property with its effective value, including the ``log.*`` topic
+        defaults not set (Kafka's DescribeConfigs lists them all)."""
+        out = dict(self.props)
+        log_config = self.log_config
+        for d in TOPIC_CONFIGS.values():
+            if d.broker_name not in out:
+                v = log_config.get(d.name)
+                out[d.broker_name] = str(v).lower() if isinstance(v, bool) else str(v)
+        return dict(sorted(out.items()))
 
     def int(self, key: str) -> int:
         try:

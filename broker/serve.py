@@ -35,9 +35,9 @@ def run(args: argparse.Namespace) -> int:
             host, port = cfg.listener
             host = args.host if args.host is not None else host
             port = args.port if args.port is not None else port
-            cfg.props["listeners"] = f"PLAINTEXT://{host}:{port}"
+            cfg.set("listeners", f"PLAINTEXT://{host}:{port}")
         if args.data_dir is not None:
-            cfg.props["log.dirs"] = args.data_dir
+            cfg.set("log.dirs", args.data_dir)
         cfg.validate()
     except (ConfigError, OSError) as e:
         print(f"minibroker: configuration error: {e}", file=sys.stderr)

@@ -1,7 +1,9 @@
 """DescribeConfigs (32), v0-1, for topics (resource type 2) and this broker (type 4).
 
 Config sources (Kafka's ConfigSource): 1 TOPIC_CONFIG for a topic override, 4
-STATIC_BROKER_CONFIG for a value set in the broker's properties, 5 DEFAULT_CONFIG otherwise."""
+STATIC_BROKER_CONFIG for a value set in the broker's properties (file or ``--override``), 5
+DEFAULT_CONFIG otherwise. A broker is described with every property it knows, the ``log.*``
+topic defaults included; all are read-only (no dynamic broker configs)."""
 
 from __future__ import annotations
 
@@ -51,8 +53,10 @@ def handle(request: dict[str, Any], version: int, state: Any) -> dict[str, Any]:
                 res["error_code"] = ErrorCode.INVALID_REQUEST
                 res["error_message"] = f"Unexpected broker id, expected {state.node_id} but received {rname}"
             else:
-                for name, value in sorted(state.config.props.items()):
-                    e = _entry(name, value, STATIC_BROKER_CONFIG, keys, version)
+                explicit = state.config.explicit
+                for name, value in state.config.describe().items():
+                    e = _entry(name, value, STATIC_BROKER_CONFIG if name in explicit else DEFAULT_CONFIG, keys,
+                               version)
                     if e:
                         e["read_only"] = True
                         res["configs"].append(e)

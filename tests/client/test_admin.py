@@ -93,6 +93,11 @@ async def test_describe_configs(module_broker) -> None:
         broker = await admin.describe_configs("broker", 0)
         assert broker["log.dirs"].value == module_broker.data_dir
         assert broker["log.dirs"].source == ConfigSource.STATIC_BROKER_CONFIG and broker["log.dirs"].read_only
+        # not set when the broker started: Kafka's default, reported as such; log.* defaults listed too
+        assert broker["num.partitions"].value == "1" and broker["num.partitions"].is_default
+        assert broker["num.partitions"].source == ConfigSource.DEFAULT_CONFIG
+        assert broker["log.segment.bytes"].value == "1073741824"
+        assert broker["log.segment.bytes"].source == ConfigSource.DEFAULT_CONFIG
         with pytest.raises(UnknownTopicOrPartitionError, match="does not exist"):
             await admin.describe_configs("topic", _topic("missing"))
 
