@@ -30,6 +30,7 @@ from typing import Callable, Iterable, NamedTuple
 
 from client.records.batch import (
     ATTRIBUTES_OFFSET,
+    COMPRESSION_CODEC_MASK,
     CRC_OFFSET,
     LOG_OVERHEAD,
     MAX_TIMESTAMP_OFFSET,
@@ -40,6 +41,7 @@ from client.records.batch import (
     set_base_offset,
     validate_batch,
 )
+from client.records.validate import check_records
 
 from .config import LogConfig
 from .errors import (
@@ -301,6 +303,8 @@ class Log:
                 raise InvalidRecordError(
                     f"record batch has lastOffsetDelta {last_delta} but {count} records"
                 )
+            if assign_offsets:  # a producer's batch: every record must parse (Kafka's LogValidator)
+                check_records(buf, pos, size, count, buf[pos + ATTRIBUTES_OFFSET + 1] & COMPRESSION_CODEC_MASK)
             batches.append((pos, size, count, max_ts))
             pos += size
         if n > cfg.segment_bytes:

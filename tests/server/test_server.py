@@ -11,6 +11,7 @@ import struct
 import time
 from typing import Any, Iterator
 
+import crc32c
 import pytest
 
 from client.protocol.api import SUPPORTED_VERSIONS, ApiKey, ErrorCode
@@ -282,6 +283,18 @@ def test_produce_corrupt_batch_writes_nothing(srv: BrokerProcess) -> None:
         assert p["records"] == log_bytes(srv.data_dir, "corrupt")
         assert [r.value for r in decode_batch(p["records"])] == [r.value for r in decode_batch(good)]
     assert os.path.getsize(log_file(srv.data_dir, "corrupt")) == size
+
+
+def test_produce_records_that_do_not_parse_behind_a_good_crc(srv: BrokerProcess) -> None:
+    new_topic(srv, "badrecords")
+    with Conn(srv.port) as c:
+        b = bytearray(batch(2)[:61]) + b"\x05 this is not a record"
+        struct.pack_into(">i", b, 8, len(b) - 12)
+        struct.pack_into(">I", b, 17, crc32c.crc32c(bytes(b[21:])))
+        assert _produce_error(c, "badrecords", bytes(b)) == ErrorCode.INVALID_RECORD
+        assert fetch_one(c, "badrecords", 0)["high_watermark"] == 0
+        produce_ok(c, "badrecords", batch(1))  # the partition and the connection still work
+    assert os.path.getsize(log_file(srv.data_dir, "badrecords")) == len(batch(1))
 
 
 def test_produce_magic_1_is_unsupported(srv: BrokerProcess) -> None:

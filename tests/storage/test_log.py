@@ -34,6 +34,7 @@ from client.records import (
     decode_batch,
     set_base_offset,
 )
+from client.records.compression import compress
 
 # ------------------------------------------------------------------------------- helpers
 
@@ -198,6 +199,22 @@ def _offset_delta_gap() -> bytearray:
     return b.build()
 
 
+def _with_records(section: bytes, count: int = 2, codec: int = 0) -> bytearray:
+    """A batch whose header (length, attributes' codec, lastOffsetDelta, recordsCount) and CRC
+    are right for ``section``, whatever ``section`` holds."""
+    b = bytearray(make_batch(2)[:61]) + section
+    struct.pack_into(">i", b, 8, len(b) - 12)
+    b[22] = (b[22] & ~0x07) | codec
+    struct.pack_into(">i", b, 23, count - 1)
+    struct.pack_into(">i", b, 57, count)
+    struct.pack_into(">I", b, 17, crc32c.crc32c(bytes(b[21:])))
+    return b
+
+
+def _records_of(batch: bytearray) -> bytes:
+    return bytes(batch[61:])
+
+
 INVALID = {
     "bad_crc": (lambda: _corrupt_crc(make_batch(2)), CorruptRecordError, 2),
     "wrong_magic": (lambda: _wrong_magic(make_batch(2)), UnsupportedMagicError, 43),
@@ -207,6 +224,12 @@ INVALID = {
     "base_offset_not_0": (lambda: make_batch(2, base_offset=7), InvalidRecordError, 87),
     "offset_delta_gap": (_offset_delta_gap, InvalidRecordError, 87),
     "too_large": (lambda: make_batch(1, value_size=600), RecordTooLargeError, 10),
+    # a right CRC over records that do not parse (Kafka's LogValidator refuses them too)
+    "garbage_records": (lambda: _with_records(b"\x05garbage-behind-a-good-crc"), InvalidRecordError, 87),
+    "records_past_count": (lambda: _with_records(_records_of(make_batch(3)), count=2), InvalidRecordError, 87),
+    "fewer_records_than_count": (lambda: _with_records(_records_of(make_batch(2)), count=3), InvalidRecordError, 87),
+    "compressed_garbage": (lambda: _with_records(b"\x1f\x8b not gzip at all", codec=1), InvalidRecordError, 87),
+    "compressed_bad_records": (lambda: _with_records(compress(1, b"\x05junk!"), codec=1), InvalidRecordError, 87),
 }
 
 

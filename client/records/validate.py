@@ -1,0 +1,44 @@
+"""Record-level checks of a producer's batch, made by the broker before the batch is written.
+
+``validate_batch`` (``batch.py``) checks the batch header and its CRC, which covers the bytes
+but not their meaning: a client can send a correct CRC over records that do not parse. Kafka's
+LogValidator walks every record before it writes a batch, and so does the broker, with
+``check_records``. What it checks (any failure is ``InvalidRecordError``, Kafka's
+INVALID_RECORD, 87; the batch is not written):
+
+- the records section (decompressed first for codecs 1-4) holds exactly ``recordsCount``
+  records and nothing after them (Kafka: "Incorrect declared batch size, records still
+  remaining in file");
+- each record ends exactly where its length varint says; key and value lengths are >= -1
+  (-1 = null) and inside the record; header count >= 0, header keys not null;
+- offset deltas are 0, 1, ..., recordsCount - 1 (Kafka checks this for compressed batches
+  only; a gap in an uncompressed batch would give records offsets past ``lastOffsetDelta``,
+  so it is refused here too).
+
+The walk is ``client.records.columnar.decode_lists`` (C when built, see there): the same code
+the consumer trusts, so what the broker accepts the consumer can read.
+"""
+
+from __future__ import annotations
+
+from .batch import RECORDS_OFFSET, CorruptRecordError, InvalidRecordError
+from .columnar import decode_lists
+from .compression import decompress
+
+__all__ = ["check_records"]
+
+
+def check_records(buf: bytes | bytearray | memoryview, pos: int, size: int, count: int, codec: int) -> None:
+    """Check the records of the (header-validated) batch ``buf[pos:pos + size]``."""
+    section = memoryview(buf)[pos + RECORDS_OFFSET:pos + size]
+    try:
+        data = decompress(codec, section) if codec else section
+        offsets = decode_lists(data, count)[0]
+    except CorruptRecordError as e:
+        raise InvalidRecordError(f"record batch has invalid records: {e}") from None
+    except Exception as e:  # noqa: BLE001 - a codec's own error for undecodable input
+        raise InvalidRecordError(f"record batch cannot be decompressed: {type(e).__name__}: {e}") from None
+    if offsets != list(range(count)):
+        first = next(i for i, d in enumerate(offsets) if d != i)
+        raise InvalidRecordError(f"record {first} of the batch has offset delta {offsets[first]}: inner record"
+                                 " offsets must be 0, 1, 2, ...")
