@@ -139,12 +139,18 @@ class Consumer:
     def _selected(self, partitions: tuple[tuple[str, int], ...]) -> list[PartitionState]:
         return [self._part(tp) for tp in partitions] if partitions else list(self._parts.values())
 
-    def seek(self, partition: tuple[str, int], offset: int) -> None:
+    def seek(self, partition: tuple[str, int], offset: int, *, until: int | None = None) -> None:
         """The next record handed out for ``partition`` will be the one at ``offset`` (or the
-        first after it). Drops what was buffered for it."""
+        first after it). Drops what was buffered for it.
+
+        ``until`` makes it a bounded read: nothing is fetched once the fetch position reaches
+        ``until`` (the batch holding ``until - 1`` is the last one requested; it may hold
+        records past it). No fetch is left long-polling after the range, so the next request
+        on the connection is not kept waiting behind it (the Spark reader reads one range per
+        task)."""
         if offset < 0:
             raise ValueError(f"offset must be >= 0, not {offset}")
-        self._part(partition).set_position(int(offset))
+        self._part(partition).set_position(int(offset), until)
         self._fetcher.wake.set()
 
     async def seek_to_beginning(self, *partitions: tuple[str, int]) -> None:

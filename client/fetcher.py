@@ -68,7 +68,7 @@ class NoOffsetForPartitionError(KafkaError):
 class PartitionState:
     __slots__ = ("tp", "position", "fetch_offset", "generation", "chunks", "rest", "rest_i", "rest_next",
                  "rest_cols", "in_flight", "resetting", "error", "high_watermark", "last_stable_offset",
-                 "log_start_offset")
+                 "log_start_offset", "until")
 
     def __init__(self, tp: TopicPartition) -> None:
         self.tp = tp
@@ -86,10 +86,12 @@ class PartitionState:
         self.high_watermark = -1
         self.last_stable_offset = -1
         self.log_start_offset = -1
+        self.until: int | None = None  # a bounded read: no fetch once fetch_offset >= until
 
-    def set_position(self, offset: int) -> None:
+    def set_position(self, offset: int, until: int | None = None) -> None:
         self.position = offset
         self.fetch_offset = offset
+        self.until = until
         self.generation += 1
         self.chunks.clear()
         self.rest = None
@@ -256,6 +258,8 @@ class Fetcher:
         for part in self.order:
             if part.in_flight or part.error is not None or len(part.chunks) >= PREFETCH:
                 continue
+            if part.until is not None and part.fetch_offset >= part.until:
+                continue  # a bounded read that has everything it asked for
             if part.position is None:
                 if not part.resetting:
                     to_reset.append(part)

@@ -314,7 +314,7 @@ def read_range(r: RangePartition, o: SourceOptions, sch: Any) -> Iterator[Any]:
 
     async def seek(offset: int) -> None:
         c.assign([tp])
-        c.seek(tp, offset)
+        c.seek(tp, offset, until=r.end)
 
     def log_start() -> int:
         return lt.run(c.beginning_offsets([tp]))[TopicPartition(*tp)]

@@ -206,6 +206,25 @@ async def test_next_fetch_is_in_flight_while_the_application_works(module_broker
         assert checks >= 5
 
 
+async def test_bounded_read_stops_fetching_at_until(module_broker, topic):
+    bs = module_broker.bootstrap
+    await setup(bs, topic, [batch(values(5, tag=f"b{j}")) for j in range(6)])  # batches [0,5) ... [25,30)
+    async with Consumer(bs, fetch_max_wait_ms=5000, max_partition_fetch_bytes=200, request_timeout_ms=10000) as c:
+        c.assign([(topic, 0)])
+        c.seek((topic, 0), 3, until=12)
+        got = await drain(c, 12)  # whole batches: [3, 15), none past the one holding offset 11
+        assert [r.offset for r in got] == list(range(3, 15))
+        part = c._parts[TopicPartition(topic, 0)]
+        await asyncio.sleep(0.3)
+        assert not part.in_flight and not part.chunks  # no long poll left waiting past the range
+        assert await c.getmany(timeout_ms=200) == {}
+        # another partition's request on the same connection is answered at once
+        t0 = time.monotonic()
+        c.seek((topic, 0), 25)
+        assert [r.offset for r in await drain(c, 5)] == list(range(25, 30))
+        assert time.monotonic() - t0 < 2.5
+
+
 async def test_long_poll_returns_when_records_arrive(module_broker, topic):
     bs = module_broker.bootstrap
     await setup(bs, topic, [batch([b"first"])])
