@@ -27,7 +27,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -163,7 +163,7 @@ def check_options(opts: dict[str, str]) -> None:
         raise UsageError(str(e)) from None
 
 
-def make_session(master: str, verbose: bool) -> Any:
+def make_session(master: str, verbose: bool, app_name: str = "minibroker-spark-consume") -> Any:
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     if master.startswith("local"):
@@ -172,7 +172,7 @@ def make_session(master: str, verbose: bool) -> Any:
     os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO), os.environ.get("PYTHONPATH")) if p)
     from pyspark.sql import SparkSession
 
-    b = (SparkSession.builder.master(master).appName("minibroker-spark-consume")
+    b = (SparkSession.builder.master(master).appName(app_name)
          .config("spark.sql.shuffle.partitions", "2"))
     if not verbose:
         # A log4j2 configuration at ERROR from the start: setLogLevel only acts once the
@@ -257,20 +257,26 @@ def one_line(e: BaseException) -> str:
     return (lines[0] if lines else type(e).__name__)[:500]
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    args = parse_args(argv)  # exits 2 on a usage error
+def exit_status(prog: str, job: Callable[[], Any]) -> int:
+    """Run ``job``: 0 when it returns, 2 after a UsageError, 1 after any other error, with the
+    error in one line on stderr (shared with scripts/spark_loadtest.py)."""
     try:
-        run(args)
+        job()
     except UsageError as e:
-        print(f"spark_consume.py: error: {e}", file=sys.stderr)
+        print(f"{prog}: error: {e}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
-        print("spark_consume.py: interrupted", file=sys.stderr)
+        print(f"{prog}: interrupted", file=sys.stderr)
         return 1
     except Exception as e:  # noqa: BLE001 - reported in one line
-        print(f"spark_consume.py: error: {one_line(e)}", file=sys.stderr)
+        print(f"{prog}: error: {one_line(e)}", file=sys.stderr)
         return 1
     return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parse_args(argv)  # exits 2 on a usage error
+    return exit_status("spark_consume.py", lambda: run(args))
 
 
 if __name__ == "__main__":
