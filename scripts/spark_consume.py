@@ -62,10 +62,11 @@ appender.console.name = console
 appender.console.target = SYSTEM_ERR
 appender.console.layout.type = PatternLayout
 appender.console.layout.pattern = %d{yy/MM/dd HH:mm:ss} %p %c{1}: %m%n
-# PySpark counts as a shell: Spark prints "Setting default log level to ..." unless this
-# logger's level equals the root's.
-logger.repl.name = org.apache.spark.repl.Main
-logger.repl.level = error
+# PySpark counts as a shell: Spark prints "Setting default log level to ..." unless the
+# logger of the class that sets logging up has a configuration of its own at the root's level
+# (that class is not the repl's Main under PySpark: configure all of org.apache.spark).
+logger.spark.name = org.apache.spark
+logger.spark.level = error
 """
 
 

@@ -89,6 +89,7 @@ def test_prints_counts_and_offset_ranges(servers: str) -> None:
     check_summary(r.stdout, 150)
     # Quiet by default: no Spark log lines below ERROR, no progress bars.
     assert not re.search(r"^\d\d/\d\d/\d\d \S+ (INFO|WARN) |Stage \d+", r.stderr, re.M), r.stderr
+    assert "Setting default log level" not in r.stderr, r.stderr
 
 
 def test_writes_parquet(servers: str, tmp_path: Path) -> None:
