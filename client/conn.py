@@ -41,7 +41,7 @@ class ClientConnectionState:
         self.client_id = client_id
         self._next_cid = 0
         self.in_flight: collections.deque[tuple[int, int, int]] = collections.deque()  # (cid, key, version)
-        self._decoder = FrameDecoder(max_frame)
+        self._decoder = FrameDecoder(max_frame, preallocate=True)
 
     def encode_request(self, api_key: int, version: int, body: dict[str, Any], expect_response: bool = True) -> tuple[int, bytes]:
         cid = self._next_cid

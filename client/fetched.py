@@ -249,14 +249,11 @@ def decode_batch_columns(buf: memoryview, pos: int, topic: str, partition: int, 
         return None, nxt
     base_offset, attributes, base_ts, max_ts, count = h[0], h[5], h[7], h[8], h[12]
     log_append = attributes & LOG_APPEND_TIME_FLAG
-    offs, tss, keys, vals, hdrs = decode_columns(data, count, base_offset, 0 if log_append else base_ts)
-    try:
-        offsets = array("q", offs)
-        timestamps = array("q", [max_ts]) * count if log_append else array("q", tss)
-    except OverflowError:
-        raise CorruptRecordError("record offset or timestamp overflows int64") from None
+    offsets, timestamps, keys, vals, hdrs = decode_columns(data, count, base_offset, 0 if log_append else base_ts)
+    if log_append:
+        timestamps = array("q", [max_ts]) * count
     tt = 1 if log_append else 0
     cb = ColumnBatch(topic, partition, tt, nxt, offsets, timestamps, keys, vals, hdrs)
     if base_offset < position:
-        cb = cb.slice(bisect_left(offs, position))
+        cb = cb.slice(bisect_left(offsets, position))
     return cb, nxt

@@ -4,6 +4,12 @@
 the size prefix) in order. A size above ``max_size`` (``socket.request.max.bytes``, 100 MiB by
 default) or below 0 raises FrameTooLargeError / InvalidFrameError *before* any allocation for
 the body. Sans-IO: the server and the client drive the same decoder.
+
+``preallocate=True`` (the client, which trusts its broker's sizes up to ``max_size``): once
+the size of a frame of at least ``PREALLOCATE_MIN`` bytes is known, its buffer is allocated
+whole and later bytes are copied straight into it, once, instead of being appended to the
+stream buffer and sliced out again (two copies of every fetched byte). The server keeps the
+default: a peer announcing a large size gets no allocation until the bytes arrive.
 """
 
 from __future__ import annotations
@@ -14,6 +20,7 @@ __all__ = ["FrameDecoder", "FrameError", "FrameTooLargeError", "InvalidFrameErro
 
 DEFAULT_MAX_FRAME = 104857600  # socket.request.max.bytes
 _SIZE = struct.Struct(">i")
+PREALLOCATE_MIN = 65536
 
 
 class FrameError(ValueError):
@@ -29,22 +36,60 @@ class InvalidFrameError(FrameError):
 
 
 class FrameDecoder:
-    __slots__ = ("max_size", "_buf", "_start")
+    __slots__ = ("max_size", "preallocate", "_buf", "_start", "_big", "_filled", "_ready")
 
-    def __init__(self, max_size: int = DEFAULT_MAX_FRAME) -> None:
+    def __init__(self, max_size: int = DEFAULT_MAX_FRAME, preallocate: bool = False) -> None:
         self.max_size = max_size
+        self.preallocate = preallocate
         self._buf = bytearray()
         self._start = 0
+        self._big: bytearray | None = None  # a preallocated frame being filled
+        self._filled = 0
+        self._ready: list[bytearray] = []   # complete preallocated frames, before ``_buf``'s
 
     @property
     def buffered(self) -> int:
-        return len(self._buf) - self._start
+        return len(self._buf) - self._start + self._filled + sum(map(len, self._ready))
 
     def feed(self, data: bytes | bytearray | memoryview) -> None:
-        self._buf += data
+        if not self.preallocate:
+            self._buf += data
+            return
+        mv = memoryview(data)
+        while mv:
+            big = self._big
+            if big is not None:
+                n = min(len(mv), len(big) - self._filled)
+                big[self._filled:self._filled + n] = mv[:n]
+                self._filled += n
+                mv = mv[n:]
+                if self._filled == len(big):
+                    self._ready.append(big)
+                    self._big, self._filled = None, 0
+                continue
+            buf, start = self._buf, self._start
+            if len(buf) - start == 0 and len(mv) >= 4:
+                size = _SIZE.unpack_from(mv, 0)[0]
+                if PREALLOCATE_MIN <= size <= self.max_size and len(mv) < 4 + size:
+                    self._big = bytearray(size)
+                    mv = mv[4:]
+                    continue
+            buf += mv
+            avail = len(buf) - start
+            if avail >= 4:  # the first frame's header is in: preallocate it if big and incomplete
+                size = _SIZE.unpack_from(buf, start)[0]
+                if PREALLOCATE_MIN <= size <= self.max_size and avail < 4 + size:
+                    big = self._big = bytearray(size)
+                    big[:avail - 4] = memoryview(buf)[start + 4:]
+                    self._filled = avail - 4
+                    buf.clear()
+                    self._start = 0
+            return
 
     def next_frame(self) -> bytearray | None:
         """The next whole frame's bytes (a fresh, writable buffer), or None if incomplete."""
+        if self._ready:
+            return self._ready.pop(0)
         buf = self._buf
         start = self._start
         avail = len(buf) - start

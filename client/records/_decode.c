@@ -27,6 +27,11 @@
  * are none); header keys are decoded as ``bytes.decode("utf-8", "replace")`` does. Keys and
  * values are always ``bytes`` (the Python version returns slices of the input's type).
  *
+ * decode_columns(data, count, base_offset=0, base_timestamp=0) is the same walk writing
+ * straight into column buffers (Arrow's layouts: int64 offsets and timestamps, binary keys and
+ * values as data + int32 offsets + validity bitmap): no Python object per record, except for
+ * headers. See its docstring below.
+ *
  * Safety: every varint and every length is checked against the end of its record (and each
  * record's end against the end of the buffer) before anything is read; lengths are compared as
  * `len > end - p` so hostile 64-bit values cannot overflow; `count` must fit (7 bytes per record
@@ -39,6 +44,7 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <stdint.h>
+#include <string.h>
 
 static PyObject *CorruptRecordError; /* client.records.batch.CorruptRecordError */
 
@@ -284,8 +290,180 @@ fail:
     return NULL;
 }
 
+/* ---------------------------------------------------------------- decode_columns */
+
+/* A key or value into a column: length varint at d[*pp]; the bytes are appended to `data` at
+ * *used; `offs[i + 1]` gets the new end; a null clears bit i of `valid`. 0, or -1 + exception. */
+static inline int
+read_into_column(const unsigned char *d, Py_ssize_t end, Py_ssize_t *pp, const char *what, char *data,
+                 Py_ssize_t *used, int32_t *offs, unsigned char *valid, Py_ssize_t *nulls, Py_ssize_t i)
+{
+    int64_t n;
+    if (read_varint(d, end, pp, &n)) {
+        PyErr_Format(CorruptRecordError, "corrupt record: %s length varint runs past the record", what);
+        return -1;
+    }
+    if (n < 0) {
+        if (n != -1) {
+            PyErr_Format(CorruptRecordError, "corrupt record: %s length %lld", what, (long long)n);
+            return -1;
+        }
+        valid[i >> 3] &= (unsigned char)~(1u << (i & 7));
+        (*nulls)++;
+    } else {
+        if (n > end - *pp) {
+            PyErr_Format(CorruptRecordError, "corrupt record: %s of %lld bytes runs past the record", what,
+                         (long long)n);
+            return -1;
+        }
+        memcpy(data + *used, d + *pp, (size_t)n);
+        *used += (Py_ssize_t)n;
+        *pp += (Py_ssize_t)n;
+    }
+    offs[i + 1] = (int32_t)*used;
+    return 0;
+}
+
+PyDoc_STRVAR(decode_columns_doc,
+"decode_columns(data, count, base_offset=0, base_timestamp=0)\n"
+"--\n\n"
+"Decode ``count`` records into column buffers, no Python object per record:\n"
+"``(offsets, timestamps, key_data, key_offsets, key_validity, key_nulls, value_data,\n"
+"value_offsets, value_validity, value_nulls, headers)``: offsets and timestamps are native\n"
+"int64s, *_offsets native int32s (count + 1), *_validity an Arrow bitmap or None when nothing\n"
+"is null, headers None when no record has any (else a list as decode_lists gives).\n"
+"Same checks and CorruptRecordError as decode_lists; offsets or timestamps that overflow\n"
+"int64 are corrupt too.");
+
+static PyObject *
+decode_columns(PyObject *self, PyObject *args, PyObject *kwargs)
+{
+    static char *kwlist[] = {"data", "count", "base_offset", "base_timestamp", NULL};
+    Py_buffer buf;
+    PyObject *count_obj;
+    long long bo_ll = 0, bt_ll = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "y*O|LL:decode_columns", kwlist, &buf, &count_obj, &bo_ll,
+                                     &bt_ll))
+        return NULL;
+    const int64_t bo = bo_ll, bt = bt_ll;
+    const unsigned char *d = (const unsigned char *)buf.buf;
+    const Py_ssize_t n = buf.len;
+    Py_ssize_t p = 0, i, kused = 0, vused = 0, knulls = 0, vnulls = 0;
+    PyObject *ods = NULL, *tss = NULL, *kdata = NULL, *koffs = NULL, *kvalid = NULL, *vdata = NULL,
+             *voffs = NULL, *vvalid = NULL, *hdrs = NULL, *empty = NULL, *o;
+
+    Py_ssize_t count = PyLong_AsSsize_t(count_obj);
+    if (count == -1 && PyErr_Occurred()) {
+        if (!PyErr_ExceptionMatches(PyExc_OverflowError))
+            goto fail;
+        PyErr_Clear();
+        count = -1;
+    }
+    if (count < 0 || count > n / 7 || n > INT32_MAX) {
+        PyErr_Format(CorruptRecordError, "records count %S cannot fit in %zd bytes", count_obj, n);
+        goto fail;
+    }
+    const Py_ssize_t vbytes = (count + 7) >> 3;
+    if (!(ods = PyBytes_FromStringAndSize(NULL, 8 * count)) || !(tss = PyBytes_FromStringAndSize(NULL, 8 * count)) ||
+        !(kdata = PyBytes_FromStringAndSize(NULL, n)) || !(vdata = PyBytes_FromStringAndSize(NULL, n)) ||
+        !(koffs = PyBytes_FromStringAndSize(NULL, 4 * (count + 1))) ||
+        !(voffs = PyBytes_FromStringAndSize(NULL, 4 * (count + 1))) ||
+        !(kvalid = PyBytes_FromStringAndSize(NULL, vbytes)) || !(vvalid = PyBytes_FromStringAndSize(NULL, vbytes)))
+        goto fail;
+    int64_t *od_out = (int64_t *)PyBytes_AS_STRING(ods), *ts_out = (int64_t *)PyBytes_AS_STRING(tss);
+    int32_t *ko = (int32_t *)PyBytes_AS_STRING(koffs), *vo = (int32_t *)PyBytes_AS_STRING(voffs);
+    unsigned char *kv = (unsigned char *)PyBytes_AS_STRING(kvalid), *vv = (unsigned char *)PyBytes_AS_STRING(vvalid);
+    char *kd = PyBytes_AS_STRING(kdata), *vd = PyBytes_AS_STRING(vdata);
+    memset(kv, 0xff, (size_t)vbytes);
+    memset(vv, 0xff, (size_t)vbytes);
+    if (count & 7) { /* Arrow: padding bits past the last element are 0 */
+        kv[vbytes - 1] = vv[vbytes - 1] = (unsigned char)((1u << (count & 7)) - 1);
+    }
+    ko[0] = vo[0] = 0;
+    for (i = 0; i < count; i++) {
+        int64_t len, tsd, od;
+        if (read_varint(d, n, &p, &len))
+            goto truncated;
+        if (len < 0 || len > n - p) {
+            PyErr_Format(CorruptRecordError, "corrupt record: length %lld (%zd bytes left)", (long long)len, n - p);
+            goto fail;
+        }
+        const Py_ssize_t end = p + (Py_ssize_t)len;
+        p++; /* attributes */
+        if (read_varint(d, end, &p, &tsd) || read_varint(d, end, &p, &od))
+            goto truncated;
+        if ((tsd > 0 && bt > INT64_MAX - tsd) || (tsd < 0 && bt < INT64_MIN - tsd) ||
+            (od > 0 && bo > INT64_MAX - od) || (od < 0 && bo < INT64_MIN - od)) {
+            PyErr_SetString(CorruptRecordError, "record offset or timestamp overflows int64");
+            goto fail;
+        }
+        ts_out[i] = bt + tsd;
+        od_out[i] = bo + od;
+        if (read_into_column(d, end, &p, "key", kd, &kused, ko, kv, &knulls, i) ||
+            read_into_column(d, end, &p, "value", vd, &vused, vo, vv, &vnulls, i))
+            goto fail;
+        if (p + 1 == end && d[p] == 0) { /* no headers */
+            p = end;
+            if (hdrs != NULL)
+                PyList_SET_ITEM(hdrs, i, Py_NewRef(empty));
+        } else {
+            if (p >= end) {
+                PyErr_SetString(CorruptRecordError, "corrupt record: fields run past the record length");
+                goto fail;
+            }
+            if (hdrs == NULL) { /* the first record with headers: the earlier ones have none */
+                if (!(empty = PyTuple_New(0)) || !(hdrs = PyList_New(count)))
+                    goto fail;
+                for (Py_ssize_t j = 0; j < i; j++)
+                    PyList_SET_ITEM(hdrs, j, Py_NewRef(empty));
+            }
+            if (!(o = read_headers(d, end, &p)))
+                goto fail;
+            PyList_SET_ITEM(hdrs, i, o);
+            if (p != end) {
+                PyErr_SetString(CorruptRecordError, "corrupt record: record length does not match its fields");
+                goto fail;
+            }
+        }
+    }
+    if (p != n) {
+        PyErr_Format(CorruptRecordError, "%zd bytes left over after %zd records", n - p, count);
+        goto fail;
+    }
+    if (_PyBytes_Resize(&kdata, kused) || _PyBytes_Resize(&vdata, vused))
+        goto fail;
+    if (knulls == 0)
+        Py_SETREF(kvalid, Py_NewRef(Py_None));
+    if (vnulls == 0)
+        Py_SETREF(vvalid, Py_NewRef(Py_None));
+    if (hdrs == NULL)
+        hdrs = Py_NewRef(Py_None);
+    Py_XDECREF(empty);
+    PyBuffer_Release(&buf);
+    return Py_BuildValue("(NNNNNnNNNnN)", ods, tss, kdata, koffs, kvalid, knulls, vdata, voffs, vvalid, vnulls,
+                         hdrs);
+
+truncated:
+    PyErr_Format(CorruptRecordError, "records section ends inside a record (%zd bytes, %zd records)", n, count);
+fail:
+    Py_XDECREF(ods);
+    Py_XDECREF(tss);
+    Py_XDECREF(kdata);
+    Py_XDECREF(koffs);
+    Py_XDECREF(kvalid);
+    Py_XDECREF(vdata);
+    Py_XDECREF(voffs);
+    Py_XDECREF(vvalid);
+    Py_XDECREF(hdrs);
+    Py_XDECREF(empty);
+    PyBuffer_Release(&buf);
+    return NULL;
+}
+
 static PyMethodDef methods[] = {
     {"decode_lists", (PyCFunction)(void (*)(void))decode_lists, METH_VARARGS | METH_KEYWORDS, decode_lists_doc},
+    {"decode_columns", (PyCFunction)(void (*)(void))decode_columns, METH_VARARGS | METH_KEYWORDS,
+     decode_columns_doc},
     {NULL, NULL, 0, NULL},
 };
 

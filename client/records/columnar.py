@@ -5,8 +5,9 @@
 slow for a consumer. ``decode_lists`` decodes the records section of one batch (bytes 61..end,
 already decompressed; layout in ``client.records.record``) in one loop into lists: offset
 deltas, timestamp deltas, keys, values, headers — what the consumer zips ``ConsumerRecord``s
-from, in C. ``decode_columns`` turns the keys and values into ``BinaryColumn``s, Apache
-Arrow's ``binary`` layout (one data buffer + int32 offsets + validity bitmap), for bulk mode.
+from, in C. ``decode_columns`` gives the keys and values as ``BinaryColumn``s, Apache
+Arrow's ``binary`` layout (one data buffer + int32 offsets + validity bitmap), and offsets and
+timestamps as ``array('q')``, for bulk mode; in C it writes those buffers directly.
 
 How it is fast (CPython 3.11; measured on 100-byte records): varints of one and two bytes
 (every length and delta of records under 8 KiB, in batches of under 8192 records) are decoded
@@ -38,7 +39,8 @@ from typing import Iterator, Sequence
 from .batch import CorruptRecordError
 from .varint import VarintError, read_varint
 
-__all__ = ["BinaryColumn", "decode_lists", "decode_lists_py", "decode_columns", "Header", "C_DECODER"]
+__all__ = ["BinaryColumn", "decode_lists", "decode_lists_py", "decode_columns", "decode_columns_py", "Header",
+           "C_DECODER"]
 
 Header = tuple[str, "bytes | None"]
 _NO_HEADERS: tuple[Header, ...] = ()
@@ -352,13 +354,40 @@ def _column(values: list[bytes | None]) -> BinaryColumn:
     return BinaryColumn(b"".join(values), array("i", accumulate(map(len, values), initial=0)))  # type: ignore[arg-type]
 
 
-def decode_columns(data: bytes, count: int, base_offset: int = 0, base_timestamp: int = 0
-                   ) -> tuple[list[int], list[int], BinaryColumn, BinaryColumn, list[tuple[Header, ...]]]:
-    """As ``decode_lists``, with keys and values as ``BinaryColumn``s:
-    ``(offsets, timestamps, keys, values, headers)``.
+def decode_columns_py(data: bytes, count: int, base_offset: int = 0, base_timestamp: int = 0
+                      ) -> tuple[array, array, BinaryColumn, BinaryColumn, list[tuple[Header, ...]]]:
+    """As ``decode_lists``, as columns: ``(offsets, timestamps, keys, values, headers)`` with
+    offsets and timestamps ``array('q')``, keys and values ``BinaryColumn``s.
 
-    The loop is ``decode_lists``'s; the columns are then built by ``bytes.join`` and
-    ``accumulate`` over the lists (C loops, ~60 ns per record). A loop writing straight into
-    ``bytearray``s was measured too: no faster (a memoryview slice and two calls per field)."""
+    Built from ``decode_lists``'s lists by ``bytes.join`` and ``accumulate`` (C loops, ~60 ns
+    per record); the C ``decode_columns`` writes the buffers directly instead."""
     ods, tss, keys, vals, hdrs = decode_lists(data, count, base_offset, base_timestamp)
-    return ods, tss, _column(keys), _column(vals), hdrs
+    try:
+        offsets, timestamps = array("q", ods), array("q", tss)
+    except OverflowError:
+        raise CorruptRecordError("record offset or timestamp overflows int64") from None
+    return offsets, timestamps, _column(keys), _column(vals), hdrs
+
+
+def _int_array(code: str, raw: bytes) -> array:
+    a = array(code)
+    a.frombytes(raw)
+    return a
+
+
+def decode_columns_c(data: bytes, count: int, base_offset: int = 0, base_timestamp: int = 0
+                     ) -> tuple[array, array, BinaryColumn, BinaryColumn, list[tuple[Header, ...]]]:
+    """``decode_columns_py``'s result from the C walk into column buffers (no Python object per
+    record; ~4x faster on 100-byte records)."""
+    (ods, tss, kdata, koffs, kvalid, knulls, vdata, voffs, vvalid, vnulls,
+     hdrs) = _c_decode_columns(data, count, base_offset, base_timestamp)
+    return (_int_array("q", ods), _int_array("q", tss), BinaryColumn(kdata, _int_array("i", koffs), kvalid, knulls),
+            BinaryColumn(vdata, _int_array("i", voffs), vvalid, vnulls),
+            [_NO_HEADERS] * count if hdrs is None else hdrs)
+
+
+decode_columns = decode_columns_py
+if C_DECODER:
+    from ._decode import decode_columns as _c_decode_columns
+
+    decode_columns = decode_columns_c  # noqa: F811

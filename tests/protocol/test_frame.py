@@ -115,3 +115,39 @@ def test_any_split_yields_the_same_frames(bodies: list[bytes], cuts: list[int]) 
         out.extend(d.frames())
     assert out == bodies
     assert d.buffered == 0
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.integers(0, 3 * 65536), min_size=1, max_size=6), st.lists(st.integers(1, 70000), min_size=1),
+       st.data())
+def test_preallocated_frames_equal_buffered_ones(sizes, cuts, data) -> None:
+    """The client's decoder (big frames preallocated, filled in place) cuts any byte stream into
+    the same frames, in the same order, as the plain one, however the stream is chunked."""
+
+    bodies = [bytes([i % 251]) * n + bytes([i]) for i, n in enumerate(sizes)]
+    stream = b"".join(framed(b) for b in bodies)
+    plain, pre = FrameDecoder(), FrameDecoder(preallocate=True)
+    got_plain: list[bytes] = []
+    got_pre: list[bytes] = []
+    pos = 0
+    i = 0
+    while pos < len(stream):
+        n = cuts[i % len(cuts)]
+        i += 1
+        chunk = stream[pos:pos + n]
+        pos += n
+        for d, out in ((plain, got_plain), (pre, got_pre)):
+            d.feed(chunk)
+            if data.draw(st.booleans()):
+                out.extend(bytes(f) for f in d.frames())
+    got_plain.extend(bytes(f) for f in plain.frames())
+    got_pre.extend(bytes(f) for f in pre.frames())
+    assert got_pre == got_plain == bodies
+    assert pre.buffered == plain.buffered == 0
+
+
+def test_preallocation_is_bounded_by_max_size() -> None:
+    d = FrameDecoder(max_size=100_000, preallocate=True)
+    d.feed(struct.pack(">i", 200_000) + b"x" * 10)  # too large: not preallocated, refused on read
+    with pytest.raises(FrameTooLargeError):
+        d.next_frame()

@@ -261,7 +261,19 @@ def _outcome(decode, *args):
         return CorruptRecordError
 
 
+def _columns(decode, section, count, bo, bt):
+    """decode_columns' result as plain values (or CorruptRecordError)."""
+    got = _outcome(decode, section, count, bo, bt)
+    if got is CorruptRecordError:
+        return got
+    o, t, k, v, h = got
+    assert type(o) is type(t) is array and o.typecode == t.typecode == "q"
+    return (list(o), list(t), [(c.data, c.offsets.tobytes(), c.validity, c.null_count) for c in (k, v)], h)
+
+
 def _same(section, count, bo=0, bt=0):
+    """The C and Python decoders agree: decode_lists, and decode_columns (the C one writes the
+    column buffers itself)."""
     want = _outcome(decode_lists_py, section, count, bo, bt)
     got = _outcome(decode_lists_c, section, count, bo, bt)
     assert got == want
@@ -269,6 +281,9 @@ def _same(section, count, bo=0, bt=0):
         for g, w in zip(got, want):
             assert type(g) is type(w) is list
             assert [type(x) for x in g] == [type(x) for x in w]
+    from client.records.columnar import decode_columns_c, decode_columns_py
+
+    assert _columns(decode_columns_c, section, count, bo, bt) == _columns(decode_columns_py, section, count, bo, bt)
     return want
 
 
@@ -366,3 +381,4 @@ def test_c_decoder_keywords_and_defaults():
     section = _section([(b"k", b"v", [], 3, 2)])
     assert decode_lists_c(section, 1) == decode_lists_py(section, 1)
     assert decode_lists_c(data=section, count=1, base_offset=10, base_timestamp=7) == ([12], [10], [b"k"], [b"v"], [()])
+
