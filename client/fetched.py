@@ -42,7 +42,7 @@ from client.records.batch import (
     CorruptRecordError,
     validate_batch,
 )
-from client.records.columnar import BinaryColumn, Header, decode_columns, decode_lists
+from client.records.columnar import BinaryColumn, Header, decode_columns, decode_records
 from client.records.compression import decompress
 from client.structs import TopicPartition
 
@@ -226,17 +226,10 @@ def decode_batch_rows(buf: memoryview, pos: int, topic: str, partition: int, pos
     if data is None:
         return [], nxt
     base_offset, attributes, base_ts, max_ts, count = h[0], h[5], h[7], h[8], h[12]
-    log_append = attributes & LOG_APPEND_TIME_FLAG
-    offsets, timestamps, keys, vals, hdrs = decode_lists(data, count, base_offset, 0 if log_append else base_ts)
-    if log_append:
-        tt = 1
-        timestamps = repeat(max_ts)  # type: ignore[assignment]
+    if attributes & LOG_APPEND_TIME_FLAG:
+        rows = decode_records(data, count, ConsumerRecord, topic, partition, 1, base_offset, 0, position, max_ts)
     else:
-        tt = 0
-    rows = list(map(_new, repeat(ConsumerRecord), zip(
-        repeat(topic), repeat(partition), offsets, timestamps, repeat(tt), keys, vals, hdrs)))
-    if base_offset < position:
-        del rows[:bisect_left(offsets, position)]
+        rows = decode_records(data, count, ConsumerRecord, topic, partition, 0, base_offset, base_ts, position)
     return rows, nxt
 
 

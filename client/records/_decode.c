@@ -190,6 +190,69 @@ read_blob(const unsigned char *d, Py_ssize_t end, Py_ssize_t *pp, const char *wh
     return r;
 }
 
+/* One record at d[*pp] (not past n): its deltas, key, value (new references, None for null)
+ * and headers (a new reference; `empty` for none). 0, or -1 with CorruptRecordError set and no
+ * references left. */
+static int
+parse_record(const unsigned char *d, Py_ssize_t n, Py_ssize_t *pp, PyObject *empty, int64_t *tsd, int64_t *od,
+             PyObject **key, PyObject **val, PyObject **hdrs)
+{
+    Py_ssize_t p = *pp;
+    int64_t len;
+    *key = *val = *hdrs = NULL;
+    if (read_varint(d, n, &p, &len))
+        goto truncated;
+    if (len < 0 || len > n - p) {
+        PyErr_Format(CorruptRecordError, "corrupt record: length %lld (%zd bytes left)", (long long)len, n - p);
+        return -1;
+    }
+    const Py_ssize_t end = p + (Py_ssize_t)len;
+    p++; /* attributes; read_varint below fails if this passed `end` */
+    if (read_varint(d, end, &p, tsd) || read_varint(d, end, &p, od))
+        goto truncated;
+    if (!(*key = read_blob(d, end, &p, "key")) || !(*val = read_blob(d, end, &p, "value")))
+        goto fail;
+    if (p + 1 == end && d[p] == 0) { /* no headers: the common case */
+        p = end;
+        *hdrs = Py_NewRef(empty);
+    } else {
+        if (p >= end) {
+            PyErr_SetString(CorruptRecordError, "corrupt record: fields run past the record length");
+            goto fail;
+        }
+        if (!(*hdrs = read_headers(d, end, &p)))
+            goto fail;
+        if (p != end) {
+            PyErr_SetString(CorruptRecordError, "corrupt record: record length does not match its fields");
+            goto fail;
+        }
+    }
+    *pp = p;
+    return 0;
+truncated:
+    PyErr_Format(CorruptRecordError, "records section ends inside a record (%zd bytes)", n);
+fail:
+    Py_CLEAR(*key);
+    Py_CLEAR(*val);
+    Py_CLEAR(*hdrs);
+    return -1;
+}
+
+/* `count` from a Python int into *out, -1 when out of range (reported by the caller as a bad
+ * count). Returns -1 (exception set) only when count_obj is not an int. */
+static int
+parse_count(PyObject *count_obj, Py_ssize_t *out)
+{
+    Py_ssize_t count = PyLong_AsSsize_t(count_obj);
+    if (count == -1 && PyErr_Occurred()) {
+        if (!PyErr_ExceptionMatches(PyExc_OverflowError))
+            return -1;
+        PyErr_Clear();
+    }
+    *out = count;
+    return 0;
+}
+
 PyDoc_STRVAR(decode_lists_doc,
 "decode_lists(data, count, base_offset=0, base_timestamp=0)\n"
 "--\n\n"
@@ -212,13 +275,9 @@ decode_lists(PyObject *self, PyObject *args, PyObject *kwargs)
     Py_ssize_t p = 0, i;
     PyObject *ods = NULL, *tss = NULL, *keys = NULL, *vals = NULL, *hdrs = NULL, *empty = NULL, *o;
 
-    Py_ssize_t count = PyLong_AsSsize_t(count_obj);
-    if (count == -1 && PyErr_Occurred()) {
-        if (!PyErr_ExceptionMatches(PyExc_OverflowError))
-            goto fail;
-        PyErr_Clear();
-        count = -1; /* out of range either way: reported as a bad count below */
-    }
+    Py_ssize_t count;
+    if (parse_count(count_obj, &count))
+        goto fail;
     if (count < 0 || count > n / 7) { /* a record takes at least 7 bytes: no huge lists */
         PyErr_Format(CorruptRecordError, "records count %S cannot fit in %zd bytes", count_obj, n);
         goto fail;
@@ -229,45 +288,19 @@ decode_lists(PyObject *self, PyObject *args, PyObject *kwargs)
     /* Lists fresh from PyList_New hold NULLs; list_dealloc skips them, so a partly filled list
      * is freed correctly on the error paths. */
     for (i = 0; i < count; i++) {
-        int64_t len, tsd, od;
-        if (read_varint(d, n, &p, &len))
-            goto truncated;
-        if (len < 0 || len > n - p) {
-            PyErr_Format(CorruptRecordError, "corrupt record: length %lld (%zd bytes left)", (long long)len, n - p);
+        int64_t tsd, od;
+        PyObject *k, *v, *h;
+        if (parse_record(d, n, &p, empty, &tsd, &od, &k, &v, &h))
             goto fail;
-        }
-        const Py_ssize_t end = p + (Py_ssize_t)len;
-        p++; /* attributes; read_varint below fails if this passed `end` */
-        if (read_varint(d, end, &p, &tsd) || read_varint(d, end, &p, &od))
-            goto truncated;
+        PyList_SET_ITEM(keys, i, k);
+        PyList_SET_ITEM(vals, i, v);
+        PyList_SET_ITEM(hdrs, i, h);
         if (!(o = add_int(bt, tsd)))
             goto fail;
         PyList_SET_ITEM(tss, i, o);
         if (!(o = add_int(bo, od)))
             goto fail;
         PyList_SET_ITEM(ods, i, o);
-        if (!(o = read_blob(d, end, &p, "key")))
-            goto fail;
-        PyList_SET_ITEM(keys, i, o);
-        if (!(o = read_blob(d, end, &p, "value")))
-            goto fail;
-        PyList_SET_ITEM(vals, i, o);
-        if (p + 1 == end && d[p] == 0) { /* no headers: the common case */
-            p = end;
-            PyList_SET_ITEM(hdrs, i, Py_NewRef(empty));
-        } else {
-            if (p >= end) {
-                PyErr_SetString(CorruptRecordError, "corrupt record: fields run past the record length");
-                goto fail;
-            }
-            if (!(o = read_headers(d, end, &p)))
-                goto fail;
-            PyList_SET_ITEM(hdrs, i, o);
-            if (p != end) {
-                PyErr_SetString(CorruptRecordError, "corrupt record: record length does not match its fields");
-                goto fail;
-            }
-        }
     }
     if (p != n) {
         PyErr_Format(CorruptRecordError, "%zd bytes left over after %zd records", n - p, count);
@@ -277,14 +310,106 @@ decode_lists(PyObject *self, PyObject *args, PyObject *kwargs)
     PyBuffer_Release(&buf);
     return Py_BuildValue("(NNNNN)", ods, tss, keys, vals, hdrs); /* steals all five, even on failure */
 
-truncated:
-    PyErr_Format(CorruptRecordError, "records section ends inside a record (%zd bytes, %zd records)", n, count);
 fail:
     Py_XDECREF(ods);
     Py_XDECREF(tss);
     Py_XDECREF(keys);
     Py_XDECREF(vals);
     Py_XDECREF(hdrs);
+    Py_XDECREF(empty);
+    PyBuffer_Release(&buf);
+    return NULL;
+}
+
+/* ---------------------------------------------------------------- decode_records */
+
+PyDoc_STRVAR(decode_records_doc,
+"decode_records(data, count, cls, topic, partition, timestamp_type, base_offset, base_timestamp,\n"
+"               position, fixed_timestamp=None)\n"
+"--\n\n"
+"The records of a records section as a list of ``cls`` instances (a tuple subclass without\n"
+"fields of its own, e.g. the ConsumerRecord NamedTuple): ``cls(topic, partition, offset,\n"
+"timestamp, timestamp_type, key, value, headers)``, built in C, for the records whose offset\n"
+"is >= ``position``. ``fixed_timestamp`` (LogAppendTime) replaces every record's timestamp.\n"
+"Same checks and CorruptRecordError as decode_lists, over every record of the section.");
+
+static PyObject *
+decode_records(PyObject *self, PyObject *args, PyObject *kwargs)
+{
+    static char *kwlist[] = {"data", "count", "cls", "topic", "partition", "timestamp_type", "base_offset",
+                             "base_timestamp", "position", "fixed_timestamp", NULL};
+    Py_buffer buf;
+    PyObject *count_obj, *cls_obj, *topic, *partition, *ttype, *fixed = Py_None;
+    long long bo_ll, bt_ll, pos_ll;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "y*OOOOOLLL|O:decode_records", kwlist, &buf, &count_obj,
+                                     &cls_obj, &topic, &partition, &ttype, &bo_ll, &bt_ll, &pos_ll, &fixed))
+        return NULL;
+    const int64_t bo = bo_ll, bt = bt_ll, position = pos_ll;
+    const unsigned char *d = (const unsigned char *)buf.buf;
+    const Py_ssize_t n = buf.len;
+    Py_ssize_t p = 0, i, kept = 0;
+    PyObject *rows = NULL, *empty = NULL;
+    PyTypeObject *cls = (PyTypeObject *)cls_obj;
+
+    if (!PyType_Check(cls_obj) || !PyType_IsSubtype(cls, &PyTuple_Type) ||
+        cls->tp_basicsize != PyTuple_Type.tp_basicsize || cls->tp_itemsize != PyTuple_Type.tp_itemsize) {
+        PyErr_SetString(PyExc_TypeError, "cls must be a tuple subclass without fields of its own");
+        goto fail;
+    }
+    Py_ssize_t count;
+    if (parse_count(count_obj, &count))
+        goto fail;
+    if (count < 0 || count > n / 7) {
+        PyErr_Format(CorruptRecordError, "records count %S cannot fit in %zd bytes", count_obj, n);
+        goto fail;
+    }
+    if (!(rows = PyList_New(count)) || !(empty = PyTuple_New(0)))
+        goto fail;
+    for (i = 0; i < count; i++) {
+        int64_t tsd, od;
+        PyObject *k, *v, *h, *off, *ts, *row;
+        if (parse_record(d, n, &p, empty, &tsd, &od, &k, &v, &h))
+            goto fail;
+        int overflow = (od > 0 && bo > INT64_MAX - od) || (od < 0 && bo < INT64_MIN - od);
+        if (overflow ? od < 0 : bo + od < position) { /* before the consumer's position: dropped */
+            Py_DECREF(k);
+            Py_DECREF(v);
+            Py_DECREF(h);
+            continue;
+        }
+        off = add_int(bo, od);
+        ts = fixed != Py_None ? Py_NewRef(fixed) : add_int(bt, tsd);
+        row = (off && ts) ? cls->tp_alloc(cls, 8) : NULL;
+        if (row == NULL) {
+            Py_XDECREF(off);
+            Py_XDECREF(ts);
+            Py_DECREF(k);
+            Py_DECREF(v);
+            Py_DECREF(h);
+            goto fail;
+        }
+        PyTuple_SET_ITEM(row, 0, Py_NewRef(topic));
+        PyTuple_SET_ITEM(row, 1, Py_NewRef(partition));
+        PyTuple_SET_ITEM(row, 2, off);
+        PyTuple_SET_ITEM(row, 3, ts);
+        PyTuple_SET_ITEM(row, 4, Py_NewRef(ttype));
+        PyTuple_SET_ITEM(row, 5, k);
+        PyTuple_SET_ITEM(row, 6, v);
+        PyTuple_SET_ITEM(row, 7, h);
+        PyList_SET_ITEM(rows, kept++, row);
+    }
+    if (p != n) {
+        PyErr_Format(CorruptRecordError, "%zd bytes left over after %zd records", n - p, count);
+        goto fail;
+    }
+    if (kept < count && PyList_SetSlice(rows, kept, count, NULL))
+        goto fail;
+    Py_DECREF(empty);
+    PyBuffer_Release(&buf);
+    return rows;
+
+fail:
+    Py_XDECREF(rows);
     Py_XDECREF(empty);
     PyBuffer_Release(&buf);
     return NULL;
@@ -464,6 +589,8 @@ static PyMethodDef methods[] = {
     {"decode_lists", (PyCFunction)(void (*)(void))decode_lists, METH_VARARGS | METH_KEYWORDS, decode_lists_doc},
     {"decode_columns", (PyCFunction)(void (*)(void))decode_columns, METH_VARARGS | METH_KEYWORDS,
      decode_columns_doc},
+    {"decode_records", (PyCFunction)(void (*)(void))decode_records, METH_VARARGS | METH_KEYWORDS,
+     decode_records_doc},
     {NULL, NULL, 0, NULL},
 };
 

@@ -33,14 +33,14 @@ from __future__ import annotations
 
 import os
 from array import array
-from itertools import accumulate
+from itertools import accumulate, repeat
 from typing import Iterator, Sequence
 
 from .batch import CorruptRecordError
 from .varint import VarintError, read_varint
 
-__all__ = ["BinaryColumn", "decode_lists", "decode_lists_py", "decode_columns", "decode_columns_py", "Header",
-           "C_DECODER"]
+__all__ = ["BinaryColumn", "decode_lists", "decode_lists_py", "decode_columns", "decode_columns_py",
+           "decode_records", "decode_records_py", "Header", "C_DECODER"]
 
 Header = tuple[str, "bytes | None"]
 _NO_HEADERS: tuple[Header, ...] = ()
@@ -386,8 +386,28 @@ def decode_columns_c(data: bytes, count: int, base_offset: int = 0, base_timesta
             [_NO_HEADERS] * count if hdrs is None else hdrs)
 
 
+def decode_records_py(data: bytes, count: int, cls: type, topic: str, partition: int, timestamp_type: int,
+                      base_offset: int, base_timestamp: int, position: int,
+                      fixed_timestamp: int | None = None) -> list:
+    """The records as ``cls(topic, partition, offset, timestamp, timestamp_type, key, value,
+    headers)`` tuples (``cls`` a tuple subclass such as a NamedTuple), those with offset >=
+    ``position`` only; ``fixed_timestamp`` (LogAppendTime) replaces every timestamp. Built with
+    ``map``/``zip`` over ``decode_lists``'s lists; the C ``decode_records`` builds each tuple
+    in its loop instead."""
+    offsets, timestamps, keys, vals, hdrs = decode_lists(data, count, base_offset, base_timestamp)
+    tss = timestamps if fixed_timestamp is None else repeat(fixed_timestamp)
+    rows = list(map(_new, repeat(cls), zip(repeat(topic), repeat(partition), offsets, tss, repeat(timestamp_type),
+                                          keys, vals, hdrs)))
+    if offsets and min(offsets) < position:
+        rows = [r for r in rows if r[2] >= position]
+    return rows
+
+
+_new = tuple.__new__
 decode_columns = decode_columns_py
+decode_records = decode_records_py
 if C_DECODER:
     from ._decode import decode_columns as _c_decode_columns
+    from ._decode import decode_records  # type: ignore[no-redef]  # noqa: F811
 
     decode_columns = decode_columns_c  # noqa: F811

@@ -284,6 +284,15 @@ def _same(section, count, bo=0, bt=0):
     from client.records.columnar import decode_columns_c, decode_columns_py
 
     assert _columns(decode_columns_c, section, count, bo, bt) == _columns(decode_columns_py, section, count, bo, bt)
+    from client.records._decode import decode_records as decode_records_c
+    from client.records.columnar import decode_records_py
+
+    for position, fixed in ((bo, None), (min(bo + 2, (1 << 63) - 1), None), (-(1 << 63), 7)):
+        args = (section, count, ConsumerRecord, "t", 3, 0 if fixed is None else 1, bo, bt, position, fixed)
+        got_rows, want_rows = _outcome(decode_records_c, *args), _outcome(decode_records_py, *args)
+        assert got_rows == want_rows
+        if want_rows is not CorruptRecordError:
+            assert {type(r) for r in got_rows} <= {ConsumerRecord}
     return want
 
 
