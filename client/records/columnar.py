@@ -404,10 +404,13 @@ def decode_records_py(data: bytes, count: int, cls: type, topic: str, partition:
 
 
 _new = tuple.__new__
+try:  # decode_columns_c needs it even when MINIBROKER_PURE_PYTHON picks the Python versions
+    from ._decode import decode_columns as _c_decode_columns
+except ImportError:
+    pass
 decode_columns = decode_columns_py
 decode_records = decode_records_py
 if C_DECODER:
-    from ._decode import decode_columns as _c_decode_columns
     from ._decode import decode_records  # type: ignore[no-redef]  # noqa: F811
 
     decode_columns = decode_columns_c  # noqa: F811
