@@ -168,7 +168,7 @@ def _read_headers(data: bytes, p: int, end: int) -> tuple[tuple[Header, ...], in
         n, p = read_varint(data, p)
         if n < 0 or p + n > end:
             raise CorruptRecordError("record header key is null or runs past the record")
-        hk = data[p:p + n].decode("utf-8", "replace")
+        hk = str(data[p:p + n], "utf-8", "replace")  # any buffer: bytes or memoryview
         p += n
         n, p = read_varint(data, p)
         if n < -1 or p + max(n, 0) > end:

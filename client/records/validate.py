@@ -33,11 +33,12 @@ def check_records(buf: bytes | bytearray | memoryview, pos: int, size: int, coun
     section = memoryview(buf)[pos + RECORDS_OFFSET:pos + size]
     try:
         data = decompress(codec, section) if codec else section
+    except Exception as e:  # noqa: BLE001 - each codec library has its own error for undecodable input
+        raise InvalidRecordError(f"record batch cannot be decompressed: {type(e).__name__}: {e}") from None
+    try:
         offsets = decode_lists(data, count)[0]
     except CorruptRecordError as e:
         raise InvalidRecordError(f"record batch has invalid records: {e}") from None
-    except Exception as e:  # noqa: BLE001 - a codec's own error for undecodable input
-        raise InvalidRecordError(f"record batch cannot be decompressed: {type(e).__name__}: {e}") from None
     if offsets != list(range(count)):
         first = next(i for i, d in enumerate(offsets) if d != i)
         raise InvalidRecordError(f"record {first} of the batch has offset delta {offsets[first]}: inner record"

@@ -391,3 +391,15 @@ def test_c_decoder_keywords_and_defaults():
     assert decode_lists_c(section, 1) == decode_lists_py(section, 1)
     assert decode_lists_c(data=section, count=1, base_offset=10, base_timestamp=7) == ([12], [10], [b"k"], [b"v"], [()])
 
+
+
+def test_python_decoder_takes_a_memoryview():
+    """The broker validates records straight from the request buffer (a memoryview)."""
+    from client.records.columnar import decode_lists_py
+
+    recs = [(b"k", b"v", [("h\u00e9", b"x"), ("n", None)], 0), (None, None, [], 1)]
+    section = _batch(recs)[RECORDS_OFFSET:]
+    got = decode_lists_py(memoryview(section), 2)
+    want = decode_lists_py(section, 2)
+    assert got[0] == want[0] and got[4] == want[4] == [(("h\u00e9", b"x"), ("n", None)), ()]
+    assert [None if k is None else bytes(k) for k in got[2]] == want[2]
