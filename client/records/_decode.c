@@ -477,13 +477,9 @@ decode_columns(PyObject *self, PyObject *args, PyObject *kwargs)
     PyObject *ods = NULL, *tss = NULL, *kdata = NULL, *koffs = NULL, *kvalid = NULL, *vdata = NULL,
              *voffs = NULL, *vvalid = NULL, *hdrs = NULL, *empty = NULL, *o;
 
-    Py_ssize_t count = PyLong_AsSsize_t(count_obj);
-    if (count == -1 && PyErr_Occurred()) {
-        if (!PyErr_ExceptionMatches(PyExc_OverflowError))
-            goto fail;
-        PyErr_Clear();
-        count = -1;
-    }
+    Py_ssize_t count;
+    if (parse_count(count_obj, &count))
+        goto fail;
     if (count < 0 || count > n / 7 || n > INT32_MAX) {
         PyErr_Format(CorruptRecordError, "records count %S cannot fit in %zd bytes", count_obj, n);
         goto fail;
