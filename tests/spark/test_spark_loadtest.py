@@ -41,7 +41,7 @@ def test_tiny_load_test_writes_json_and_png(loadtest: ModuleType, spark: Any, tm
                                             capsys: pytest.CaptureFixture[str]) -> None:
     out = tmp_path / "results"
     rc = loadtest.main(["--records", "2000", "--record-size", "50", "--partitions", "2", "--tasks", "1,2",
-                        "--repeats", "1", "--out", str(out),
+                        "--repeats", "1", "--warmup", "1", "--out", str(out),
                         # Tasks then skip the 500 ms long-poll fetch left at each range's end.
                         "--option", "kafka.fetch.max.wait.ms=5"], spark=spark)
     captured = capsys.readouterr()
@@ -111,6 +111,6 @@ def test_help_describes_every_option() -> None:
     r = run_script("--help")
     assert r.returncode == 0
     for opt in ("--bootstrap-server", "--topic", "--records", "--record-size", "--partitions", "--batch-size",
-                "--tasks", "--repeats", "--option", "--query", "--out", "--no-parquet", "--verbose", "rows/s", "MB/s",
+                "--tasks", "--repeats", "--warmup", "--option", "--query", "--out", "--no-parquet", "--verbose", "rows/s", "MB/s",
                 "exit status"):
         assert opt in r.stdout, opt
