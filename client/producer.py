@@ -64,6 +64,7 @@ from client.cluster import Cluster
 from client.errors import ERRORS, KafkaError, KafkaTimeoutError
 from client.partitioner import Partitioner, murmur2
 from client.protocol.api import ErrorCode
+from client.records.columnar import C_DECODER
 from client.records.compression import Compression
 from client.sender import Sender
 
@@ -73,6 +74,9 @@ logger = logging.getLogger("client.producer")
 
 _time_ns = time.time_ns
 _INF = float("inf")
+_c_append = None  # client.records._decode.append_record, unless not built or MINIBROKER_PURE_PYTHON=1
+if C_DECODER:
+    from client.records._decode import append_record as _c_append
 _KEY_CACHE_MAX = 10000
 MessageTooLargeError: type[KafkaError] = ERRORS[ErrorCode.MESSAGE_TOO_LARGE]
 Header = tuple[str, "bytes | None"]
@@ -283,7 +287,18 @@ class Producer:
         if b is not None:
             count = b.count
             tsd = timestamp_ms - b.base_ts
-            if headers is None and value is not None and 0 <= tsd < _ZN and count < _ZN:
+            if headers is None and _c_append is not None and value is not None and 0 <= tsd:
+                # The C encoder (client/records/_decode.c): the same bytes, ~3x less time.
+                try:
+                    fits = _c_append(b.buf, b.capacity, tsd, count, key, value)
+                except TypeError:
+                    raise TypeError(_TYPE_HELP) from None
+                if fits:
+                    b.count = count + 1
+                    if timestamp_ms > b.max_ts:
+                        b.max_ts = timestamp_ms
+                    return RecordFuture(b, count, timestamp_ms)
+            elif headers is None and value is not None and 0 <= tsd < _ZN and count < _ZN:
                 # An inlined copy of ProducerBatch.try_append's fast path (same bytes; the
                 # round-trip tests cover both): it saves a method call, ~15% of the per-record
                 # cost. An open batch always holds a record already, so base_ts is set.

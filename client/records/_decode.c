@@ -1,5 +1,6 @@
 /*
- * client.records._decode: the C version of client.records.columnar.decode_lists.
+ * client.records._decode: the C record codecs: the decoders of client.records.columnar
+ * (decode_lists, decode_columns, decode_records) and the producer's append_record.
  *
  * It parses the records section of one RecordBatch v2 (the bytes after the 61-byte batch
  * header, already decompressed): `count` records back to back, each
@@ -581,18 +582,107 @@ fail:
     return NULL;
 }
 
+/* ---------------------------------------------------------------- append_record (producer) */
+
+/* Zigzag varint of v into out; returns the bytes written (at most 10). */
+static inline Py_ssize_t
+write_varint(unsigned char *out, int64_t v)
+{
+    uint64_t z = ((uint64_t)v << 1) ^ (uint64_t)(v >> 63);
+    Py_ssize_t i = 0;
+    while (z >= 0x80) {
+        out[i++] = (unsigned char)(z | 0x80);
+        z >>= 7;
+    }
+    out[i++] = (unsigned char)z;
+    return i;
+}
+
+PyDoc_STRVAR(append_record_doc,
+"append_record(buf, capacity, timestamp_delta, offset_delta, key, value) -> bool\n"
+"--\n\n"
+"Append one record without headers to the bytearray ``buf`` (a batch being built) unless\n"
+"that would make it longer than ``capacity``; True if appended. ``key`` None or bytes-like,\n"
+"``value`` bytes-like (TypeError otherwise). The bytes are those of\n"
+"client.records.record's encoder: length, attributes 0, timestampDelta, offsetDelta, key,\n"
+"value, 0 headers, every integer a zigzag varint.");
+
+static PyObject *
+append_record(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 6) {
+        PyErr_SetString(PyExc_TypeError, "append_record takes 6 arguments");
+        return NULL;
+    }
+    PyObject *buf = args[0], *key = args[4], *value = args[5];
+    if (!PyByteArray_Check(buf)) {
+        PyErr_SetString(PyExc_TypeError, "append_record: buf must be a bytearray");
+        return NULL;
+    }
+    Py_ssize_t capacity = PyLong_AsSsize_t(args[1]);
+    long long tsd = PyLong_AsLongLong(args[2]), od = PyLong_AsLongLong(args[3]);
+    if (PyErr_Occurred())
+        return NULL;
+    Py_buffer kb = {0}, vb;
+    int has_key = key != Py_None;
+    if (has_key && PyObject_GetBuffer(key, &kb, PyBUF_SIMPLE))
+        return NULL;
+    if (PyObject_GetBuffer(value, &vb, PyBUF_SIMPLE)) {
+        if (has_key)
+            PyBuffer_Release(&kb);
+        return NULL;
+    }
+    unsigned char head[40], tail[11];
+    Py_ssize_t h = 0, t = 0;
+    head[h++] = 0; /* attributes */
+    h += write_varint(head + h, tsd);
+    h += write_varint(head + h, od);
+    h += write_varint(head + h, has_key ? (int64_t)kb.len : -1);
+    t += write_varint(tail + t, (int64_t)vb.len);
+    Py_ssize_t body = h + (has_key ? kb.len : 0) + t + vb.len + 1; /* + the 0 headers count */
+    unsigned char lenv[10];
+    Py_ssize_t l = write_varint(lenv, (int64_t)body);
+    Py_ssize_t old = PyByteArray_GET_SIZE(buf);
+    PyObject *result = Py_False;
+    if (old + l + body <= capacity) {
+        if (PyByteArray_Resize(buf, old + l + body) == 0) {
+            unsigned char *o = (unsigned char *)PyByteArray_AS_STRING(buf) + old;
+            memcpy(o, lenv, (size_t)l);
+            o += l;
+            memcpy(o, head, (size_t)h);
+            o += h;
+            if (has_key) {
+                memcpy(o, kb.buf, (size_t)kb.len);
+                o += kb.len;
+            }
+            memcpy(o, tail, (size_t)t);
+            o += t;
+            memcpy(o, vb.buf, (size_t)vb.len);
+            o[vb.len] = 0;
+            result = Py_True;
+        } else {
+            result = NULL;
+        }
+    }
+    if (has_key)
+        PyBuffer_Release(&kb);
+    PyBuffer_Release(&vb);
+    return result == NULL ? NULL : Py_NewRef(result);
+}
+
 static PyMethodDef methods[] = {
     {"decode_lists", (PyCFunction)(void (*)(void))decode_lists, METH_VARARGS | METH_KEYWORDS, decode_lists_doc},
     {"decode_columns", (PyCFunction)(void (*)(void))decode_columns, METH_VARARGS | METH_KEYWORDS,
      decode_columns_doc},
     {"decode_records", (PyCFunction)(void (*)(void))decode_records, METH_VARARGS | METH_KEYWORDS,
      decode_records_doc},
+    {"append_record", (PyCFunction)(void (*)(void))append_record, METH_FASTCALL, append_record_doc},
     {NULL, NULL, 0, NULL},
 };
 
 static struct PyModuleDef module = {
     PyModuleDef_HEAD_INIT, "client.records._decode",
-    "C decoder of RecordBatch v2 records sections (see client/records/_decode.c).", -1, methods,
+    "C encoder and decoders of RecordBatch v2 records (see client/records/_decode.c).", -1, methods,
 };
 
 PyMODINIT_FUNC

@@ -1,0 +1,35 @@
+"""``append_record`` in ``client/records/_decode.c`` (the producer's C encoder) writes the same
+bytes as the Python encoder ``client.accumulator.encode_record``, and only when they fit."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from client.accumulator import encode_record
+
+_decode = pytest.importorskip("client.records._decode", reason="the C extension is not built")
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.one_of(st.none(), st.binary(max_size=300)), st.binary(max_size=20000), st.integers(0, 1 << 45),
+       st.integers(0, 1 << 31), st.binary(max_size=30))
+def test_same_bytes_as_python(key, value, tsd, delta, prefix):
+    want = encode_record(delta, tsd, key, value, None)
+    buf = bytearray(prefix)
+    assert _decode.append_record(buf, len(prefix) + len(want), tsd, delta, key, value) is True
+    assert bytes(buf) == prefix + want
+    # one byte short of the capacity: refused, nothing written
+    buf = bytearray(prefix)
+    assert _decode.append_record(buf, len(prefix) + len(want) - 1, tsd, delta, key, memoryview(value)) is False
+    assert bytes(buf) == prefix
+
+
+def test_bad_types_raise_type_error():
+    with pytest.raises(TypeError):
+        _decode.append_record(bytearray(), 100, 0, 0, None, "text")
+    with pytest.raises(TypeError):
+        _decode.append_record(bytearray(), 100, 0, 0, 5, b"v")
+    with pytest.raises(TypeError):
+        _decode.append_record(b"not a bytearray", 100, 0, 0, None, b"v")
