@@ -13,16 +13,16 @@ import argparse
 import importlib
 import os
 import sys
-from typing import Sequence
+from collections.abc import Sequence
 
 # name -> module implementing it
 SUBCOMMANDS: dict[str, str] = {
     "serve": "broker.serve",
     "dump-log": "broker.tools.dump_log",
-    "topics": "broker.cli.topics",
-    "produce": "broker.cli.produce",
-    "consume": "broker.cli.consume",
-    "offsets": "broker.cli.offsets",
+    "topics": "client.cli.topics",
+    "produce": "client.cli.produce",
+    "consume": "client.cli.consume",
+    "offsets": "client.cli.offsets",
 }
 
 

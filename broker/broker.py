@@ -18,10 +18,11 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from .config import BrokerConfig
-from .server import BrokerServer
+from .socket_server import BrokerServer
 from .state import BrokerState
 from .storage.log import Log
 from .storage.log_manager import LogManager
@@ -92,8 +93,14 @@ class Broker:
         self._flushing.add(id(log))
         loop = asyncio.get_running_loop()
         fut = loop.run_in_executor(None, log.flush, up_to)
-        fut.add_done_callback(lambda f, k=id(log): (self._flushing.discard(k), f.exception() and logger.error(
-            "flush of %s failed: %s", log, f.exception())))
+        key = id(log)
+
+        def done(f: asyncio.Future[None]) -> None:
+            self._flushing.discard(key)
+            if f.exception() is not None:
+                logger.error("flush of %s failed: %s", log, f.exception())
+
+        fut.add_done_callback(done)
 
     def _housekeeping(self) -> None:
         assert self.logs is not None

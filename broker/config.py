@@ -13,8 +13,8 @@ surrounding whitespace stripped.
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Iterable, Mapping
 from urllib.parse import urlsplit
 
 from .storage.config import TOPIC_CONFIGS, LogConfig
@@ -91,7 +91,7 @@ class BrokerConfig:
 
     @classmethod
     def load(cls, path: str | None = None, overrides: Iterable[str] = (),
-             extra: Mapping[str, str] | None = None) -> "BrokerConfig":
+             extra: Mapping[str, str] | None = None) -> BrokerConfig:
         given: dict[str, str] = {}
         if path:
             with open(path, encoding="utf-8") as f:
@@ -118,7 +118,7 @@ class BrokerConfig:
             self.int(k)
         if self.int("num.partitions") < 1:
             raise ConfigError("num.partitions must be at least 1")
-        self.log_config  # validates the log.* properties
+        _ = self.log_config  # validates the log.* properties
 
     def get(self, key: str) -> str:
         return self.props[key]

@@ -24,9 +24,18 @@ from __future__ import annotations
 
 import asyncio
 import struct
-from typing import Any, Callable, Generator, NamedTuple, Sequence
+from collections.abc import Callable, Generator, Sequence
+from typing import Any, NamedTuple
 
-from client.records.batch import _HEADER, ATTRIBUTES_OFFSET, CRC_OFFSET, CURRENT_MAGIC, LOG_OVERHEAD, RECORDS_OFFSET, crc32c
+from client.records.batch import (
+    _HEADER,
+    ATTRIBUTES_OFFSET,
+    CRC_OFFSET,
+    CURRENT_MAGIC,
+    LOG_OVERHEAD,
+    RECORDS_OFFSET,
+    crc32c,
+)
 from client.records.compression import Compression, compress
 from client.records.record import RecordBatchBuilder, iter_records
 from client.records.varint import write_varint
@@ -233,7 +242,7 @@ class ProducerBatch:
                 return r
         return None
 
-    def split(self, seq_base: int) -> list["ProducerBatch"]:
+    def split(self, seq_base: int) -> list[ProducerBatch]:
         """Two batches with the first and second half of the records (re-encoded from the sealed
         bytes: the rare path after MESSAGE_TOO_LARGE). They share this batch's memory
         reservation and report to it (``child_done``)."""
@@ -258,7 +267,7 @@ class ProducerBatch:
         self.results = []
         return out
 
-    def child_done(self, child: "ProducerBatch") -> bool:
+    def child_done(self, child: ProducerBatch) -> bool:
         """Record a child's outcome; True when this (parent) batch is complete."""
         assert self.results is not None and self.children is not None
         f = child.future
@@ -288,7 +297,7 @@ class _RecordCallback:
 
     __slots__ = ("fn", "rf")
 
-    def __init__(self, fn: Callable[[Any], Any], rf: "RecordFuture") -> None:
+    def __init__(self, fn: Callable[[Any], Any], rf: RecordFuture) -> None:
         self.fn = fn
         self.rf = rf
 

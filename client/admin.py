@@ -20,7 +20,8 @@ from __future__ import annotations
 
 import asyncio
 import enum
-from typing import Any, Iterable, Mapping, NamedTuple
+from collections.abc import Iterable, Mapping
+from typing import Any, NamedTuple
 
 from client.cluster import Cluster, TopicMetadata
 from client.conn import BrokerConnection
@@ -114,7 +115,7 @@ class Admin:
         await self._cluster.close()
         self._started = False
 
-    async def __aenter__(self) -> "Admin":
+    async def __aenter__(self) -> Admin:
         await self.start()
         return self
 

@@ -14,8 +14,9 @@ import asyncio
 import logging
 import random
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any, Iterable
+from typing import Any
 
 from client.conn import BrokerConnection
 from client.errors import KafkaConnectionError, error_for_code
@@ -113,7 +114,7 @@ class Cluster:
         while True:
             candidates = [(("node", n), h, p) for n, (h, p) in self.brokers.items()]
             candidates += [(("bootstrap", h, p), h, p) for h, p in self.bootstrap]
-            for key, host, port in candidates:
+            for key, _host, _port in candidates:
                 conn = self._conns.get(key)
                 if conn is not None and conn.connected:
                     return conn

@@ -87,7 +87,7 @@ def _decode_api_versions(r: Reader, version: int) -> dict[str, Any]:
 
 
 class _Protocol(asyncio.Protocol):
-    def __init__(self, conn: "BrokerConnection") -> None:
+    def __init__(self, conn: BrokerConnection) -> None:
         self.conn = conn
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
@@ -122,12 +122,12 @@ class BrokerConnection:
         self.api_versions: dict[int, tuple[int, int]] = {}
 
     @classmethod
-    async def connect(cls, host: str, port: int, *, timeout_ms: int = 10000, **kwargs: Any) -> "BrokerConnection":
+    async def connect(cls, host: str, port: int, *, timeout_ms: int = 10000, **kwargs: Any) -> BrokerConnection:
         conn = cls(host, port, **kwargs)
         loop = asyncio.get_running_loop()
         try:
             await asyncio.wait_for(loop.create_connection(lambda: _Protocol(conn), host, port), timeout_ms / 1000)
-        except (OSError, asyncio.TimeoutError) as e:
+        except (TimeoutError, OSError) as e:
             raise KafkaConnectionError(f"cannot connect to {host}:{port}: {e or 'timed out'}") from None
         resp = await conn.request(ApiKey.API_VERSIONS, 0, {})
         if resp["error_code"]:
@@ -170,7 +170,7 @@ class BrokerConnection:
             self._transport.write(data)
             try:
                 return await asyncio.wait_for(asyncio.shield(fut), self.request_timeout if timeout is None else timeout)
-            except asyncio.TimeoutError:
+            except TimeoutError:
                 # The connection's in-order stream is now out of step with us: close it.
                 self._fail(KafkaTimeoutError(
                     f"{ApiKey(api_key).name} request to {self.host}:{self.port} timed out"))

@@ -42,11 +42,11 @@ from __future__ import annotations
 
 import asyncio
 import time
-from typing import AsyncIterator, Iterable, Mapping
+from collections.abc import AsyncIterator, Iterable, Mapping
 
 from client.cluster import Cluster
+from client.consumer_records import ColumnBatch, ConsumerRecord
 from client.errors import KafkaError, error_for_code
-from client.fetched import ColumnBatch, ConsumerRecord
 from client.fetcher import EARLIEST, LATEST, Fetcher, NoOffsetForPartitionError, PartitionState
 from client.protocol.api import ErrorCode
 from client.structs import OffsetAndTimestamp, TopicPartition
@@ -110,7 +110,7 @@ class Consumer:
 
     stop = close
 
-    async def __aenter__(self) -> "Consumer":
+    async def __aenter__(self) -> Consumer:
         await self.start()
         return self
 
@@ -260,7 +260,7 @@ class Consumer:
             return False
         try:
             await asyncio.wait_for(self._fetcher.data.wait(), left)
-        except asyncio.TimeoutError:
+        except TimeoutError:
             return False
         return True
 
@@ -335,7 +335,7 @@ class Consumer:
             for cb in await self.getbatches(*partitions, timeout_ms=self.request_timeout_ms, max_batches=1):
                 yield cb
 
-    def __aiter__(self) -> "Consumer":
+    def __aiter__(self) -> Consumer:
         return self
 
     async def __anext__(self) -> ConsumerRecord:

@@ -4,7 +4,7 @@ decoding buffered record bytes into what the application gets.
 A background task (``Fetcher.loop``) sends one Fetch per broker node for every assigned
 partition that has no fetch in flight and fewer than ``PREFETCH`` (2) undecoded chunks
 buffered: while the application works through one chunk, the request for the next range is
-already out (or its answer already buffered). A chunk (``client.fetched.FetchedChunk``) is the
+already out (or its answer already buffered). A chunk (``client.consumer_records.FetchedChunk``) is the
 record bytes of one partition from one response, kept as a memoryview of the response frame,
 whole batches only: a partial trailing batch, cut by ``max_partition_fetch_bytes``, is dropped
 and the next fetch starts at it. A partition whose answer held *only* a partial batch goes
@@ -36,11 +36,11 @@ import asyncio
 import logging
 import time
 from collections import deque
-from typing import Any, Iterable, Mapping
+from collections.abc import Iterable, Mapping
+from typing import Any
 
 from client.cluster import Cluster
-from client.errors import KafkaError, error_for_code
-from client.fetched import (
+from client.consumer_records import (
     ColumnBatch,
     ConsumerRecord,
     FetchedChunk,
@@ -48,6 +48,7 @@ from client.fetched import (
     decode_batch_rows,
     whole_batches,
 )
+from client.errors import KafkaError, error_for_code
 from client.protocol.api import ApiKey, ErrorCode
 from client.records.batch import RecordError
 from client.structs import OffsetAndTimestamp, OffsetSpec, TopicPartition

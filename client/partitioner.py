@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import random
 import struct
-from typing import Callable
+from collections.abc import Callable
 
 __all__ = ["murmur2", "to_positive", "partition_for_key", "StickyPartitionCache", "Partitioner"]
 

@@ -49,7 +49,8 @@ import logging
 import random
 import time
 from collections import deque
-from typing import Any, Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
 
 from client.accumulator import (
     _ZN,
@@ -74,9 +75,9 @@ logger = logging.getLogger("client.producer")
 
 _time_ns = time.time_ns
 _INF = float("inf")
-_c_append = None  # client.records._decode.append_record, unless not built or MINIBROKER_PURE_PYTHON=1
+_c_append = None  # client.records._codec.append_record, unless not built or MINIBROKER_PURE_PYTHON=1
 if C_DECODER:
-    from client.records._decode import append_record as _c_append
+    from client.records._codec import append_record as _c_append
 _KEY_CACHE_MAX = 10000
 MessageTooLargeError: type[KafkaError] = ERRORS[ErrorCode.MESSAGE_TOO_LARGE]
 Header = tuple[str, "bytes | None"]
@@ -189,7 +190,7 @@ class Producer:
         self._started = True
         self._plain = self.key_serializer is None and self.value_serializer is None
 
-    async def __aenter__(self) -> "Producer":
+    async def __aenter__(self) -> Producer:
         await self.start()
         return self
 
@@ -204,7 +205,7 @@ class Producer:
         self._flushing += 1
         try:
             await asyncio.wait_for(self._wait_all(), timeout)
-        except asyncio.TimeoutError:
+        except TimeoutError:
             raise KafkaTimeoutError(f"flush did not complete within {timeout} s") from None
         finally:
             self._flushing -= 1
@@ -258,7 +259,7 @@ class Producer:
         return await self.send_nowait(topic, value, key, headers, partition, timestamp_ms)
 
     def send_nowait(self, topic: str, value: Any = None, key: Any = None, headers: Sequence[Header] | None = None,
-                    partition: int | None = None, timestamp_ms: int | None = None) -> "RecordFuture | asyncio.Future[RecordMetadata]":
+                    partition: int | None = None, timestamp_ms: int | None = None) -> RecordFuture | asyncio.Future[RecordMetadata]:
         """Buffer one record; return a future of its RecordMetadata without waiting.
 
         ``value``/``key``: bytes-like or None (or anything the configured serializers take);
@@ -288,7 +289,7 @@ class Producer:
             count = b.count
             tsd = timestamp_ms - b.base_ts
             if headers is None and _c_append is not None and value is not None and 0 <= tsd:
-                # The C encoder (client/records/_decode.c): the same bytes, ~3x less time.
+                # The C encoder (client/records/_codec.c): the same bytes, ~3x less time.
                 try:
                     fits = _c_append(b.buf, b.capacity, tsd, count, key, value)
                 except TypeError:
@@ -397,7 +398,7 @@ class Producer:
         return RecordFuture(b, 0, timestamp_ms)
 
     def _enqueue(self, topic: str, value: Any, key: Any, headers: Sequence[Header] | None, partition: int | None,
-                 timestamp_ms: int, metadata_known: bool = False) -> "asyncio.Future[RecordMetadata]":
+                 timestamp_ms: int, metadata_known: bool = False) -> asyncio.Future[RecordMetadata]:
         """The slow path: the record waits for metadata or for buffer memory, in order."""
         loop = self._loop
         assert loop is not None
@@ -596,7 +597,7 @@ class Producer:
         return sorted(tm.partitions)
 
 
-def _chain(rf: RecordFuture, outer: "asyncio.Future[RecordMetadata]") -> None:
+def _chain(rf: RecordFuture, outer: asyncio.Future[RecordMetadata]) -> None:
     if outer.done():
         return
     exc = rf.exception()
@@ -607,7 +608,7 @@ def _chain(rf: RecordFuture, outer: "asyncio.Future[RecordMetadata]") -> None:
         outer.set_result(rf.result())
 
 
-def _fail_records(futures: list["asyncio.Future[Any]"], err: BaseException) -> None:
+def _fail_records(futures: list[asyncio.Future[Any]], err: BaseException) -> None:
     """Fail records that never reached a batch; logged once (as batch failures are) and
     marked retrieved, so ignored futures do not each log "exception was never retrieved"."""
     n = 0

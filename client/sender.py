@@ -45,7 +45,7 @@ MessageTooLargeError: type[KafkaError] = ERRORS[ErrorCode.MESSAGE_TOO_LARGE]
 
 
 class Sender:
-    def __init__(self, producer: "Producer") -> None:
+    def __init__(self, producer: Producer) -> None:
         self._p = producer
         self._queues: dict[tuple[str, int], deque[ProducerBatch]] = {}  # sealed, to send
         self._ready: dict[tuple[str, int], None] = {}  # partitions with a non-empty queue

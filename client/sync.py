@@ -27,11 +27,12 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import threading
-from typing import Any, Callable, Coroutine, Iterable, Iterator, Mapping, Self, Sequence, TypeVar
+from collections.abc import Callable, Coroutine, Iterable, Iterator, Mapping, Sequence
+from typing import Any, Self, TypeVar
 
 from client.admin import Admin, ConfigEntry, ConfigResourceType, NewTopic, TopicDescription
 from client.consumer import Consumer
-from client.fetched import ColumnBatch, ConsumerRecord
+from client.consumer_records import ColumnBatch, ConsumerRecord
 from client.producer import Producer, RecordMetadata
 from client.structs import OffsetAndTimestamp, OffsetSpec, TopicPartition
 
@@ -135,7 +136,7 @@ class SyncProducer(SyncClient):
 
     def send_nowait(self, topic: str, value: Any = None, key: Any = None,
                     headers: Sequence[tuple[str, bytes | None]] | None = None, partition: int | None = None,
-                    timestamp_ms: int | None = None) -> "concurrent.futures.Future[RecordMetadata]":
+                    timestamp_ms: int | None = None) -> concurrent.futures.Future[RecordMetadata]:
         """Buffer one record; a ``concurrent.futures.Future`` of its RecordMetadata. Blocks
         only while the producer's buffer memory is full (back-pressure, as ``drain``)."""
         if self._closed:
@@ -171,7 +172,7 @@ class SyncProducer(SyncClient):
             self._lt.stop()
 
 
-def _copy_outcome(f: Any, cf: "concurrent.futures.Future[Any]") -> None:
+def _copy_outcome(f: Any, cf: concurrent.futures.Future[Any]) -> None:
     exc = f.exception()
     if exc is not None:
         cf.set_exception(exc)

@@ -17,7 +17,8 @@ import asyncio
 import gc
 import statistics
 import time
-from typing import Any, Awaitable, Callable
+from collections.abc import Awaitable, Callable
+from typing import Any
 
 VALUE_SIZE = 100
 CHUNK = 10_000  # records between drains / gathers (produce)
@@ -74,7 +75,7 @@ async def _aiokafka_produce(bootstrap: str, topic: str, n: int) -> float:
         send = p.send
         t0 = time.perf_counter()
         futs = []
-        for i in range(n):
+        for _i in range(n):
             futs.append(await send(topic, value, partition=0))  # buffered; the ack is the future
             if len(futs) == CHUNK:
                 await asyncio.gather(*futs)

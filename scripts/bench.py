@@ -97,7 +97,8 @@ import sys
 import tempfile
 import threading
 import time
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if REPO not in sys.path:
@@ -201,7 +202,7 @@ class CpuMeter:
     def __init__(self, broker_pid: int) -> None:
         self.pid = broker_pid
 
-    def __enter__(self) -> "CpuMeter":
+    def __enter__(self) -> CpuMeter:
         self.b0, self.c0, self.t0 = proc_cpu_s(self.pid), self_cpu_s(), time.perf_counter()
         return self
 
@@ -241,7 +242,7 @@ class Broker:
         assert self.proc is not None
         return self.proc.pid
 
-    def start(self, timeout: float = 30.0) -> "Broker":
+    def start(self, timeout: float = 30.0) -> Broker:
         self.proc = subprocess.Popen(broker_command(self.data_dir), cwd=REPO, stdin=subprocess.DEVNULL,
                                      stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, bufsize=1)
         found = threading.Event()
@@ -327,20 +328,20 @@ def _rdkafka_logger() -> Any:
     return log
 
 
-def client_conf(ctx: "Ctx", **extra: Any) -> dict[str, Any]:
+def client_conf(ctx: Ctx, **extra: Any) -> dict[str, Any]:
     conf = {"bootstrap.servers": ctx.broker.bootstrap, "log_level": 4, "logger": _rdkafka_logger()}
     conf.update(extra)
     return conf
 
 
-def create_topic(ctx: "Ctx", name: str) -> None:
+def create_topic(ctx: Ctx, name: str) -> None:
     from confluent_kafka.admin import NewTopic
     futures = ctx.admin().create_topics([NewTopic(name, 1, 1)], operation_timeout=10, request_timeout=15)
     for f in futures.values():
         f.result(15)
 
 
-def high_watermark(ctx: "Ctx", topic: str) -> int:
+def high_watermark(ctx: Ctx, topic: str) -> int:
     from confluent_kafka import Consumer, TopicPartition
     c = Consumer(client_conf(ctx, **{"group.id": "bench-hwm", "enable.auto.commit": False}))
     try:
@@ -349,7 +350,7 @@ def high_watermark(ctx: "Ctx", topic: str) -> int:
         c.close()
 
 
-def produce_records(ctx: "Ctx", topic: str, n: int, acks: str) -> tuple[float, float]:
+def produce_records(ctx: Ctx, topic: str, n: int, acks: str) -> tuple[float, float]:
     """Produce ``n`` 100-byte records (W1's producer settings); seconds from the first
     produce() to flush() returning, and to the last produce() returning. Raises if any delivery
     failed."""
@@ -406,7 +407,7 @@ def produce_loop_ceiling(n: int) -> float:
     return n / dt
 
 
-def raw_produce(ctx: "Ctx", topic: str, n: int, depth: int) -> tuple[float, int]:
+def raw_produce(ctx: Ctx, topic: str, n: int, depth: int) -> tuple[float, int]:
     """Produce v7 acks=1 over a raw socket: one pre-built batch of ~64 KiB (100-byte values, as
     librdkafka's batch.size=65536 gives) sent again and again, ``depth`` requests in flight,
     until ``n`` records are acknowledged. The broker's ceiling without a client library in the
@@ -451,10 +452,10 @@ def raw_produce(ctx: "Ctx", topic: str, n: int, depth: int) -> tuple[float, int]
 class Profiler:
     """``py-spy record --pid`` over a section (``--profile-broker DIR``)."""
 
-    def __init__(self, ctx: "Ctx", name: str) -> None:
+    def __init__(self, ctx: Ctx, name: str) -> None:
         self.ctx, self.name, self.proc = ctx, name, None
 
-    def __enter__(self) -> "Profiler":
+    def __enter__(self) -> Profiler:
         d = self.ctx.args.profile_broker
         if d:
             os.makedirs(d, exist_ok=True)

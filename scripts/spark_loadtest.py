@@ -83,9 +83,10 @@ import statistics
 import sys
 import tempfile
 import time
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
-from typing import Any, Callable, Iterator, Sequence
+from typing import Any
 
 SCRIPTS = Path(__file__).resolve().parent
 REPO = SCRIPTS.parent

@@ -12,8 +12,7 @@ import signal
 import subprocess
 import sys
 import threading
-import time
-from typing import Sequence
+from collections.abc import Sequence
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 _LISTENING = re.compile(r"minibroker listening on ([\d.]+):(\d+)")
@@ -35,7 +34,7 @@ class BrokerProcess:
     def bootstrap(self) -> str:
         return f"127.0.0.1:{self.port}"
 
-    def start(self, timeout: float = 20.0) -> "BrokerProcess":
+    def start(self, timeout: float = 20.0) -> BrokerProcess:
         cmd = [sys.executable, "-m", "broker", "serve", "--host", "127.0.0.1", "--port", str(self.requested_port),
                "--data-dir", self.data_dir, "--log-level", self.log_level]
         for o in self.overrides:
@@ -89,7 +88,7 @@ class BrokerProcess:
     def log_text(self) -> str:
         return "".join(self.output)
 
-    def __enter__(self) -> "BrokerProcess":
+    def __enter__(self) -> BrokerProcess:
         return self.start()
 
     def __exit__(self, *exc: object) -> None:

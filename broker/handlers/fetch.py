@@ -135,7 +135,7 @@ def handle(request: dict[str, Any], version: int, state: Any, correlation_id: in
                 if tot >= request["min_bytes"] or errs or remaining <= 0:
                     break
                 await asyncio.wait_for(fut, remaining)
-            except asyncio.TimeoutError:
+            except TimeoutError:
                 pass
             finally:
                 state.remove_waiter(keys, fut)

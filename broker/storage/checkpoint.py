@@ -67,7 +67,7 @@ def _parse(text: str, path: str) -> dict[tuple[str, int], int]:
 def read_offset_checkpoint(path: str) -> dict[tuple[str, int], int]:
     """Entries of a checkpoint file; empty (with a warning) when missing or malformed."""
     try:
-        with open(path, "r", encoding="utf-8") as f:
+        with open(path, encoding="utf-8") as f:
             text = f.read()
     except FileNotFoundError:
         return {}

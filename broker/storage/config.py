@@ -8,8 +8,9 @@ anything touches the disk; the LogManager persists them so they survive a restar
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Callable, Mapping
+from typing import Any
 
 from .errors import InvalidConfigError
 
@@ -120,13 +121,13 @@ class LogConfig:
             parsed[name] = _parse(d, raw)
         return parsed
 
-    def with_overrides(self, overrides: Mapping[str, Any]) -> "LogConfig":
+    def with_overrides(self, overrides: Mapping[str, Any]) -> LogConfig:
         """This config with topic-level overrides (Kafka names) applied, validated."""
         parsed = self.validate(overrides)
         return dataclasses.replace(self, **{TOPIC_CONFIGS[n].field: v for n, v in parsed.items()})
 
     @classmethod
-    def from_broker_properties(cls, props: Mapping[str, str]) -> "LogConfig":
+    def from_broker_properties(cls, props: Mapping[str, str]) -> LogConfig:
         """Defaults from broker properties (``log.segment.bytes``, ``log.retention.hours`` ...)."""
         values: dict[str, Any] = {}
         for d in TOPIC_CONFIGS.values():

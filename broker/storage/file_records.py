@@ -24,7 +24,8 @@ from __future__ import annotations
 
 import os
 import struct
-from typing import Iterator, NamedTuple
+from collections.abc import Iterator
+from typing import NamedTuple
 
 import crc32c as _crc32c
 
@@ -84,7 +85,7 @@ class FileRecords:
         init_file_size: int = 0,
         preallocate: bool = False,
         writable: bool = True,
-    ) -> "FileRecords":
+    ) -> FileRecords:
         if not writable:
             fd = os.open(path, os.O_RDONLY)
             return cls(path, fd, os.fstat(fd).st_size, False)

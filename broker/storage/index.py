@@ -31,7 +31,8 @@ from __future__ import annotations
 import mmap
 import os
 import threading
-from typing import Callable, ClassVar, Generic, TypeVar
+from collections.abc import Callable
+from typing import ClassVar, Generic, TypeVar
 
 from .errors import IndexOffsetOverflowError
 from .fileutil import fsync_path

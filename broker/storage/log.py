@@ -26,7 +26,8 @@ import random
 import struct
 import threading
 import time
-from typing import Callable, Iterable, NamedTuple
+from collections.abc import Callable, Iterable
+from typing import NamedTuple
 
 from client.records.batch import (
     ATTRIBUTES_OFFSET,
@@ -35,8 +36,8 @@ from client.records.batch import (
     LOG_OVERHEAD,
     MAX_TIMESTAMP_OFFSET,
     TIMESTAMP_TYPE_MASK,
-    InvalidRecordError,
     CorruptRecordError,
+    InvalidRecordError,
     compute_crc,
     set_base_offset,
     validate_batch,
@@ -148,7 +149,7 @@ class Log:
         self._deleted = False
         #: Called (from the append path) when the flush.messages policy asks for a flush;
         #: the server sets this to schedule ``flush`` in a worker thread. None = flush inline.
-        self.flush_scheduler: Callable[["Log"], None] | None = None
+        self.flush_scheduler: Callable[[Log], None] | None = None
 
     # ---------------------------------------------------------------- loading
 
@@ -164,7 +165,7 @@ class Log:
         log_start_offset: int = 0,
         had_clean_shutdown: bool = False,
         now_ms: Callable[[], int] = _now_ms,
-    ) -> "Log":
+    ) -> Log:
         """Open (or create) the partition directory, as Kafka's LogLoader does: remove temporary
         files, complete swaps, open segments (indexes lazily), recover from floor(recovery
         point) after an unclean shutdown, and make sure one segment exists."""

@@ -30,7 +30,8 @@ import resource
 import shutil
 import time
 import uuid
-from typing import Callable, NamedTuple
+from collections.abc import Callable
+from typing import NamedTuple
 
 from .checkpoint import (
     CLEAN_SHUTDOWN_FILE,

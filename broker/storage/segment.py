@@ -121,7 +121,7 @@ class LogSegment:
         init_file_size: int = 0,
         preallocate: bool = False,
         file_suffix: str = "",
-    ) -> "LogSegment":
+    ) -> LogSegment:
         records = FileRecords.open(
             log_file_name(directory, base_offset, file_suffix),
             file_already_exists=file_already_exists,

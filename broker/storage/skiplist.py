@@ -13,7 +13,8 @@ thread only; flushes running in a worker thread take a snapshot list (``values()
 from __future__ import annotations
 
 import random
-from typing import Generic, Iterator, TypeVar
+from collections.abc import Iterator
+from typing import Generic, TypeVar
 
 __all__ = ["SkipListMap"]
 

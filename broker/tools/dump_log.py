@@ -56,16 +56,17 @@ import argparse
 import os
 import struct
 import sys
+from collections.abc import Iterable
 from contextlib import ExitStack
 from dataclasses import dataclass, field
-from typing import Iterable, TextIO
+from typing import TextIO
 
 from broker.storage.errors import CorruptIndexError, StorageError
 from broker.storage.file_records import FileRecords
 from broker.storage.offset_index import OffsetIndex
 from broker.storage.segment import INDEX_FILE_SUFFIX, LOG_FILE_SUFFIX, TIME_INDEX_FILE_SUFFIX
 from broker.storage.time_index import TimeIndex
-from broker.cli import positive_int
+from client.cli import positive_int
 from client.records.batch import (
     CONTROL_FLAG_MASK,
     CURRENT_MAGIC,

@@ -8,7 +8,8 @@ flexibleVersions. Versions outside ``valid`` are refused before decoding.
 
 from __future__ import annotations
 
-from .schema import NULL, Array, Field as F, Message
+from .schema import NULL, Array, Message
+from .schema import Field as F
 
 __all__ = ["REQUESTS", "RESPONSES"]
 

@@ -15,8 +15,10 @@ copy); keep the frame alive while you use them.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field as dc_field
-from typing import Any, Callable, Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from dataclasses import field as dc_field
+from typing import Any
 
 from .primitives import DecodeError, Reader, Writer
 
@@ -54,13 +56,13 @@ def _in(versions: tuple[int, int], v: int) -> bool:
 
 @dataclass
 class Array:
-    of: "str | Sequence[Field]"
+    of: str | Sequence[Field]
 
 
 @dataclass
 class Field:
     name: str
-    type: "str | Array"
+    type: str | Array
     versions: str = "0+"
     nullable: str | None = None
     default: Any = None

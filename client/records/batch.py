@@ -26,7 +26,7 @@ overwriting bytes 0-7 (and 12-15) in place without touching anything else.
 from __future__ import annotations
 
 import struct
-from typing import Iterator
+from collections.abc import Iterator
 
 import crc32c as _crc32c
 

@@ -14,7 +14,7 @@ How it is fast (CPython 3.11; measured on 100-byte records): varints of one and 
 inline, with no call; longer ones go through ``read_varint``. Results are stored by index into
 preallocated lists (no method call per field); null keys/values and header-less records store
 nothing. Even so a record costs ~60 bytecodes, ~0.7 µs on the 2-core dev machine: a pure-Python
-loop tops out near 1.5 M records/s here. Hence the C version, ``client/records/_decode.c``
+loop tops out near 1.5 M records/s here. Hence the C version, ``client/records/_codec.c``
 (an optional extension, built by ``pip install``): ``decode_lists`` is the C one when it is
 built (``C_DECODER``), else ``decode_lists_py``, this module's loop; ``MINIBROKER_PURE_PYTHON=1``
 in the environment forces the Python one. Both give the same results and raise
@@ -33,8 +33,8 @@ from __future__ import annotations
 
 import os
 from array import array
+from collections.abc import Iterator, Sequence
 from itertools import accumulate, repeat
-from typing import Iterator, Sequence
 
 from .batch import CorruptRecordError
 from .varint import VarintError, read_varint
@@ -69,7 +69,7 @@ class BinaryColumn(Sequence["bytes | None"]):
         self.null_count = null_count
 
     @classmethod
-    def from_values(cls, values: Sequence[bytes | None]) -> "BinaryColumn":
+    def from_values(cls, values: Sequence[bytes | None]) -> BinaryColumn:
         nulls = [i for i, v in enumerate(values) if v is None]
         if nulls:
             values = [b"" if v is None else v for v in values]
@@ -109,7 +109,7 @@ class BinaryColumn(Sequence["bytes | None"]):
                     out[i] = None
         return out
 
-    def slice(self, start: int, stop: int) -> "BinaryColumn":
+    def slice(self, start: int, stop: int) -> BinaryColumn:
         """Elements [start, stop) as a new column (offsets rebased to 0; data copied)."""
         n = len(self)
         start, stop, _ = slice(start, stop).indices(n)
@@ -334,7 +334,7 @@ decode_lists = decode_lists_py
 C_DECODER = False
 if os.environ.get("MINIBROKER_PURE_PYTHON", "") in ("", "0"):
     try:
-        from ._decode import decode_lists  # type: ignore[no-redef]  # noqa: F811
+        from ._codec import decode_lists  # type: ignore[no-redef]  # noqa: F811
         C_DECODER = True
     except ImportError:  # not built (no compiler at install time): the Python loop
         pass
@@ -405,12 +405,12 @@ def decode_records_py(data: bytes, count: int, cls: type, topic: str, partition:
 
 _new = tuple.__new__
 try:  # decode_columns_c needs it even when MINIBROKER_PURE_PYTHON picks the Python versions
-    from ._decode import decode_columns as _c_decode_columns
+    from ._codec import decode_columns as _c_decode_columns
 except ImportError:
     pass
 decode_columns = decode_columns_py
 decode_records = decode_records_py
 if C_DECODER:
-    from ._decode import decode_records  # type: ignore[no-redef]  # noqa: F811
+    from ._codec import decode_records  # type: ignore[no-redef]  # noqa: F811
 
     decode_columns = decode_columns_c  # noqa: F811

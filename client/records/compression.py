@@ -35,7 +35,7 @@ class Compression(enum.IntEnum):
     ZSTD = 4
 
     @classmethod
-    def from_name(cls, name: str | int | "Compression" | None) -> "Compression":
+    def from_name(cls, name: str | int | Compression | None) -> Compression:
         """Accept Kafka's ``compression.type`` names (``none``, ``gzip``, ...) or ids."""
         if name is None:
             return cls.NONE

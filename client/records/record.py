@@ -21,9 +21,11 @@ from __future__ import annotations
 
 import struct
 import time
-from typing import Iterable, Iterator, NamedTuple, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from typing import NamedTuple
 
 from .batch import (
+    _HEADER,
     ATTRIBUTES_OFFSET,
     CONTROL_FLAG_MASK,
     CRC_OFFSET,
@@ -34,7 +36,6 @@ from .batch import (
     TRANSACTIONAL_FLAG_MASK,
     CorruptRecordError,
     RecordBatchHeader,
-    _HEADER,
     crc32c,
     validate_batch,
 )

@@ -38,8 +38,9 @@ from __future__ import annotations
 import json
 import logging
 import re
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping, Union
+from typing import Any
 
 __all__ = ["SourceOptions", "Earliest", "Latest", "parse_options", "client_configs", "EARLIEST", "LATEST",
            "CONSUMER_CONFIGS"]
@@ -179,7 +180,7 @@ class PartitionTimestamps:
     timestamps: dict[tuple[str, int], int]
 
 
-Bound = Union[Earliest, Latest, GlobalTimestamp, PartitionOffsets, PartitionTimestamps]
+Bound = Earliest | Latest | GlobalTimestamp | PartitionOffsets | PartitionTimestamps
 
 
 @dataclass(frozen=True)

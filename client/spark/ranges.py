@@ -24,7 +24,8 @@ reused; the Python Data Source API has no locations, so that part is not ported.
 from __future__ import annotations
 
 import math
-from typing import Hashable, Iterable, Mapping, NamedTuple, TypeVar
+from collections.abc import Hashable, Iterable, Mapping
+from typing import NamedTuple, TypeVar
 
 __all__ = ["OffsetRange", "split_ranges", "rate_limit"]
 

@@ -41,13 +41,17 @@ import logging
 import re
 import threading
 from bisect import bisect_left
+from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any, Iterator
+from typing import Any
+
+from pyspark.sql.datasource import DataSourceReader, InputPartition
+from pyspark.sql.types import StructType
 
 from client.admin import Admin
 from client.consumer import Consumer
+from client.consumer_records import ColumnBatch
 from client.errors import OffsetOutOfRangeError  # type: ignore[attr-defined]
-from client.fetched import ColumnBatch
 from client.spark.options import (
     EARLIEST,
     LATEST,
@@ -62,9 +66,6 @@ from client.spark.options import (
 from client.spark.ranges import OffsetRange, split_ranges
 from client.structs import TopicPartition
 from client.sync import LoopThread
-
-from pyspark.sql.datasource import DataSourceReader, InputPartition
-from pyspark.sql.types import StructType
 
 __all__ = ["MinibrokerBatchReader", "RangePartition", "plan_ranges", "read_range", "DataLossError",
            "report_data_loss"]

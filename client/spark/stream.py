@@ -35,14 +35,8 @@ Needs pyspark >= 4.2 (admission control and ``SupportsTriggerAvailableNow`` for 
 from __future__ import annotations
 
 import time
-from typing import Any, Iterator
-
-from client.admin import Admin
-from client.spark.options import EARLIEST, LATEST, SourceOptions
-from client.spark.ranges import OffsetRange, rate_limit, split_ranges
-from client.spark.reader import RangePartition, _fmt, _resolve, _topic_partitions, read_range, report_data_loss
-from client.structs import TopicPartition
-from client.sync import LoopThread
+from collections.abc import Iterator
+from typing import Any
 
 from pyspark.sql.datasource import DataSourceStreamReader, InputPartition
 from pyspark.sql.streaming.datasource import (
@@ -52,6 +46,13 @@ from pyspark.sql.streaming.datasource import (
     SupportsTriggerAvailableNow,
 )
 from pyspark.sql.types import StructType
+
+from client.admin import Admin
+from client.spark.options import EARLIEST, LATEST, SourceOptions
+from client.spark.ranges import OffsetRange, rate_limit, split_ranges
+from client.spark.reader import RangePartition, _fmt, _resolve, _topic_partitions, read_range, report_data_loss
+from client.structs import TopicPartition
+from client.sync import LoopThread
 
 __all__ = ["MinibrokerStreamReader", "to_json", "from_json"]
 

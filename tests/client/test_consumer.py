@@ -1,4 +1,4 @@
-"""Tests for ``client/consumer.py`` (and ``client/fetched.py``) against a real broker process.
+"""Tests for ``client/consumer.py`` (and ``client/consumer_records.py``) against a real broker process.
 
 Records are written with raw Produce requests of batches built here (``RecordBatchBuilder``),
 so each test controls batch boundaries, codecs, headers and timestamps exactly; the

@@ -7,7 +7,8 @@ from __future__ import annotations
 import uuid
 
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from kafka.partitioner.default import murmur2 as kp_murmur2
 
 from client import Admin, Producer

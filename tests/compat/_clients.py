@@ -22,7 +22,8 @@ import shutil
 import subprocess
 import time
 import uuid
-from typing import Any, Iterable, Mapping, NamedTuple, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, NamedTuple
 
 from client.records.batch import iter_batch_headers
 from client.records.compression import Compression

@@ -18,7 +18,8 @@ Producing happens once per module (one broker); each consumer reads all topics i
 from __future__ import annotations
 
 import time
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import pytest
 

@@ -8,7 +8,8 @@ Sizes are kept small: the point is the layout, not volume.
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from hypothesis import strategies as st
 

@@ -11,7 +11,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from client.protocol.primitives import DecodeError, Reader
-from client.protocol.schema import NULL, Array, Field as F, Message, parse_versions
+from client.protocol.schema import NULL, Array, Message, parse_versions
+from client.protocol.schema import Field as F
 
 from .strategies import message_values
 

@@ -1,4 +1,4 @@
-"""``append_record`` in ``client/records/_decode.c`` (the producer's C encoder) writes the same
+"""``append_record`` in ``client/records/_codec.c`` (the producer's C encoder) writes the same
 bytes as the Python encoder ``client.accumulator.encode_record``, and only when they fit."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 from client.accumulator import encode_record
 
-_decode = pytest.importorskip("client.records._decode", reason="the C extension is not built")
+_codec = pytest.importorskip("client.records._codec", reason="the C extension is not built")
 
 
 @settings(max_examples=400, deadline=None)
@@ -18,18 +18,18 @@ _decode = pytest.importorskip("client.records._decode", reason="the C extension 
 def test_same_bytes_as_python(key, value, tsd, delta, prefix):
     want = encode_record(delta, tsd, key, value, None)
     buf = bytearray(prefix)
-    assert _decode.append_record(buf, len(prefix) + len(want), tsd, delta, key, value) is True
+    assert _codec.append_record(buf, len(prefix) + len(want), tsd, delta, key, value) is True
     assert bytes(buf) == prefix + want
     # one byte short of the capacity: refused, nothing written
     buf = bytearray(prefix)
-    assert _decode.append_record(buf, len(prefix) + len(want) - 1, tsd, delta, key, memoryview(value)) is False
+    assert _codec.append_record(buf, len(prefix) + len(want) - 1, tsd, delta, key, memoryview(value)) is False
     assert bytes(buf) == prefix
 
 
 def test_bad_types_raise_type_error():
     with pytest.raises(TypeError):
-        _decode.append_record(bytearray(), 100, 0, 0, None, "text")
+        _codec.append_record(bytearray(), 100, 0, 0, None, "text")
     with pytest.raises(TypeError):
-        _decode.append_record(bytearray(), 100, 0, 0, 5, b"v")
+        _codec.append_record(bytearray(), 100, 0, 0, 5, b"v")
     with pytest.raises(TypeError):
-        _decode.append_record(b"not a bytearray", 100, 0, 0, None, b"v")
+        _codec.append_record(b"not a bytearray", 100, 0, 0, None, b"v")

@@ -1,5 +1,5 @@
 """Tests for ``client/records/columnar.py`` (the fast record decoders, ``BinaryColumn``) and the
-batch-level decoding in ``client/fetched.py``: both must agree with the reference decoder
+batch-level decoding in ``client/consumer_records.py``: both must agree with the reference decoder
 ``iter_records`` on every input, and refuse bad input with CorruptRecordError only."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from client.fetched import ColumnBatch, ConsumerRecord, decode_batch_columns, decode_batch_rows, whole_batches
+from client.consumer_records import ColumnBatch, ConsumerRecord, decode_batch_columns, decode_batch_rows, whole_batches
 from client.records import RECORDS_OFFSET, CorruptRecordError, Record, build_batch, iter_records
 from client.records.columnar import BinaryColumn, decode_columns, decode_lists
 from client.records.record import RecordBatchBuilder
@@ -192,7 +192,7 @@ def test_build_batch_records_round_trip_with_records_api():
     assert nxt == 7
 
 
-# --- the C decoder (client/records/_decode.c) against the Python one ------------------------
+# --- the C decoder (client/records/_codec.c) against the Python one ------------------------
 
 import os
 import shutil
@@ -203,11 +203,11 @@ from client.records.columnar import decode_lists_py
 from client.records.varint import write_varint
 
 try:
-    from client.records._decode import decode_lists as decode_lists_c
+    from client.records._codec import decode_lists as decode_lists_c
 except ImportError:  # not built: the tests below skip
     decode_lists_c = None
 
-needs_c = pytest.mark.skipif(decode_lists_c is None, reason="C extension client.records._decode is not built "
+needs_c = pytest.mark.skipif(decode_lists_c is None, reason="C extension client.records._codec is not built "
                              "(no C compiler at install time?); the pure-Python decoder is in use")
 INT64 = st.integers(-(1 << 63), (1 << 63) - 1)
 
@@ -217,7 +217,7 @@ def test_c_extension_is_built_when_a_compiler_is_available():
     optional only so that installs without one still succeed)."""
     if not (shutil.which("cc") or shutil.which("gcc")):
         pytest.skip("no C compiler: the extension is optional")
-    assert decode_lists_c is not None, "client.records._decode failed to build; rerun pip install -e . -v"
+    assert decode_lists_c is not None, "client.records._codec failed to build; rerun pip install -e . -v"
     if os.environ.get("MINIBROKER_PURE_PYTHON", "") in ("", "0"):
         assert columnar.C_DECODER and columnar.decode_lists is decode_lists_c
     else:
@@ -284,7 +284,7 @@ def _same(section, count, bo=0, bt=0):
     from client.records.columnar import decode_columns_c, decode_columns_py
 
     assert _columns(decode_columns_c, section, count, bo, bt) == _columns(decode_columns_py, section, count, bo, bt)
-    from client.records._decode import decode_records as decode_records_c
+    from client.records._codec import decode_records as decode_records_c
     from client.records.columnar import decode_records_py
 
     for position, fixed in ((bo, None), (min(bo + 2, (1 << 63) - 1), None), (-(1 << 63), 7)):

@@ -21,7 +21,7 @@ import socket
 import struct
 import subprocess
 import sys
-from typing import Iterator
+from collections.abc import Iterator
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -195,7 +195,7 @@ def exchange(port: int, raw: bytes) -> None:
             try:
                 if not s.recv(1 << 16):
                     return
-            except (ConnectionResetError, socket.timeout):
+            except (TimeoutError, ConnectionResetError):
                 return
     finally:
         s.close()

@@ -2,7 +2,7 @@
 decision 4), on uvloop and on the stock asyncio loop.
 
 The broker runs in this process (in a thread with its own event loop) so the test can read
-``broker.server.SENDFILE_STATS`` and observe every ``os.sendfile`` call through a recording
+``broker.socket_server.SENDFILE_STATS`` and observe every ``os.sendfile`` call through a recording
 wrapper that calls straight through to the real function.
 """
 
@@ -12,13 +12,14 @@ import asyncio
 import os
 import threading
 import time
-from typing import Any, Callable, Iterator, NamedTuple
+from collections.abc import Callable, Iterator
+from typing import Any, NamedTuple
 
 import pytest
 
 from broker.broker import Broker
 from broker.config import BrokerConfig
-from broker.server import SENDFILE_STATS
+from broker.socket_server import SENDFILE_STATS
 from client.protocol.api import ApiKey
 from client.records import iter_batch_headers
 
@@ -69,7 +70,7 @@ class InProcessBroker:
             self._error = e
             self._ready.set()
 
-    def start(self) -> "InProcessBroker":
+    def start(self) -> InProcessBroker:
         self._thread.start()
         assert self._ready.wait(20), "broker did not start"
         if self._error is not None:

@@ -53,7 +53,7 @@ class Conn:
     def close(self) -> None:
         self.sock.close()
 
-    def __enter__(self) -> "Conn":
+    def __enter__(self) -> Conn:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -111,7 +111,7 @@ class Conn:
                     return True
         except (ConnectionResetError, BrokenPipeError):
             return True
-        except socket.timeout:
+        except TimeoutError:
             return False
 
 

@@ -8,7 +8,8 @@ import importlib.util
 import os
 import shutil
 import sys
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 import pytest
 

@@ -3,7 +3,8 @@ Producer, read back with Spark (one session for the run; see conftest)."""
 
 from __future__ import annotations
 
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 import pytest
 

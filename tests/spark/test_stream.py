@@ -5,7 +5,8 @@ for the cases that need a broker in a particular state."""
 
 from __future__ import annotations
 
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 import pytest
 
@@ -13,8 +14,8 @@ from client.spark.options import parse_options
 from client.sync import SyncAdmin, SyncProducer
 
 pytest.importorskip("pyspark.sql.streaming.datasource", reason="streaming needs pyspark >= 4.2")
-from client.spark.stream import MinibrokerStreamReader  # noqa: E402
 from client.spark.reader import DataLossError  # noqa: E402
+from client.spark.stream import MinibrokerStreamReader  # noqa: E402
 
 TOPIC = "stream"
 PARTS = 2

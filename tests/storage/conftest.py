@@ -6,7 +6,8 @@ from __future__ import annotations
 import hashlib
 import os
 import struct
-from typing import NamedTuple, Sequence
+from collections.abc import Sequence
+from typing import NamedTuple
 
 import pytest
 

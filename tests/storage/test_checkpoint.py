@@ -123,6 +123,6 @@ def test_clean_shutdown_marker_content(tmp_path, epoch) -> None:
     else:
         write_clean_shutdown_marker(str(tmp_path), epoch)
     text = read_text(tmp_path / CLEAN_SHUTDOWN_FILE)
-    assert text == '{"version":0,"brokerEpoch":%d}' % epoch
+    assert text == f'{{"version":0,"brokerEpoch":{epoch}}}'
     assert json.loads(text) == {"version": 0, "brokerEpoch": epoch}
     assert os.listdir(tmp_path) == [CLEAN_SHUTDOWN_FILE]

@@ -585,7 +585,7 @@ def check_recovered(layout: Layout, manager: LogManager, log: Log, expected_leo:
     assert log.log_end_offset == expected_leo
     rng = random.Random(1)
     records = verify_contents(log)
-    for base, batches in layout.segments.items():
+    for _base, batches in layout.segments.items():
         for b in batches:
             if b.last_offset < expected_leo:
                 for target in (b.base_offset, b.last_offset):

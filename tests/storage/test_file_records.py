@@ -32,7 +32,7 @@ def test_check_04_stored_bytes_equal_appended_batches(tmp_path) -> None:
     assert fr.size == sum(map(len, batches))
     data = (tmp_path / "00000000000000000000.log").read_bytes()
     assert data == b"".join(batches)
-    for info, b in zip(describe(batches), batches):
+    for info, _b in zip(describe(batches), batches):
         (length,) = struct.unpack_from(">i", data, info.position + 8)
         assert length == info.size - 12
         (crc,) = struct.unpack_from(">I", data, info.position + 17)

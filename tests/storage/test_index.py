@@ -355,7 +355,7 @@ def test_read_only_index_of_closed_file_looks_up_correctly(tmp_path, cls) -> Non
     assert ro.entries == 30
     ro.sanity_check()
     ex = expected(cls, 30)
-    for i, (k, v) in enumerate(ex):
+    for _i, (k, v) in enumerate(ex):
         assert tuple(ro.lookup(k)) == (k, v)
         assert tuple(ro.lookup(k + 1)) == (k, v)
     ro.close()

@@ -19,9 +19,8 @@ import struct
 import tempfile
 
 import pytest
-from hypothesis import HealthCheck, settings
+from hypothesis import HealthCheck, event, settings
 from hypothesis import strategies as st
-from hypothesis import event
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule
 
 from broker.storage.config import LogConfig

@@ -391,7 +391,7 @@ def test_truncate_to_keeps_log_and_indexes_consistent(tmp_path, segment_factory,
     seg.close()
     final = read_offset_index_file(idx, BASE)
     assert final[: len(expected_index_entries(kept, 100))] == expected_index_entries(kept, 100)
-    for off, pos in final:
+    for _off, pos in final:
         assert pos < kept_size + len(nxt)
 
 

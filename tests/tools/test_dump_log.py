@@ -357,7 +357,7 @@ def test_offset_index_mismatches(closed_segment, tmp_path):
     (bad / f"{NAME}.index").write_bytes(raw)
     rc, out, err = dump(bad / f"{NAME}.index")
     assert rc == 0
-    assert out[1:3] == [f"offset: 5 position: 0", f"offset: 8 position: {written[4].position}"]
+    assert out[1:3] == ["offset: 5 position: 0", f"offset: 8 position: {written[4].position}"]
     # Kafka's order: last mismatch first.
     assert err == [f"Mismatches in :{(bad / NAME).absolute()}.index",
                    "  Index offset: 8, log offset: 14", "  Index offset: 5, log offset: 2"]

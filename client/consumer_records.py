@@ -32,8 +32,9 @@ from __future__ import annotations
 import struct
 from array import array
 from bisect import bisect_left
+from collections.abc import Iterator, Sequence
 from itertools import repeat
-from typing import Any, Iterator, NamedTuple, Sequence
+from typing import Any, NamedTuple
 
 from client.records.batch import (
     HEADER_STRUCT,
@@ -104,7 +105,7 @@ class ColumnBatch:
             repeat(self.topic), repeat(self.partition), self.offsets, self.timestamps, repeat(self.timestamp_type),
             self.keys.to_pylist(), self.values.to_pylist(), self.headers)))
 
-    def slice(self, start: int, stop: int | None = None) -> "ColumnBatch":
+    def slice(self, start: int, stop: int | None = None) -> ColumnBatch:
         """Records [start, stop) as a new ColumnBatch (``next_offset`` kept when the slice
         reaches the end, else the offset after its last record)."""
         n = len(self.offsets)
@@ -116,7 +117,7 @@ class ColumnBatch:
                            self.headers[start:stop])
 
     @classmethod
-    def from_records(cls, records: Sequence[ConsumerRecord], next_offset: int | None = None) -> "ColumnBatch":
+    def from_records(cls, records: Sequence[ConsumerRecord], next_offset: int | None = None) -> ColumnBatch:
         """The slow way round (used when a caller switches from records to batches mid-batch)."""
         r0 = records[0]
         return cls(r0.topic, r0.partition, r0.timestamp_type,

@@ -47,7 +47,7 @@ from .storage.file_records import FileSlice
 
 __all__ = ["BrokerServer", "SENDFILE_STATS"]
 
-logger = logging.getLogger("broker.server")
+logger = logging.getLogger("broker.socket_server")
 
 _RECV_SIZE = 1 << 18
 #: Largest request other than Produce (Metadata, Fetch, CreateTopics, ...): 1 MiB holds ~35,000
@@ -69,7 +69,7 @@ class _Pending:
 
     __slots__ = ("key", "version", "cid", "task")
 
-    def __init__(self, key: int, version: int, cid: int, task: "asyncio.Future[Any]") -> None:
+    def __init__(self, key: int, version: int, cid: int, task: asyncio.Future[Any]) -> None:
         self.key, self.version, self.cid, self.task = key, version, cid, task
 
 
@@ -83,7 +83,7 @@ def _api_versions_fallback(correlation_id: int) -> bytes:
 
 
 class Connection:
-    def __init__(self, server: "BrokerServer", sock: socket.socket, peer: str) -> None:
+    def __init__(self, server: BrokerServer, sock: socket.socket, peer: str) -> None:
         self.server = server
         self.sock = sock
         self.fd = sock.fileno()

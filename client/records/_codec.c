@@ -1,5 +1,5 @@
 /*
- * client.records._decode: the C record codecs: the decoders of client.records.columnar
+ * client.records._codec: the C record codecs: the decoders of client.records.columnar
  * (decode_lists, decode_columns, decode_records) and the producer's append_record.
  *
  * It parses the records section of one RecordBatch v2 (the bytes after the 61-byte batch
@@ -681,12 +681,12 @@ static PyMethodDef methods[] = {
 };
 
 static struct PyModuleDef module = {
-    PyModuleDef_HEAD_INIT, "client.records._decode",
-    "C encoder and decoders of RecordBatch v2 records (see client/records/_decode.c).", -1, methods,
+    PyModuleDef_HEAD_INIT, "client.records._codec",
+    "C encoder and decoders of RecordBatch v2 records (see client/records/_codec.c).", -1, methods,
 };
 
 PyMODINIT_FUNC
-PyInit__decode(void)
+PyInit__codec(void)
 {
     PyObject *batch = PyImport_ImportModule("client.records.batch");
     if (batch == NULL)

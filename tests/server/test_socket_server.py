@@ -1,4 +1,4 @@
-"""Tests for ``broker/server.py`` and the handlers behind it, against a real broker process
+"""Tests for ``broker/socket_server.py`` and the handlers behind it, against a real broker process
 (``python -m broker serve``), over raw sockets with our codec: in-order pipelined responses,
 ApiVersions and its v0 fallback, connections closed on unsupported requests, Produce acks and
 errors (nothing written on a bad batch), Fetch long-poll, errors, KIP-74 and byte equality
@@ -9,7 +9,8 @@ from __future__ import annotations
 import os
 import struct
 import time
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 import crc32c
 import pytest

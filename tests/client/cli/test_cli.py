@@ -1,4 +1,4 @@
-"""Tests for ``broker/cli/``: ``python -m broker topics|produce|consume|offsets`` run as real
+"""Tests for ``client/cli/``: ``python -m broker topics|produce|consume|offsets`` run as real
 subprocesses against a broker process, as a user would run them."""
 
 from __future__ import annotations

@@ -20,7 +20,8 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from . import add_common, client_options, fail, positive_int, run_client, unescape
 
