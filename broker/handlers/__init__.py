@@ -1,40 +1,43 @@
-"""One module per Kafka API: ``handle(request, version, state)``.
+"""One module per Kafka API: ``API_KEY`` and ``handle(request, version, state)``.
 
 A handler returns the response body as a dict (encoded by the server with the API's schema),
 a coroutine that produces one (a request that must wait: acks=all, Fetch long-poll), a
 ``FetchReply`` (bytes and file slices written with sendfile), ``NO_RESPONSE`` (acks=0) or
 ``CLOSE`` (acks=0 with an error: Kafka closes the connection so the producer notices).
+
+Adding an API is adding its module here (and its schema module in ``client.protocol.messages``):
+``HANDLERS`` maps the ``API_KEY`` of every module of this package that defines one to its
+``handle``. The broker advertises exactly the APIs with a handler, at the versions their schema
+tables implement; the two sets must agree, which is checked at import.
 """
 
 from __future__ import annotations
 
-from client.protocol.api import ApiKey
+import importlib
+import pkgutil
+from collections.abc import Callable
+from typing import Any
 
-from . import (
-    api_versions,
-    create_topics,
-    delete_topics,
-    describe_configs,
-    fetch,
-    find_coordinator,
-    init_producer_id,
-    list_offsets,
-    metadata,
-    produce,
-)
+from client.protocol.api import SUPPORTED_VERSIONS, ApiKey
+
 from .common import CLOSE, NO_RESPONSE, FetchReply
 
-HANDLERS = {
-    ApiKey.API_VERSIONS: api_versions.handle,
-    ApiKey.METADATA: metadata.handle,
-    ApiKey.PRODUCE: produce.handle,
-    ApiKey.FETCH: fetch.handle,
-    ApiKey.LIST_OFFSETS: list_offsets.handle,
-    ApiKey.CREATE_TOPICS: create_topics.handle,
-    ApiKey.DELETE_TOPICS: delete_topics.handle,
-    ApiKey.INIT_PRODUCER_ID: init_producer_id.handle,
-    ApiKey.DESCRIBE_CONFIGS: describe_configs.handle,
-    ApiKey.FIND_COORDINATOR: find_coordinator.handle,
-}
+Handler = Callable[[dict[str, Any], int, Any], Any]
+HANDLERS: dict[ApiKey, Handler] = {}
 
-__all__ = ["HANDLERS", "CLOSE", "NO_RESPONSE", "FetchReply"]
+
+def _collect() -> None:
+    for info in sorted(pkgutil.iter_modules(__path__), key=lambda i: i.name):
+        module = importlib.import_module(f"{__name__}.{info.name}")
+        key = getattr(module, "API_KEY", None)
+        if key is not None:
+            if key in HANDLERS:
+                raise ImportError(f"two handlers for {key.name}")
+            HANDLERS[key] = module.handle
+    if set(HANDLERS) != set(SUPPORTED_VERSIONS):
+        raise ImportError(f"APIs with a handler {sorted(HANDLERS)} != APIs with a schema {sorted(SUPPORTED_VERSIONS)}")
+
+
+_collect()
+
+__all__ = ["HANDLERS", "CLOSE", "NO_RESPONSE", "FetchReply", "Handler"]

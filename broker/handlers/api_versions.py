@@ -7,7 +7,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from client.protocol.api import SUPPORTED_VERSIONS
+from client.protocol.api import SUPPORTED_VERSIONS, ApiKey
+
+API_KEY = ApiKey.API_VERSIONS
 
 _KEYS = [{"api_key": int(k), "min_version": lo, "max_version": hi}
          for k, (lo, hi) in sorted(SUPPORTED_VERSIONS.items())]

@@ -8,9 +8,11 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from client.protocol.api import ErrorCode
+from client.protocol.api import ApiKey, ErrorCode
 
 from ..storage.errors import StorageError
+
+API_KEY = ApiKey.CREATE_TOPICS
 
 logger = logging.getLogger(__name__)
 

@@ -5,9 +5,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from client.protocol.api import ErrorCode
+from client.protocol.api import ApiKey, ErrorCode
 
 from .common import error_code_of
+
+API_KEY = ApiKey.DELETE_TOPICS
 
 
 def handle(request: dict[str, Any], version: int, state: Any) -> dict[str, Any]:

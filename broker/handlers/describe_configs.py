@@ -9,9 +9,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from client.protocol.api import ErrorCode
+from client.protocol.api import ApiKey, ErrorCode
 
 from ..storage.config import TOPIC_CONFIGS
+
+API_KEY = ApiKey.DESCRIBE_CONFIGS
 
 TOPIC, BROKER = 2, 4
 TOPIC_CONFIG, STATIC_BROKER_CONFIG, DEFAULT_CONFIG = 1, 4, 5

@@ -27,11 +27,13 @@ import asyncio
 import struct
 from typing import Any
 
-from client.protocol.api import ErrorCode
+from client.protocol.api import ApiKey, ErrorCode
 
 from ..storage.errors import OffsetOutOfRangeError
 from ..storage.file_records import FileSlice
 from .common import FetchReply, error_code_of
+
+API_KEY = ApiKey.FETCH
 
 _TOP = struct.Struct(">ihi")  # throttle, error_code, session_id (v7+)
 _I32 = struct.Struct(">i")

@@ -13,7 +13,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from client.protocol.api import ErrorCode
+from client.protocol.api import ApiKey, ErrorCode
+
+API_KEY = ApiKey.FIND_COORDINATOR
 
 GROUP = 0
 

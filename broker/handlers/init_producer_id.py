@@ -5,7 +5,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from client.protocol.api import ErrorCode
+from client.protocol.api import ApiKey, ErrorCode
+
+API_KEY = ApiKey.INIT_PRODUCER_ID
 
 
 def handle(request: dict[str, Any], version: int, state: Any) -> dict[str, Any]:

@@ -6,9 +6,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from client.protocol.api import ErrorCode
+from client.protocol.api import ApiKey, ErrorCode
 
 from .common import error_code_of
+
+API_KEY = ApiKey.LIST_OFFSETS
 
 
 def handle(request: dict[str, Any], version: int, state: Any) -> dict[str, Any]:

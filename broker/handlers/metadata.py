@@ -9,10 +9,12 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from client.protocol.api import ErrorCode
+from client.protocol.api import ApiKey, ErrorCode
 
 from ..storage.errors import InvalidTopicError, TopicExistsError
 from ..storage.log_manager import validate_topic_name
+
+API_KEY = ApiKey.METADATA
 
 logger = logging.getLogger(__name__)
 

@@ -14,9 +14,11 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from client.protocol.api import ErrorCode
+from client.protocol.api import ApiKey, ErrorCode
 
 from .common import CLOSE, NO_RESPONSE, error_code_of
+
+API_KEY = ApiKey.PRODUCE
 
 logger = logging.getLogger(__name__)
 
