@@ -49,7 +49,7 @@ class Broker:
     async def start(self) -> None:
         t0 = time.perf_counter()
         cfg = self.config
-        self.logs = LogManager(cfg.log_dir, cfg.log_config, node_id=cfg.node_id)
+        self.logs = LogManager(cfg.log_dir, cfg.log_config, node_id=cfg.node_id, flush_scheduler=self._schedule_flush)
         self.logs.startup()
         self.state = BrokerState(cfg, self.logs)
         host, port = cfg.listener
@@ -57,8 +57,6 @@ class Broker:
         await self.server.start()
         if self.state.port == 0 or (cfg.props.get("advertised.listeners", "") == "" and port == 0):
             self.state.port = self.server.port
-        for log in self.logs.logs.values():
-            log.flush_scheduler = self._schedule_flush
         self._periodic = [
             asyncio.ensure_future(self._every(cfg.int("log.retention.check.interval.ms") / 1000, self._retention)),
             asyncio.ensure_future(self._every(1.0, self._housekeeping)),
@@ -106,9 +104,7 @@ class Broker:
         assert self.logs is not None
         now = int(time.time() * 1000)
         for log in list(self.logs.logs.values()):
-            log.flush_scheduler = self._schedule_flush  # logs created since start
-            if log._pending_deletes:
-                log.delete_expired_files(now)
+            log.delete_expired_files(now)
             if log.flush_due(now):
                 self._schedule_flush(log)
             elif log.recovery_point < log.active_segment.base_offset:

@@ -6,11 +6,11 @@ replica the high watermark equals the LEO. ``recovery_point``: every offset belo
 fsync'd (``.log`` fsync + index msync); after an unclean stop only segments from
 floor(recovery_point) on are re-validated.
 
-Append (ARCHITECTURE decision 2): each producer batch is validated (magic 2, CRC-32C, length,
-``max.message.bytes``, baseOffset 0, lastOffsetDelta == recordsCount - 1) and gets its offsets
-by overwriting bytes 0-7 in place; records are never decoded. With
-``message.timestamp.type=LogAppendTime`` the attributes and maxTimestamp are rewritten and the
-CRC recomputed. A request whose batches are not all valid writes nothing.
+Append: ``log_validator`` checks each producer batch (header, CRC-32C, sizes, every record
+parses) and, under the lock, gives it its offsets by overwriting bytes 0-7 in place (the CRC
+does not cover them, so nothing is re-encoded); the segment is handed what validation learned
+(positions, offsets, timestamps) and writes the request's batches with one sequential write.
+A request whose batches are not all valid writes nothing.
 
 Threading: every method runs on the owner's thread (the broker's event loop) except
 ``flush``, which is designed to run in a worker thread concurrently with appends: it
@@ -29,31 +29,16 @@ import time
 from collections.abc import Callable, Iterable
 from typing import NamedTuple
 
-from client.records.batch import (
-    ATTRIBUTES_OFFSET,
-    COMPRESSION_CODEC_MASK,
-    CRC_OFFSET,
-    LOG_OVERHEAD,
-    MAX_TIMESTAMP_OFFSET,
-    TIMESTAMP_TYPE_MASK,
-    CorruptRecordError,
-    InvalidRecordError,
-    compute_crc,
-    set_base_offset,
-    validate_batch,
-)
-from client.records.validate import check_records
-
 from .config import LogConfig
 from .errors import (
     KafkaStorageError,
     OffsetOutOfRangeError,
-    RecordBatchTooLargeError,
-    RecordTooLargeError,
     StorageError,
 )
 from .file_records import FileSlice, TimestampAndOffset
 from .fileutil import fsync_path
+from .log_validator import assign_offsets as assign_offsets_to
+from .log_validator import offsets_as_given, validate_batches
 from .segment import (
     INDEX_FILE_SUFFIX,
     LOG_FILE_SUFFIX,
@@ -124,6 +109,7 @@ class Log:
         log_start_offset: int,
         recovery_point: int,
         now_ms: Callable[[], int] = _now_ms,
+        flush_scheduler: Callable[[Log], None] | None = None,
     ) -> None:
         self.dir = directory
         self.topic = topic
@@ -146,10 +132,9 @@ class Log:
         self._pending_deletes: list[tuple[int, LogSegment]] = []
         self._rng = _RNG
         self._closed = False
-        self._deleted = False
-        #: Called (from the append path) when the flush.messages policy asks for a flush;
-        #: the server sets this to schedule ``flush`` in a worker thread. None = flush inline.
-        self.flush_scheduler: Callable[[Log], None] | None = None
+        #: Called (from the append path) when the flush.messages policy asks for a flush; the
+        #: broker's schedules ``flush`` in a worker thread. None = flush inline (tools, tests).
+        self.flush_scheduler = flush_scheduler
 
     # ---------------------------------------------------------------- loading
 
@@ -165,6 +150,7 @@ class Log:
         log_start_offset: int = 0,
         had_clean_shutdown: bool = False,
         now_ms: Callable[[], int] = _now_ms,
+        flush_scheduler: Callable[[Log], None] | None = None,
     ) -> Log:
         """Open (or create) the partition directory, as Kafka's LogLoader does: remove temporary
         files, complete swaps, open segments (indexes lazily), recover from floor(recovery
@@ -232,7 +218,7 @@ class Log:
         first_base = segments.first()[0]  # type: ignore[index]
         log = cls(directory, topic, partition, config, segments,
                   log_start_offset=max(log_start_offset, first_base),
-                  recovery_point=new_recovery_point, now_ms=now_ms)
+                  recovery_point=new_recovery_point, now_ms=now_ms, flush_scheduler=flush_scheduler)
         return log
 
     # ---------------------------------------------------------------- offsets
@@ -262,11 +248,6 @@ class Log:
     def unflushed_messages(self) -> int:
         return self._leo - self.recovery_point
 
-    @property
-    def durable_offset(self) -> int:
-        """Every offset below this is on disk (fsync'd): the group-commit watermark."""
-        return self.recovery_point
-
     def _check_open(self) -> None:
         if self._closed:
             raise KafkaStorageError(f"log {self.topic}-{self.partition} is closed")
@@ -274,75 +255,36 @@ class Log:
     # ---------------------------------------------------------------- append
 
     def append(self, records: bytes | bytearray | memoryview, *, assign_offsets: bool = True) -> LogAppendInfo:
-        """Validate the producer batches in ``records``, assign offsets from the LEO, roll if
-        needed and append them with one write. Raises a RecordError / StorageError (with the
-        Kafka error code) and writes nothing if any batch is invalid."""
+        """Validate the producer batches in ``records`` (``log_validator``), assign offsets from
+        the LEO, roll if needed and append them with one write. Raises a RecordError /
+        StorageError (with the Kafka error code) and writes nothing if any batch is invalid.
+
+        ``assign_offsets=False`` is Kafka's append-as-follower: the batches keep the offsets they
+        carry (at or above the LEO, increasing, gaps allowed), as a replica or a rewritten log
+        holds them; it is how tests reach offset gaps and relative-offset overflow."""
         # Offsets are patched in place: a bytearray or writable memoryview (the request frame)
         # is used as is; read-only bytes are copied once.
         if isinstance(records, bytearray) or (isinstance(records, memoryview) and not records.readonly):
             buf = records
         else:
             buf = bytearray(records)
-        n = len(buf)
-        if n == 0:
-            raise CorruptRecordError("empty record set")
         cfg = self.config
-        # 1. validate every batch (no record decoding)
-        batches: list[tuple[int, int, int, int]] = []  # (pos, size, count, max_ts)
-        pos = 0
-        while pos < n:
-            h = validate_batch(buf, pos)
-            (base, length, _, _, _, _, last_delta, _, max_ts, _, _, _, count) = h.unpack()
-            size = length + LOG_OVERHEAD
-            if size > cfg.max_message_bytes:
-                raise RecordTooLargeError(
-                    f"the record batch is {size} bytes, larger than max.message.bytes ({cfg.max_message_bytes})"
-                )
-            if assign_offsets and base != 0:
-                raise InvalidRecordError(f"the baseOffset of a producer's record batch should be 0, but it is {base}")
-            if last_delta != count - 1:
-                raise InvalidRecordError(
-                    f"record batch has lastOffsetDelta {last_delta} but {count} records"
-                )
-            if assign_offsets:  # a producer's batch: every record must parse (Kafka's LogValidator)
-                check_records(buf, pos, size, count, buf[pos + ATTRIBUTES_OFFSET + 1] & COMPRESSION_CODEC_MASK)
-            batches.append((pos, size, count, max_ts))
-            pos += size
-        if n > cfg.segment_bytes:
-            raise RecordBatchTooLargeError(
-                f"the request includes {n} bytes of records, larger than segment.bytes ({cfg.segment_bytes})"
-            )
+        batches = validate_batches(buf, cfg, from_producer=assign_offsets)
         with self._lock:
             self._check_open()
-            # 2. assign offsets (bytes 0-7) and, for LogAppendTime, timestamps (+ CRC)
             now = self._now_ms()
-            log_append = cfg.log_append_time
-            offset = first = self._leo if assign_offsets else _Q.unpack_from(buf, 0)[0]
-            if not assign_offsets and first < self._leo:
-                raise InvalidRecordError(f"batch offset {first} is below the log end offset {self._leo}")
-            max_ts, offset_of_max_ts = -1, -1
-            for pos, size, count, ts in batches:
-                if assign_offsets:
-                    set_base_offset(buf, offset) if pos == 0 else _Q.pack_into(buf, pos, offset)
-                else:
-                    offset = _Q.unpack_from(buf, pos)[0]
-                last = offset + count - 1
-                if log_append:
-                    buf[pos + ATTRIBUTES_OFFSET + 1] |= TIMESTAMP_TYPE_MASK
-                    _Q.pack_into(buf, pos + MAX_TIMESTAMP_OFFSET, now)
-                    struct.pack_into(">I", buf, pos + CRC_OFFSET, compute_crc(memoryview(buf)[pos : pos + size]))
-                    ts = now
-                if ts > max_ts:
-                    max_ts, offset_of_max_ts = ts, last
-                offset = last + 1
-            last_offset = offset - 1
-            # 3. roll if needed; 4. one sequential write
-            segment = self._maybe_roll(n, max_ts, last_offset, first, now)
-            segment.append(buf)
-            self._leo = last_offset + 1
-            info = LogAppendInfo(first, last_offset, max_ts, offset_of_max_ts,
-                                 now if log_append else -1, self.log_start_offset,
-                                 last_offset - first + 1, n)
+            log_append_time = now if cfg.log_append_time else None
+            if assign_offsets:
+                appended = assign_offsets_to(buf, batches, self._leo, log_append_time)
+            else:
+                appended = offsets_as_given(batches, self._leo)
+            n = len(buf)
+            segment = self._maybe_roll(n, appended.max_timestamp, appended.last_offset, appended.first_offset, now)
+            segment.append(buf, appended.batches)
+            self._leo = appended.last_offset + 1
+            info = LogAppendInfo(appended.first_offset, appended.last_offset, appended.max_timestamp,
+                                 appended.offset_of_max_timestamp, now if log_append_time is not None else -1,
+                                 self.log_start_offset, appended.last_offset - appended.first_offset + 1, n)
         if self._leo - self.recovery_point >= cfg.flush_messages:
             if self.flush_scheduler is not None:
                 self.flush_scheduler(self)
@@ -571,6 +513,8 @@ class Log:
 
     def delete_expired_files(self, now_ms: int | None = None) -> int:
         """Remove ``.deleted`` segments whose delay has passed; returns how many."""
+        if not self._pending_deletes:
+            return 0
         now = self._now_ms() if now_ms is None else now_ms
         due = [s for t, s in self._pending_deletes if t <= now]
         self._pending_deletes = [(t, s) for t, s in self._pending_deletes if t > now]
@@ -675,7 +619,6 @@ class Log:
             for _, seg in self._pending_deletes:
                 seg.delete_if_exists()
             self._pending_deletes = []
-            self._deleted = True
 
     def __repr__(self) -> str:
         return (f"Log({self.topic}-{self.partition}, start={self.log_start_offset}, end={self._leo},"

@@ -110,8 +110,11 @@ class LogManager:
         *,
         node_id: int = 0,
         now_ms: Callable[[], int] = lambda: int(time.time() * 1000),
+        flush_scheduler: Callable[[Log], None] | None = None,
     ) -> None:
         self.log_dir = os.path.abspath(log_dir)
+        #: given to every Log: schedules a flush the flush.messages policy asks for (None: inline)
+        self.flush_scheduler = flush_scheduler
         self.default_config = default_config or LogConfig()
         self.node_id = node_id
         self._now_ms = now_ms
@@ -152,7 +155,8 @@ class LogManager:
             log = Log.load(path, topic, partition, config,
                            recovery_point=recovery_points.get(parsed, 0),
                            log_start_offset=start_offsets.get(parsed, 0),
-                           had_clean_shutdown=self.had_clean_shutdown, now_ms=self._now_ms)
+                           had_clean_shutdown=self.had_clean_shutdown, now_ms=self._now_ms,
+                           flush_scheduler=self.flush_scheduler)
             self.logs[parsed] = log
         self._started = True
         logger.info("loaded %d partitions of %d topics from %s (%s shutdown)", len(self.logs),
@@ -226,7 +230,8 @@ class LogManager:
         self._write_topic_configs()
         for p in range(partitions):
             path = os.path.join(self.log_dir, f"{name}-{p}")
-            self.logs[(name, p)] = Log.load(path, name, p, config, had_clean_shutdown=True, now_ms=self._now_ms)
+            self.logs[(name, p)] = Log.load(path, name, p, config, had_clean_shutdown=True, now_ms=self._now_ms,
+                                              flush_scheduler=self.flush_scheduler)
         # Make the new partition directories (and the topic-configs.json rename) durable: a
         # flushed append to a new topic must survive a machine crash with its directory.
         fsync_path(self.log_dir)

@@ -25,12 +25,14 @@ import logging
 import os
 import struct
 import time
+from collections.abc import Sequence
 from typing import NamedTuple
 
 from client.records.batch import (
     LAST_OFFSET_DELTA_OFFSET,
     LOG_OVERHEAD,
     MAX_TIMESTAMP_OFFSET,
+    RECORDS_COUNT_OFFSET,
     RECORDS_OFFSET,
     CorruptRecordError,
     RecordError,
@@ -39,6 +41,7 @@ from client.records.batch import (
 from .errors import LogSegmentOffsetOverflowError
 from .file_records import FileRecords, FileSlice, LogOffsetPosition, TimestampAndOffset
 from .index import LazyIndex
+from .log_validator import BatchMetadata
 from .offset_index import OffsetIndex, OffsetPosition
 from .time_index import TimeIndex, TimestampOffset
 
@@ -56,8 +59,8 @@ TIME_INDEX_FILE_SUFFIX = ".timeindex"
 _INT32_MAX = 0x7FFFFFFF
 _UNKNOWN = TimestampOffset(-1, -1)
 _BATCH_FIELDS = struct.Struct(">qi")  # baseOffset, batchLength
-# baseOffset, batchLength, lastOffsetDelta (23), maxTimestamp (35): the append fast path's fields
-_ONE_BATCH = struct.Struct(">qi11xi8xq")
+_I32 = struct.Struct(">i")
+_I64 = struct.Struct(">q")
 
 
 def filename_prefix_from_offset(offset: int) -> str:
@@ -179,80 +182,43 @@ class LogSegment:
 
     # -- append --
 
-    def append(self, records: bytes | bytearray | memoryview) -> None:
+    def append(self, records: bytes | bytearray | memoryview,
+               batches: Sequence[BatchMetadata] | None = None) -> None:
         """Append whole, already validated batches with one sequential write.
 
-        Offsets must already be assigned and increasing. Adds sparse index entries per batch.
-        Raises LogSegmentOffsetOverflowError (writing nothing) if an offset does not fit.
+        ``batches`` is what the log's validation learned about them (``log_validator``:
+        positions relative to ``records``, offsets, max timestamps), so nothing is parsed
+        again; without it (tools, tests, the cleaner's rewritten batches) the headers are
+        walked here. Offsets must already be assigned and increasing. Adds sparse index entries
+        per batch. Raises LogSegmentOffsetOverflowError (writing nothing) if an offset does
+        not fit.
         """
         view = memoryview(records)
-        n = len(view)
-        if n == 0:
+        if len(view) == 0:
             return
-        if n >= RECORDS_OFFSET:
-            base, length, last_delta, batch_max_ts = _ONE_BATCH.unpack_from(view, 0)
-            if length + LOG_OVERHEAD == n:
-                # One batch, as every produce request carries per partition: one header unpack,
-                # no list. The same steps and side effects as the general path below.
-                last = base + last_delta
-                if not 0 <= last - self.base_offset <= _INT32_MAX:
-                    raise LogSegmentOffsetOverflowError(
-                        f"offset {last} cannot be stored in segment with base offset {self.base_offset}"
-                    )
-                physical = self.log.size
-                if physical == 0:
-                    self._rolling_based_timestamp = batch_max_ts
-                self.log.append(view)
-                offset_index = self.offset_index
-                time_index = self.time_index
-                max_ts = self._max_ts()
-                if batch_max_ts > max_ts.timestamp:
-                    max_ts = TimestampOffset(batch_max_ts, last)
-                if self.bytes_since_last_index_entry > self.index_interval_bytes:
-                    offset_index.append(last, physical)
-                    time_index.maybe_append(max_ts.timestamp, max_ts.offset)
-                    self.bytes_since_last_index_entry = 0
-                self.bytes_since_last_index_entry += n
-                self._max_ts_and_offset = max_ts
-                return
-        # Walk the batch headers first (no record decoding): positions, last offsets, max ts.
-        batches: list[tuple[int, int, int, int]] = []  # (rel position, size, last offset, max ts)
-        pos = 0
-        while pos < n:
-            # A short tail or a size field below the header size would otherwise raise
-            # struct.error or, for a size of 0, loop forever.
-            if n - pos < RECORDS_OFFSET:
-                raise CorruptRecordError("append buffer does not end on a batch boundary")
-            base, length = _BATCH_FIELDS.unpack_from(view, pos)
-            size = length + LOG_OVERHEAD
-            if size < RECORDS_OFFSET or pos + size > n:
-                raise CorruptRecordError(
-                    f"append buffer has a batch of {size} bytes at {pos}; {n - pos} bytes left"
-                )
-            last = base + struct.unpack_from(">i", view, pos + LAST_OFFSET_DELTA_OFFSET)[0]
-            max_ts = struct.unpack_from(">q", view, pos + MAX_TIMESTAMP_OFFSET)[0]
-            batches.append((pos, size, last, max_ts))
-            pos += size
-        largest = batches[-1][2]
-        if not self.can_convert_to_relative_offset(largest) or not self.can_convert_to_relative_offset(batches[0][2]):
+        if batches is None:
+            batches = _walk_headers(view)
+        first, last = batches[0], batches[-1]
+        if not self.can_convert_to_relative_offset(last.last_offset) or \
+                not self.can_convert_to_relative_offset(first.last_offset):
             raise LogSegmentOffsetOverflowError(
-                f"offset {largest} cannot be stored in segment with base offset {self.base_offset}"
+                f"offset {last.last_offset} cannot be stored in segment with base offset {self.base_offset}"
             )
         physical = self.log.size
         if physical == 0:
-            self._rolling_based_timestamp = max(b[3] for b in batches)
+            self._rolling_based_timestamp = max(b.max_timestamp for b in batches)
         self.log.append(view)
         offset_index = self.offset_index
         time_index = self.time_index
         max_ts = self._max_ts()
-        for rel, size, last, ts in batches:
-            if ts > max_ts.timestamp:
-                max_ts = TimestampOffset(ts, last)
+        for b in batches:
+            if b.max_timestamp > max_ts.timestamp:
+                max_ts = TimestampOffset(b.max_timestamp, b.last_offset)
             if self.bytes_since_last_index_entry > self.index_interval_bytes:
-                offset_index.append(last, physical + rel)
+                offset_index.append(b.last_offset, physical + b.position)
                 time_index.maybe_append(max_ts.timestamp, max_ts.offset)
                 self.bytes_since_last_index_entry = 0
-            self.bytes_since_last_index_entry += size
+            self.bytes_since_last_index_entry += b.size
         self._max_ts_and_offset = max_ts
 
     # -- read --
@@ -528,3 +494,25 @@ class LogSegment:
 
     def __repr__(self) -> str:
         return f"LogSegment(base_offset={self.base_offset}, size={self.log.size})"
+
+
+def _walk_headers(view: memoryview) -> list[BatchMetadata]:
+    """Describe the batches of an append buffer from their headers (no CRC check, no record
+    decoding). A short tail or a size field below the header size is refused (it would
+    otherwise raise struct.error or, for a size of 0, loop forever)."""
+    n = len(view)
+    batches: list[BatchMetadata] = []
+    pos = 0
+    while pos < n:
+        if n - pos < RECORDS_OFFSET:
+            raise CorruptRecordError("append buffer does not end on a batch boundary")
+        base, length = _BATCH_FIELDS.unpack_from(view, pos)
+        size = length + LOG_OVERHEAD
+        if size < RECORDS_OFFSET or pos + size > n:
+            raise CorruptRecordError(f"append buffer has a batch of {size} bytes at {pos}; {n - pos} bytes left")
+        last_delta = _I32.unpack_from(view, pos + LAST_OFFSET_DELTA_OFFSET)[0]
+        max_ts = _I64.unpack_from(view, pos + MAX_TIMESTAMP_OFFSET)[0]
+        count = _I32.unpack_from(view, pos + RECORDS_COUNT_OFFSET)[0]
+        batches.append(BatchMetadata(pos, size, base, last_delta, count, max_ts, 0, -1, -1, -1))
+        pos += size
+    return batches

@@ -1,0 +1,177 @@
+"""LogValidator: the checks a batch passes before the log writes it, and its offset assignment.
+
+Validation is its own step, as in Kafka: ``validate_batches`` walks the batch headers of an
+append (no lock held) and hands back one ``BatchMetadata`` per batch — position, size, record
+count, offsets, max timestamp and the producer fields — so that nothing after it (the
+producer state check, ``LogSegment.append``, the indexes) parses the bytes again.
+``assign_offsets`` then runs under the log's lock and gives the batches their offsets.
+
+What is checked (each failure raises the ``RecordError`` with Kafka's error code; the append
+writes nothing):
+
+- each batch header (``client.records.batch.validate_batch``): magic 2, batchLength inside the
+  buffer, CRC-32C over bytes 21..end;
+- ``max.message.bytes`` per batch (MESSAGE_TOO_LARGE) and ``segment.bytes`` per append
+  (RECORD_LIST_TOO_LARGE), as Kafka;
+- a producer's batch has baseOffset 0 and lastOffsetDelta == recordsCount - 1;
+- every record of a producer's batch parses (``client.records.validate.check_records``): a
+  correct CRC only proves the bytes arrived as sent, not that they mean anything.
+
+Offset assignment patches bytes 0-7 of each batch in place (the CRC does not cover them). With
+``message.timestamp.type=LogAppendTime`` the attributes' timestamp-type bit and maxTimestamp
+are rewritten too and the CRC recomputed (it covers them). Records are never re-encoded.
+"""
+
+from __future__ import annotations
+
+import struct
+from typing import NamedTuple
+
+from client.records.batch import (
+    ATTRIBUTES_OFFSET,
+    COMPRESSION_CODEC_MASK,
+    CONTROL_FLAG_MASK,
+    CRC_OFFSET,
+    LOG_OVERHEAD,
+    MAX_TIMESTAMP_OFFSET,
+    TIMESTAMP_TYPE_MASK,
+    TRANSACTIONAL_FLAG_MASK,
+    CorruptRecordError,
+    InvalidRecordError,
+    compute_crc,
+    validate_batch,
+)
+from client.records.validate import check_records
+
+from .config import LogConfig
+from .errors import RecordBatchTooLargeError, RecordTooLargeError
+
+__all__ = ["BatchMetadata", "AssignedOffsets", "validate_batches", "assign_offsets", "batch_metadata"]
+
+_Q = struct.Struct(">q")
+_I = struct.Struct(">I")
+
+
+class BatchMetadata(NamedTuple):
+    """What validation learned about one batch of an append (Kafka's LogAppendInfo, per batch).
+
+    ``position`` is relative to the start of the appended buffer; ``base_offset`` is the
+    batch's baseOffset field as it is in the buffer when the metadata is made (0 for a
+    producer's batch until ``assign_offsets`` rewrites it)."""
+
+    position: int
+    size: int
+    base_offset: int
+    last_offset_delta: int
+    record_count: int
+    max_timestamp: int
+    attributes: int
+    producer_id: int
+    producer_epoch: int
+    base_sequence: int
+
+    @property
+    def last_offset(self) -> int:
+        return self.base_offset + self.last_offset_delta
+
+    @property
+    def is_transactional(self) -> bool:
+        return bool(self.attributes & TRANSACTIONAL_FLAG_MASK)
+
+    @property
+    def is_control(self) -> bool:
+        return bool(self.attributes & CONTROL_FLAG_MASK)
+
+
+class AssignedOffsets(NamedTuple):
+    """The result of ``assign_offsets``: the batches with their offsets and the append's span."""
+
+    batches: list[BatchMetadata]
+    first_offset: int
+    last_offset: int
+    max_timestamp: int
+    offset_of_max_timestamp: int
+
+
+def batch_metadata(buf: bytes | bytearray | memoryview, pos: int) -> BatchMetadata:
+    """Validate the header (and CRC) of the batch at ``pos`` and describe it."""
+    (base, length, _, _, _, attributes, last_delta, _, max_ts, producer_id, producer_epoch, base_sequence,
+     count) = validate_batch(buf, pos).unpack()
+    return BatchMetadata(pos, length + LOG_OVERHEAD, base, last_delta, count, max_ts, attributes,
+                         producer_id, producer_epoch, base_sequence)
+
+
+def validate_batches(buf: bytes | bytearray | memoryview, config: LogConfig, *,
+                     from_producer: bool = True) -> list[BatchMetadata]:
+    """Check every batch of ``buf`` (see the module docstring); ``from_producer=False`` is for
+    batches that already carry their offsets (a follower-style append), whose records were
+    checked when they were first written."""
+    n = len(buf)
+    if n == 0:
+        raise CorruptRecordError("empty record set")
+    batches: list[BatchMetadata] = []
+    pos = 0
+    while pos < n:
+        b = batch_metadata(buf, pos)
+        if b.size > config.max_message_bytes:
+            raise RecordTooLargeError(
+                f"the record batch is {b.size} bytes, larger than max.message.bytes ({config.max_message_bytes})"
+            )
+        if from_producer and b.base_offset != 0:
+            raise InvalidRecordError(
+                f"the baseOffset of a producer's record batch should be 0, but it is {b.base_offset}")
+        if b.last_offset_delta != b.record_count - 1:
+            raise InvalidRecordError(
+                f"record batch has lastOffsetDelta {b.last_offset_delta} but {b.record_count} records")
+        if from_producer:
+            check_records(buf, pos, b.size, b.record_count, b.attributes & COMPRESSION_CODEC_MASK)
+        batches.append(b)
+        pos += b.size
+    if n > config.segment_bytes:
+        raise RecordBatchTooLargeError(
+            f"the request includes {n} bytes of records, larger than segment.bytes ({config.segment_bytes})"
+        )
+    return batches
+
+
+def assign_offsets(buf: bytearray | memoryview, batches: list[BatchMetadata], first_offset: int,
+                   log_append_time_ms: int | None) -> AssignedOffsets:
+    """Give the validated ``batches`` of ``buf`` consecutive offsets from ``first_offset``
+    (bytes 0-7 patched in place); with ``log_append_time_ms`` also set LogAppendTime."""
+    assigned: list[BatchMetadata] = []
+    offset = first_offset
+    max_ts, offset_of_max_ts = -1, -1
+    for b in batches:
+        _Q.pack_into(buf, b.position, offset)
+        ts = b.max_timestamp
+        attributes = b.attributes
+        if log_append_time_ms is not None:
+            attributes |= TIMESTAMP_TYPE_MASK
+            buf[b.position + ATTRIBUTES_OFFSET + 1] |= TIMESTAMP_TYPE_MASK
+            _Q.pack_into(buf, b.position + MAX_TIMESTAMP_OFFSET, log_append_time_ms)
+            _I.pack_into(buf, b.position + CRC_OFFSET, compute_crc(memoryview(buf)[b.position:b.position + b.size]))
+            ts = log_append_time_ms
+        b = b._replace(base_offset=offset, max_timestamp=ts, attributes=attributes)
+        assigned.append(b)
+        last = b.last_offset
+        if ts > max_ts:
+            max_ts, offset_of_max_ts = ts, last
+        offset = last + 1
+    return AssignedOffsets(assigned, first_offset, offset - 1, max_ts, offset_of_max_ts)
+
+
+def offsets_as_given(batches: list[BatchMetadata], log_end_offset: int) -> AssignedOffsets:
+    """The span of batches that already carry offsets (a follower-style append): they must
+    start at or above ``log_end_offset`` and increase."""
+    first = batches[0].base_offset
+    if first < log_end_offset:
+        raise InvalidRecordError(f"batch offset {first} is below the log end offset {log_end_offset}")
+    max_ts, offset_of_max_ts = -1, -1
+    expected = first
+    for b in batches:
+        if b.base_offset < expected:
+            raise InvalidRecordError(f"batch offset {b.base_offset} is below the previous batch's end {expected}")
+        if b.max_timestamp > max_ts:
+            max_ts, offset_of_max_ts = b.max_timestamp, b.last_offset
+        expected = b.last_offset + 1
+    return AssignedOffsets(batches, first, batches[-1].last_offset, max_ts, offset_of_max_ts)
