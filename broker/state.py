@@ -1,7 +1,7 @@
 """BrokerState: what the request handlers share — the LogManager, the advertised listener,
 producer ids, fetch long-poll waiters and the group commit for acks=all.
 
-Group commit (ARCHITECTURE decision 5): ``await state.durable(log, offset)`` returns once
+Group commit (acks=all is answered only once an fsync covers the batch): ``await state.durable(log, offset)`` returns once
 ``log.recovery_point >= offset``. At most one ``Log.flush`` per log runs at a time, in a
 worker thread; every acks=all request that arrives while it runs waits for the *next* flush,
 which one fsync per file then covers for all of them. The event loop never fsyncs.

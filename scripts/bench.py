@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """The broker benchmark: a real ``python -m broker serve`` process driven over loopback, each
-figure compared with its target from ARCHITECTURE.md ("Performance targets").
+figure compared with its target (the README's "Performance targets" table).
 
 The script starts its own broker (``--port 0``, 127.0.0.1 only, data in a scratch directory
 under the repository, removed at the end), runs the sections below and stops it with SIGTERM,
@@ -123,7 +123,7 @@ VALUE_SIZE = 100
 _LISTENING = re.compile(r"minibroker listening on ([\d.]+):(\d+)")
 _CLK_TCK = os.sysconf("SC_CLK_TCK")
 
-# Targets from ARCHITECTURE.md, "Performance targets": (comparison, value).
+# The README's "Performance targets": (comparison, value).
 TARGETS: dict[str, tuple[str, float]] = {
     "w1_rps": (">=", 1_000_000),
     "w2_rps": (">=", 2_000_000),

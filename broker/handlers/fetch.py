@@ -10,7 +10,7 @@ no transactions); preferred_read_replica = -1; records are never null.
 Long poll: with fewer than ``min_bytes`` available and no error, the request waits until an
 append to one of its partitions or ``max_wait_ms``, then reads again.
 
-Response layout (non-flexible, v4-11; reference/kafka_protocol.md §5), after the frame size
+Response layout (non-flexible, v4-11, Kafka's FetchResponse.json), after the frame size
 and the v0 response header::
 
     int32 throttle_time_ms | int16 error_code [v7+] | int32 session_id [v7+] | int32 n_topics

@@ -1,2 +1,2 @@
 """The log engine: Kafka's on-disk format and log classes. Files and mmap only — no asyncio,
-no sockets (ARCHITECTURE.md, "broker/storage")."""
+no sockets: the broker's network layer calls into it, never the other way."""

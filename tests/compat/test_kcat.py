@@ -1,7 +1,7 @@
 """kcat 1.7.1 (Debian's, linked against librdkafka 2.0.2, the oldest client we support) against
 a real broker process.
 
-What it sends (reference/kafka_protocol.md §4): ``-P``: ApiVersions v3, Metadata v4 (auto-create),
+What it sends (seen in librdkafka's debug log): ``-P``: ApiVersions v3, Metadata v4 (auto-create),
 Produce v7; ``-C`` without ``-G``: Metadata, ListOffsets v2 (unless ``-o N``), Fetch v11 in a
 loop; ``-L``: Metadata; ``-Q``: ListOffsets with a timestamp. librdkafka 2.0.2 enables
 features only when the broker's ranges contain exact versions, so these tests are also the

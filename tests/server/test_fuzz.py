@@ -1,6 +1,6 @@
 """Hypothesis against a live broker process: hostile frames and requests never kill it, never
 cost other connections their service, never make it grow without bound, and never put a
-byte that is not a valid batch into a ``.log`` file (ARCHITECTURE decision 9).
+byte that is not a valid batch into a ``.log`` file: bad input costs that connection, never data.
 
 Each example opens a fresh connection, writes its bytes, half-closes and reads whatever comes
 back (a reply, or the broker closing the connection). After each example: the process is

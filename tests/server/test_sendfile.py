@@ -1,5 +1,5 @@
-"""Fetch record bytes leave by ``os.sendfile`` from the partition's ``.log`` (ARCHITECTURE
-decision 4), on uvloop and on the stock asyncio loop.
+"""Fetch record bytes leave by ``os.sendfile`` from the partition's ``.log`` (zero-copy:
+the index lookup finds the position, the kernel copies the bytes), on uvloop and on the stock asyncio loop.
 
 The broker runs in this process (in a thread with its own event loop) so the test can read
 ``broker.socket_server.SENDFILE_STATS`` and observe every ``os.sendfile`` call through a recording

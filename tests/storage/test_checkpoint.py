@@ -1,6 +1,6 @@
 """Offset checkpoint files and the clean-shutdown marker (broker/storage/checkpoint.py).
 
-Conformance check 31 of reference/kafka_storage.md §7: the exact text format
+Conformance check 31 (Kafka's OffsetCheckpointFile): the exact text format
 ``0\\n<N>\\n<topic> <partition> <offset>\\n…`` and the atomic replace (write ``.tmp``, fsync,
 rename). A file that does not parse reads as empty.
 """

@@ -1,8 +1,8 @@
 """Log (broker/storage/log.py): one partition — append validation and offset assignment, roll,
 read, offset-for-timestamp, retention, truncation, flush and loading (recovery, temp files).
 
-Conformance checks 14-23, 25, 30, 32-34 of reference/kafka_storage.md §7 are named
-``test_check_NN_*``. Time is controlled with the log's ``now_ms`` injection, never by sleeping.
+Conformance checks against Kafka's behaviour (numbered across tests/storage, each test's
+docstring says what Kafka does) are named ``test_check_NN_*``. Time is controlled with the log's ``now_ms`` injection, never by sleeping.
 A crash is simulated by abandoning a Log object (closing its file descriptors without the
 trimming and final index entries that ``close`` writes) and loading the directory again.
 """

@@ -1,8 +1,8 @@
 """LogManager (broker/storage/log_manager.py): topics on disk, startup (clean and unclean),
 shutdown, checkpoints, retention and flush over every log; validate_topic_name.
 
-Conformance checks 28, 29 and 32 of reference/kafka_storage.md §7 are named
-``test_check_NN_*``. A crash is simulated by abandoning a manager (closing its logs' file
+Conformance checks against Kafka's behaviour (numbered across tests/storage, each test's
+docstring says what Kafka does) are named ``test_check_NN_*``. A crash is simulated by abandoning a manager (closing its logs' file
 descriptors without the flush, trim, checkpoints and marker of ``shutdown``).
 """
 
