@@ -71,12 +71,12 @@ def _parse(d: ConfigDef, raw: Any) -> Any:
             return s == "true"
         raise InvalidConfigError(f"Invalid value {raw} for configuration {d.name}: Expected value to be either true or false")
     if d.kind == "str":
-        value = str(raw).strip()
-        if d.choices is not None and value not in d.choices:
+        text = str(raw).strip()
+        if d.choices is not None and text not in d.choices:
             raise InvalidConfigError(
-                f"Invalid value {value} for configuration {d.name}: String must be one of: {', '.join(d.choices)}"
+                f"Invalid value {text} for configuration {d.name}: String must be one of: {', '.join(d.choices)}"
             )
-        return value
+        return text
     try:
         value = int(str(raw).strip()) if not isinstance(raw, int) or isinstance(raw, bool) else raw
     except ValueError:

@@ -36,7 +36,7 @@ def check_records(buf: bytes | bytearray | memoryview, pos: int, size: int, coun
     except Exception as e:  # noqa: BLE001 - each codec library has its own error for undecodable input
         raise InvalidRecordError(f"record batch cannot be decompressed: {type(e).__name__}: {e}") from None
     try:
-        offsets = decode_lists(data, count)[0]
+        offsets = decode_lists(data, count)[0]  # type: ignore[arg-type]  # memoryview too
     except CorruptRecordError as e:
         raise InvalidRecordError(f"record batch has invalid records: {e}") from None
     if offsets != list(range(count)):
