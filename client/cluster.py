@@ -199,15 +199,6 @@ class Cluster:
                 raise err
             await asyncio.sleep(self.retry_backoff_ms / 1000)
 
-    async def leader_connection(self, topic: str, partition: int) -> BrokerConnection:
-        tm = await self.topic(topic)
-        leader = tm.partitions.get(partition)
-        if leader is None:
-            raise error_for_code(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"{topic}-{partition} does not exist")
-        if leader < 0:
-            raise error_for_code(ErrorCode.LEADER_NOT_AVAILABLE, f"{topic}-{partition} has no leader")
-        return await self.node_connection(leader)
-
     def invalidate(self, topic: str | None = None) -> None:
         """Mark metadata stale (after an invalid_metadata error)."""
         if topic is None:

@@ -153,14 +153,6 @@ class LogSegment:
         return self._time_index.get()
 
     @property
-    def offset_index_path(self) -> str:
-        return self._offset_index.path
-
-    @property
-    def time_index_path(self) -> str:
-        return self._time_index.path
-
-    @property
     def size(self) -> int:
         return self.log.size
 
@@ -379,11 +371,6 @@ class LogSegment:
             return message_timestamp - ts
         return now_ms - self.created_ms
 
-    def first_batch_timestamp(self) -> int | None:
-        self._load_first_batch_timestamp()
-        ts = self._rolling_based_timestamp
-        return ts if ts is not None and ts >= 0 else None
-
     def should_roll(
         self,
         *,
@@ -471,21 +458,9 @@ class LogSegment:
         self._offset_index.rename_to(replace(self._offset_index.path))
         self._time_index.rename_to(replace(self._time_index.path))
 
-    def has_suffix(self, suffix: str) -> bool:
-        return self.log.path.endswith(suffix)
-
     @property
     def last_modified_ms(self) -> int:
         return int(os.stat(self.log.path).st_mtime * 1000)
-
-    def set_last_modified(self, ms: int) -> None:
-        for p in (self.log.path, self._offset_index.path, self._time_index.path):
-            if os.path.exists(p):
-                os.utime(p, (ms / 1000, ms / 1000))
-
-    def largest_record_timestamp(self) -> int | None:
-        ts = self.max_timestamp_so_far
-        return ts if ts >= 0 else None
 
     def largest_timestamp(self) -> int:
         """Max record timestamp, falling back to the .log file's mtime (retention.ms)."""
