@@ -7,9 +7,12 @@ import os
 import signal
 import subprocess
 
+import pytest
+
 from tests.broker_process import REPO
 
 
+@pytest.mark.slow
 def test_scripts_run_starts_the_broker_with_its_arguments(tmp_path) -> None:
     data = tmp_path / "data"
     proc = subprocess.Popen([os.path.join(REPO, "scripts", "run"), "--port", "0", "--data-dir", str(data)],

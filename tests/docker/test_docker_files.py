@@ -333,6 +333,7 @@ def test_entrypoint_serves_through_the_advertised_listener(entrypoint_broker: En
     assert run_healthcheck(b.port).returncode != 0  # nothing listens any more
 
 
+@pytest.mark.slow
 def test_healthcheck_fails_without_an_answer(tmp_path: Path) -> None:
     # Nothing listening.
     assert run_healthcheck(free_port()).returncode != 0

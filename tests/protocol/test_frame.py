@@ -117,6 +117,7 @@ def test_any_split_yields_the_same_frames(bodies: list[bytes], cuts: list[int]) 
     assert d.buffered == 0
 
 
+@pytest.mark.slow
 @settings(max_examples=200, deadline=None)
 @given(st.lists(st.integers(0, 3 * 65536), min_size=1, max_size=6), st.lists(st.integers(1, 70000), min_size=1),
        st.data())

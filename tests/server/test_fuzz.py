@@ -213,6 +213,7 @@ def assert_healthy(f: Fuzz) -> None:
     assert old.call(ApiKey.API_VERSIONS, 0, {})["error_code"] == 0
 
 
+@pytest.mark.slow
 @settings(max_examples=3000, deadline=None,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
                                  HealthCheck.function_scoped_fixture])

@@ -12,6 +12,8 @@ import pytest
 from client.sync import SyncAdmin, SyncProducer
 from tests.broker_process import BrokerProcess
 
+pytestmark = pytest.mark.slow  # a local Spark session (a JVM) per module
+
 TOPIC = "aging"
 
 

@@ -10,6 +10,8 @@ import pytest
 
 from client.sync import SyncAdmin, SyncProducer
 
+pytestmark = pytest.mark.slow  # a local Spark session (a JVM) per module
+
 TOPIC = "events"
 PARTS = 3
 N = 100                      # records per partition

@@ -18,6 +18,8 @@ import pytest
 from client.sync import SyncAdmin, SyncProducer
 from tests.spark.conftest import _missing
 
+pytestmark = pytest.mark.slow  # a local Spark session (a JVM) per module
+
 REPO = Path(__file__).resolve().parents[2]
 SCRIPT = REPO / "scripts" / "spark_consume.py"
 TOPIC = "consume-job"

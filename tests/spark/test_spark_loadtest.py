@@ -19,6 +19,8 @@ import pytest
 
 from client.sync import SyncAdmin
 
+pytestmark = pytest.mark.slow  # a local Spark session (a JVM) per module
+
 REPO = Path(__file__).resolve().parents[2]
 SCRIPT = REPO / "scripts" / "spark_loadtest.py"
 

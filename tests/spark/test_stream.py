@@ -17,6 +17,8 @@ pytest.importorskip("pyspark.sql.streaming.datasource", reason="streaming needs 
 from client.spark.reader import DataLossError  # noqa: E402
 from client.spark.stream import MinibrokerStreamReader  # noqa: E402
 
+pytestmark = pytest.mark.slow  # a local Spark session (a JVM) per module
+
 TOPIC = "stream"
 PARTS = 2
 

@@ -46,6 +46,8 @@ from client.records import iter_records
 from .conftest import BatchInfo, expected_index_entries, read_offset_index_file, read_time_index_file
 from .crash_writer import SEQ_BASE, TOPIC, check_record, make_batch, next_seq_of, topic_configs
 
+pytestmark = pytest.mark.slow  # SIGKILL loops of a writer process
+
 ROOT = Path(__file__).resolve().parents[2]
 PYTHON = sys.executable
 READ_BYTES = 1 << 20

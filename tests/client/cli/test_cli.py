@@ -93,6 +93,7 @@ def test_produce_consume_round_trip_with_keys_and_formats(module_broker, topic):
     assert r.returncode == 1 and b"line 2 has no key separator" in r.stderr
 
 
+@pytest.mark.slow
 def test_consume_offset_timestamp_max_messages(module_broker, topic, tmp_path):
     bs = ["--bootstrap-server", module_broker.bootstrap]
     ok("topics", "--create", topic, "--partitions", "1", *bs)
