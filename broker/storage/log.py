@@ -29,6 +29,8 @@ import time
 from collections.abc import Callable, Iterable
 from typing import NamedTuple
 
+from client.records.batch import CorruptRecordError
+
 from .config import LogConfig
 from .errors import (
     KafkaStorageError,
@@ -381,13 +383,23 @@ class Log:
         entry = self.segments.floor(offset)
         if entry is None:
             raise OffsetOutOfRangeError(f"no segment holds offset {offset} in {self.topic}-{self.partition}")
-        # Byte position of the upper bound in its segment (the start of the batch holding it).
-        bound_entry = self.segments.floor(bound)
+        try:
+            # Byte position of the upper bound in its segment (the start of the batch holding it).
+            bound_entry = self.segments.floor(bound)
+            bound_position: int | None = None
+            if bound < leo and bound_entry is not None:
+                found = bound_entry[1].translate_offset(bound)
+                bound_position = found.position if found is not None else bound_entry[1].size
+            return self._read_segments(entry, offset, max_bytes, min_one_batch, bound_entry, bound_position, result)
+        except CorruptRecordError as e:
+            # An error to this fetch (CORRUPT_MESSAGE), never a silent jump past the damage.
+            logger.error("%s-%d: corrupt data while reading offset %d: %s", self.topic, self.partition, offset, e)
+            raise
+
+    def _read_segments(self, entry: tuple[int, LogSegment] | None, offset: int, max_bytes: int, min_one_batch: bool,
+                       bound_entry: tuple[int, LogSegment] | None, bound_position: int | None,
+                       result: FetchResult) -> FetchResult:
         bound_base = bound_entry[0] if bound_entry is not None else -1
-        bound_position: int | None = None
-        if bound < leo and bound_entry is not None:
-            found = bound_entry[1].translate_offset(bound)
-            bound_position = found.position if found is not None else bound_entry[1].size
         slices: list[FileSlice] = []
         remaining = max_bytes
         incomplete = False
@@ -415,7 +427,7 @@ class Log:
             if info.slice.position + info.slice.size != seg.size or (base == bound_base and bound_position is not None):
                 break  # ended mid-segment (mid-batch or at the bound): stop here
             entry = self.segments.higher(base)
-        return FetchResult(slices, leo, start_offset, leo, incomplete)
+        return result._replace(slices=slices, first_entry_incomplete=incomplete)
 
     def read_bytes(self, offset: int, max_bytes: int, min_one_batch: bool = True) -> bytes:
         """``read`` materialised with pread (tests, tools; the server uses sendfile)."""

@@ -279,6 +279,8 @@ class _Dumper:
                             " (magic 2) is supported"
                         )
                     self.print(_batch_line(h, pos))
+                    if not h.is_valid():
+                        self.status = 1  # shown (isvalid: false), and the exit status says so
                     if self.deep:
                         last_offset = self._print_records(path, pos, h, last_offset, non_consecutive)
                     valid_bytes = pos + h.size_in_bytes
@@ -289,6 +291,7 @@ class _Dumper:
             # Kafka prints this only when --max-bytes was not given (the limit cuts batches).
             if valid_bytes < end and self.max_bytes is None:
                 self.print(f"Found {end - valid_bytes} invalid bytes at the end of {os.path.basename(path)}")
+                self.status = 1
 
     def _print_records(
         self, path: str, pos: int, h: RecordBatchHeader, last_offset: int,

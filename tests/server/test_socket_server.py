@@ -539,3 +539,34 @@ def test_many_connections_and_a_slow_reader(srv: BrokerProcess) -> None:
         slow.close()
         for k in conns:
             k.close()
+
+
+# ------------------------------------------------------------------ corrupt data on the read path
+
+
+def test_fetch_over_a_corrupt_batch_length_is_an_error_not_a_skip(broker: BrokerProcess) -> None:
+    """A batchLength of 0x7fffffff in a closed segment: a Fetch of an offset behind it gets
+    CORRUPT_MESSAGE and the broker logs why, instead of answering with the next segment's
+    records as if the damaged range were empty; the rest of the log is still served."""
+    new_topic(broker, "dmg", segment_bytes="2000")
+    with Conn(broker.port) as c:
+        for _ in range(12):
+            produce_ok(c, "dmg", batch(5, value_size=40))  # ~330 bytes per batch: segments of ~6 batches
+    broker.stop()
+    seg0 = os.path.join(broker.data_dir, "dmg-0", "0" * 20 + ".log")
+    raw = open(seg0, "rb").read()
+    positions = [0]
+    while positions[-1] < len(raw):
+        positions.append(positions[-1] + 12 + struct.unpack_from(">i", raw, positions[-1] + 8)[0])
+    damaged = positions[2]  # offsets 10-14
+    with open(seg0, "r+b") as f:
+        f.seek(damaged + 8)
+        f.write(struct.pack(">i", 0x7FFFFFFF))
+    broker.start()
+    with Conn(broker.port) as c:
+        assert fetch_one(c, "dmg", 0, partition_max_bytes=400)["error_code"] == 0
+        p = fetch_one(c, "dmg", 12)
+        assert p["error_code"] == ErrorCode.CORRUPT_MESSAGE and p["records"] == b""
+        later = fetch_one(c, "dmg", 40)  # a later segment: intact and served
+        assert later["error_code"] == 0 and decode_batch(later["records"])[0].offset <= 40
+    assert "corrupt data while reading offset 12" in broker.log_text()

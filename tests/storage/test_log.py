@@ -546,6 +546,29 @@ def test_check_12_fetch_in_gap_inside_a_segment_returns_next_batch(make_log) -> 
     assert offsets_in(log.read_bytes(3, 1 << 20)) == [6, 7]
 
 
+def test_corrupt_batch_length_in_an_older_segment_is_an_error_not_a_jump(make_log) -> None:
+    """A batchLength of 0x7fffffff in a closed segment: a read at or after that batch raises
+    CorruptRecordError (the fetch gets CORRUPT_MESSAGE) instead of skipping to the next segment
+    and handing out later offsets as if the damaged range were empty."""
+    log = make_log(index_interval_bytes=0)
+    for _ in range(4):
+        log.append(make_batch(5, value_size=100))  # offsets 0-19
+    log.roll()
+    log.append(make_batch(5))  # 20-24
+    seg = log.segments.floor(0)[1]
+    positions = [pos for pos, _ in seg.log.batch_headers(0)]
+    damaged = positions[2]  # the batch of offsets 10-14
+    with open(seg.log.path, "r+b") as f:
+        f.seek(damaged + 8)
+        f.write(struct.pack(">i", 0x7FFFFFFF))
+    assert offsets_in(log.read_bytes(0, 1 << 20))[:10] == list(range(10))  # before the damage: served
+    for offset in (10, 12, 14):
+        with pytest.raises(CorruptRecordError):
+            log.read(offset, 1 << 20)
+    # the index points past the damage for offset 19: its own batch is intact and served
+    assert offsets_in(log.read_bytes(19, 1 << 20)) == list(range(15, 25))
+
+
 # ------------------------------------------------------------------------------- offsets for timestamps
 
 

@@ -214,7 +214,7 @@ def test_torn_tail_prints_invalid_bytes(closed_segment, tmp_path):
         log = copy / f"{NAME}.log"
         log.write_bytes((d / f"{NAME}.log").read_bytes() + tail)
         rc, out, err = dump(log, deep_iteration=True)
-        assert rc == 0 and err == []
+        assert rc == 1 and err == []  # invalid bytes: shown, and the exit status says so
         assert out[-1] == f"Found {len(tail)} invalid bytes at the end of {NAME}.log"
         assert sum(line.startswith("baseOffset: ") for line in out) == 5
         # --max-bytes cuts the log anywhere: Kafka then prints no "invalid bytes" line.
@@ -242,7 +242,7 @@ def test_crc_failure_prints_isvalid_false(closed_segment, tmp_path):
     log = tmp_path / f"{NAME}.log"
     log.write_bytes(raw)
     rc, out, err = dump(log)
-    assert rc == 0 and err == []
+    assert rc == 1 and err == []  # isvalid: false is shown, and the exit status says so
     valid = [line.rsplit(" ", 1)[1] for line in out if line.startswith("baseOffset: ")]
     assert valid == ["false", "false", "true", "true", "true"]
     # Deep iteration still shows the uncompressed batch; the broken gzip one is reported and
