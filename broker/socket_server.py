@@ -328,6 +328,10 @@ class Connection:
                 self.sock.shutdown(socket.SHUT_RDWR)
             except OSError:
                 pass
+            # The reader may be parked on a full queue (queued.max.requests) or on readability:
+            # release both so it sees ``closing`` and the connection's fd and state are freed.
+            self.drained.set()
+            self._on_readable()
 
     async def _send(self, data: bytes | bytearray) -> None:
         try:

@@ -7,6 +7,7 @@ with the ``.log`` file."""
 from __future__ import annotations
 
 import os
+import socket
 import struct
 import time
 from collections.abc import Iterator
@@ -570,3 +571,33 @@ def test_fetch_over_a_corrupt_batch_length_is_an_error_not_a_skip(broker: Broker
         later = fetch_one(c, "dmg", 40)  # a later segment: intact and served
         assert later["error_code"] == 0 and decode_batch(later["records"])[0].offset <= 40
     assert "corrupt data while reading offset 12" in broker.log_text()
+
+
+def test_client_that_pipelines_fetches_without_reading_then_closes_leaks_nothing(tmp_path) -> None:
+    """The reader parks when ``queued.max.requests`` replies are pending; a client that never
+    reads and then closes must still get its connection (fd, state) freed: the writer's error
+    path releases the parked reader."""
+    b = BrokerProcess(str(tmp_path / "data"), overrides=["queued.max.requests=8"]).start()
+    try:
+        new_topic(b, "leak")
+        with Conn(b.port) as c:
+            for _ in range(8):
+                produce_ok(c, "leak", batch(50, value_size=2000))  # ~800 KB
+        fd_dir = f"/proc/{b.proc.pid}/fd"  # type: ignore[union-attr]
+        baseline = len(os.listdir(fd_dir))
+        for _ in range(3):
+            c = Conn(b.port)
+            req = b"".join(request_bytes(F, 11, i, fetch("leak", 0, 0, partition_max_bytes=1 << 20))
+                           for i in range(64))
+            c.sock.sendall(req)  # 64 fetches of ~800 KB each, never read
+            time.sleep(0.3)
+            c.sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))  # RST
+            c.close()
+        deadline = time.monotonic() + 10
+        while len(os.listdir(fd_dir)) > baseline and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert len(os.listdir(fd_dir)) <= baseline
+        with Conn(b.port) as c2:  # still serving
+            assert fetch_one(c2, "leak", 0, partition_max_bytes=1000)["error_code"] == 0
+    finally:
+        assert b.stop(timeout=15) == 0
