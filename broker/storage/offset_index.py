@@ -79,6 +79,7 @@ class OffsetIndex(AbstractIndex):
             if self._entries >= self._max_entries:
                 raise IndexFullError(f"attempt to append to a full index (size = {self._entries}): {self.path}")
             if self._entries == 0 or offset > self._last_offset:
+                self.reserve(1)
                 _ENTRY.pack_into(self._mm, self._entries * 8, self.relative_offset(offset), position)  # type: ignore[arg-type]
                 self._entries += 1
                 self._last_offset = offset

@@ -196,12 +196,15 @@ class LogSegment:
             raise LogSegmentOffsetOverflowError(
                 f"offset {last.last_offset} cannot be stored in segment with base offset {self.base_offset}"
             )
+        offset_index = self.offset_index
+        time_index = self.time_index
+        # Index blocks first: a full disk fails here, before the .log holds a byte of the append.
+        offset_index.reserve(len(batches))
+        time_index.reserve(len(batches))
         physical = self.log.size
         if physical == 0:
             self._rolling_based_timestamp = max(b.max_timestamp for b in batches)
         self.log.append(view)
-        offset_index = self.offset_index
-        time_index = self.time_index
         max_ts = self._max_ts()
         for b in batches:
             if b.max_timestamp > max_ts.timestamp:

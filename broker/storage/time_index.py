@@ -92,6 +92,7 @@ class TimeIndex(AbstractIndex):
             if timestamp > last.timestamp:
                 if self._entries >= self._max_entries:
                     raise IndexFullError(f"no room for a final time index entry in {self.path}")
+                self.reserve(1)
                 _ENTRY.pack_into(self._mm, self._entries * 12, timestamp, self.relative_offset(offset))  # type: ignore[arg-type]
                 self._entries += 1
                 self._last_entry = TimestampOffset(timestamp, offset)
