@@ -47,6 +47,49 @@ BROKER_DEFAULTS: dict[str, str] = {
     "default.replication.factor": "1",
     "queued.max.requests": "500",
 }
+_INT_MAX = 2**31 - 1
+_LONG_MAX = 2**63 - 1
+
+#: Kafka's type and validator of each broker property (its ConfigDef): (type, at least, at most);
+#: None = no bound. Every property is checked at start-up, so a bad value is one clear line and
+#: exit status 2, never a hang, a busy loop or a traceback later. ``log.*`` topic defaults are
+#: checked by their own table (storage/config.py).
+BROKER_TYPES: dict[str, tuple[str, int | None, int | None]] = {
+    "node.id": ("int", None, None),
+    "broker.id": ("int", None, None),
+    "num.partitions": ("int", 1, None),
+    "auto.create.topics.enable": ("bool", None, None),
+    "delete.topic.enable": ("bool", None, None),
+    "socket.request.max.bytes": ("int", 1, None),
+    "queued.max.requests": ("int", 1, None),
+    "log.retention.check.interval.ms": ("long", 1, None),
+    "log.flush.scheduler.interval.ms": ("long", None, None),
+    "log.flush.offset.checkpoint.interval.ms": ("int", 0, None),
+    "log.flush.start.offset.checkpoint.interval.ms": ("int", 0, None),
+    "default.replication.factor": ("int", None, None),
+}
+
+
+def check_value(key: str, value: str, kind: str, lower: int | None, upper: int | None) -> None:
+    """Raise ConfigError, worded as Kafka's ConfigException, unless ``value`` is a ``kind``
+    ("int", "long", "bool") within [lower, upper]."""
+    text = value.strip()
+    if kind == "bool":
+        if text.lower() not in ("true", "false"):
+            raise ConfigError(f"Invalid value {value} for configuration {key}: Expected value to be either true or false")
+        return
+    try:
+        n = int(text)
+    except ValueError:
+        raise ConfigError(f"Invalid value {value} for configuration {key}: Not a number of type {kind.upper()}") from None
+    if not -(_INT_MAX + 1 if kind == "int" else _LONG_MAX + 1) <= n <= (_INT_MAX if kind == "int" else _LONG_MAX):
+        raise ConfigError(f"Invalid value {value} for configuration {key}: Not a number of type {kind.upper()}")
+    if lower is not None and n < lower:
+        raise ConfigError(f"Invalid value {value} for configuration {key}: Value must be at least {lower}")
+    if upper is not None and n > upper:
+        raise ConfigError(f"Invalid value {value} for configuration {key}: Value must be no more than {upper}")
+
+
 _LOG_PROPS = {d.broker_name for d in TOPIC_CONFIGS.values()} | {
     "log.roll.hours", "log.roll.jitter.hours", "log.retention.minutes", "log.retention.hours",
 }
@@ -113,11 +156,10 @@ class BrokerConfig:
         _parse_listener(self.props["listeners"], "listeners")
         if self.props.get("advertised.listeners"):
             _parse_listener(self.props["advertised.listeners"], "advertised.listeners")
-        for k in ("num.partitions", "socket.request.max.bytes", "log.retention.check.interval.ms",
-                  "node.id"):
-            self.int(k)
-        if self.int("num.partitions") < 1:
-            raise ConfigError("num.partitions must be at least 1")
+        for k, (kind, lower, upper) in BROKER_TYPES.items():
+            value = self.props.get(k, "")
+            if value.strip() or k != "broker.id":  # broker.id may be left empty (node.id then)
+                check_value(k, value, kind, lower, upper)
         _ = self.log_config  # validates the log.* properties
 
     def get(self, key: str) -> str:

@@ -26,6 +26,7 @@ def run(args: argparse.Namespace) -> int:
 
     from .broker import Broker
     from .config import BrokerConfig, ConfigError
+    from .storage.errors import InconsistentMetaPropertiesError
 
     logging.basicConfig(level=getattr(logging, args.log_level), stream=sys.stderr,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
@@ -51,6 +52,9 @@ def run(args: argparse.Namespace) -> int:
             loop.add_signal_handler(sig, stop.set)
         try:
             await broker.start()
+        except InconsistentMetaPropertiesError as e:
+            print(f"minibroker: cannot start: {e}", file=sys.stderr)
+            return 2
         except OSError as e:
             logging.getLogger("broker").error("cannot start: %s", e)
             return 1

@@ -75,3 +75,8 @@ class KafkaStorageError(StorageError):
     """The log is closed or deleted, or an I/O error made it unusable (KAFKA_STORAGE_ERROR)."""
 
     error_code = 56
+
+
+class InconsistentMetaPropertiesError(KafkaStorageError):
+    """``meta.properties`` does not parse, or names another node: the broker refuses to start
+    on a data directory it cannot vouch for (Kafka does the same)."""

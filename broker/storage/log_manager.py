@@ -42,7 +42,13 @@ from .checkpoint import (
     write_offset_checkpoint,
 )
 from .config import LogConfig
-from .errors import InvalidTopicError, KafkaStorageError, TopicExistsError, UnknownTopicOrPartitionError
+from .errors import (
+    InconsistentMetaPropertiesError,
+    InvalidTopicError,
+    KafkaStorageError,
+    TopicExistsError,
+    UnknownTopicOrPartitionError,
+)
 from .fileutil import atomic_write, fsync_path
 from .log import Log
 
@@ -117,6 +123,7 @@ class LogManager:
         self.flush_scheduler = flush_scheduler
         self.default_config = default_config or LogConfig()
         self.node_id = node_id
+        self.cluster_id = "minibroker"  # read from meta.properties at startup
         self._now_ms = now_ms
         self.logs: dict[tuple[str, int], Log] = {}
         self._topics: dict[str, dict[str, str]] = {}  # topic -> config overrides
@@ -164,21 +171,35 @@ class LogManager:
                     "clean" if self.had_clean_shutdown else ("unclean" if self.logs else "no previous"))
 
     def _write_meta_properties(self) -> None:
+        """Create ``meta.properties`` (version, cluster.id, node.id) in a new data directory, or
+        check the existing one: it must parse and name this node (InconsistentMetaPropertiesError
+        otherwise, before anything in the directory is touched)."""
         path = os.path.join(self.log_dir, META_PROPERTIES)
         if not os.path.exists(path):
-            with open(path, "w", encoding="utf-8") as f:
-                f.write(f"version=1\ncluster.id={uuid.uuid4().hex[:22]}\nnode.id={self.node_id}\n")
+            atomic_write(path, f"version=1\ncluster.id={uuid.uuid4().hex[:22]}\nnode.id={self.node_id}\n".encode())
+        self.cluster_id = self._read_meta_properties(path)
 
-    @property
-    def cluster_id(self) -> str:
+    def _read_meta_properties(self, path: str) -> str:
         try:
-            with open(os.path.join(self.log_dir, META_PROPERTIES), encoding="utf-8") as f:
-                for line in f:
-                    if line.startswith("cluster.id="):
-                        return line.strip().split("=", 1)[1]
-        except OSError:
-            pass
-        return "minibroker"
+            with open(path, "rb") as f:
+                text = f.read(1 << 16).decode("utf-8")
+        except (OSError, UnicodeDecodeError) as e:
+            raise InconsistentMetaPropertiesError(f"cannot read {path}: {e}") from None
+        props: dict[str, str] = {}
+        for line in text.splitlines():
+            line = line.strip()
+            if line and line[0] not in "#!":
+                key, sep, value = line.partition("=")
+                if not sep:
+                    raise InconsistentMetaPropertiesError(f"{path} is not a meta.properties file (line {line[:40]!r})")
+                props[key.strip()] = value.strip()
+        node = props.get("node.id", props.get("broker.id"))
+        if node is None or not node.lstrip("-").isdigit() or not props.get("cluster.id"):
+            raise InconsistentMetaPropertiesError(f"{path} has no valid node.id and cluster.id")
+        if int(node) != self.node_id:
+            raise InconsistentMetaPropertiesError(
+                f"the configured node.id {self.node_id} does not match node.id {node} stored in {path}")
+        return props["cluster.id"]
 
     def _read_topic_configs(self) -> dict[str, dict[str, str]]:
         path = os.path.join(self.log_dir, TOPIC_CONFIGS_FILE)

@@ -88,3 +88,43 @@ def test_bad_configuration_exits_2_with_a_message(tmp_path) -> None:
                               cwd=REPO, capture_output=True, text=True, timeout=60)
         assert proc.returncode == 2, (override, proc.stderr)
         assert "configuration error" in proc.stderr
+
+
+def _serve(tmp_path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "broker", "serve", "--port", "0", "--data-dir",
+                           str(tmp_path / "d"), *args], cwd=REPO, capture_output=True, text=True, timeout=60)
+
+
+def test_every_bad_broker_value_is_one_line_and_exit_2(tmp_path) -> None:
+    """Kafka's validators for each broker property: a value that would refuse every request
+    (socket.request.max.bytes=-1), hang every connection (queued.max.requests=0), spin the CPU
+    (log.retention.check.interval.ms=0) or fail later with a traceback is refused at start."""
+    cases = {
+        "socket.request.max.bytes=-1": "Value must be at least 1",
+        "queued.max.requests=0": "Value must be at least 1",
+        "queued.max.requests=ten": "Not a number of type INT",
+        "log.retention.check.interval.ms=0": "Value must be at least 1",
+        "auto.create.topics.enable=maybe": "Expected value to be either true or false",
+        "delete.topic.enable=1": "Expected value to be either true or false",
+        "node.id=99999999999": "Not a number of type INT",
+        "log.flush.offset.checkpoint.interval.ms=-5": "Value must be at least 0",
+    }
+    for override, message in cases.items():
+        proc = _serve(tmp_path, "--override", override)
+        assert proc.returncode == 2, (override, proc.stderr)
+        key, value = override.split("=")
+        assert proc.stderr == f"minibroker: configuration error: Invalid value {value} for configuration {key}: {message}\n"
+
+
+def test_garbage_or_foreign_meta_properties_refuses_to_start(tmp_path) -> None:
+    data = tmp_path / "d"
+    data.mkdir()
+    (data / "meta.properties").write_bytes(os.urandom(64) + b"\xff\xfe")
+    proc = _serve(tmp_path)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert proc.stderr.startswith("minibroker: cannot start: cannot read ") and proc.stderr.count("\n") == 1
+    (data / "meta.properties").write_text("version=1\ncluster.id=abc\nnode.id=3\n")
+    proc = _serve(tmp_path)
+    assert proc.returncode == 2
+    assert "the configured node.id 0 does not match node.id 3" in proc.stderr
+    assert os.listdir(data) == ["meta.properties"]  # nothing else created in a directory it refused
