@@ -46,6 +46,9 @@ BROKER_DEFAULTS: dict[str, str] = {
     "log.flush.start.offset.checkpoint.interval.ms": "60000",
     "default.replication.factor": "1",
     "queued.max.requests": "500",
+    "max.connections": "2147483647",
+    "max.connections.per.ip": "2147483647",
+    "connections.max.idle.ms": "600000",
 }
 _INT_MAX = 2**31 - 1
 _LONG_MAX = 2**63 - 1
@@ -67,6 +70,9 @@ BROKER_TYPES: dict[str, tuple[str, int | None, int | None]] = {
     "log.flush.offset.checkpoint.interval.ms": ("int", 0, None),
     "log.flush.start.offset.checkpoint.interval.ms": ("int", 0, None),
     "default.replication.factor": ("int", None, None),
+    "max.connections": ("int", 0, None),
+    "max.connections.per.ip": ("int", 0, None),
+    "connections.max.idle.ms": ("long", 1, None),
 }
 
 

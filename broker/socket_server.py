@@ -2,10 +2,14 @@
 handlers, and write responses strictly in request order, fetch record bytes by ``os.sendfile``.
 
 Per connection, two tasks share one non-blocking socket:
-- the *reader* receives into a buffer, cuts frames (FrameDecoder, with the
-  ``socket.request.max.bytes`` guard), decodes each request and queues its response: a ready
-  body, or a task (acks=all waiting for fsync, a Fetch long-poll). Requests are pipelined; the
-  reader pauses when ``queued.max.requests`` responses are pending. Its readability callback
+- the *reader* receives into the server's one read buffer (shared: its bytes are handed to the
+  connection's FrameDecoder before anything awaits, so an idle connection holds no buffer),
+  cuts frames (with the ``socket.request.max.bytes`` guard), decodes each request and queues
+  its response: a ready body, or a task (acks=all waiting for fsync, a Fetch long-poll).
+  Requests are pipelined; the reader pauses as soon as ``queued.max.requests`` responses are
+  pending (checked after every request, not every read), and yields to the other connections
+  after ``_SLICE`` seconds of handling one connection's requests, so a client pipelining
+  thousands of expensive requests in one read cannot stall the others. Its readability callback
   stays registered while it reads (``loop.sock_recv_into`` would add and remove it per call),
   and while the writer is idle it sends ready replies itself (``_flush_ready``).
 - the *writer* takes responses in queue order, so replies leave in request order whatever
@@ -16,6 +20,12 @@ Per connection, two tasks share one non-blocking socket:
 uvloop implements neither ``loop.sendfile`` nor ``loop.sock_sendfile``, so the writer calls
 ``os.sendfile`` on the socket itself and, on EAGAIN, waits for writability with
 ``loop.add_writer`` (the socket is never handed to a transport, so that is allowed).
+
+Limits (Kafka's names and defaults): ``max.connections`` and ``max.connections.per.ip``
+(unbounded by default, as Kafka) refuse new connections above them; ``connections.max.idle.ms``
+(10 minutes) closes a connection that has completed no request for that long — which also ends
+a client that drips a request byte by byte (Kafka counts any bytes as activity; here only whole
+requests do).
 
 Bad input: a frame larger than ``socket.request.max.bytes`` (refused before its body is read),
 a negative size, a header or body that does not decode, an unknown API key or an unsupported
@@ -32,6 +42,7 @@ import logging
 import os
 import socket
 import struct
+import time
 from typing import Any
 
 from client.protocol.api import SUPPORTED_VERSIONS, ApiKey, ErrorCode
@@ -50,6 +61,8 @@ __all__ = ["BrokerServer", "SENDFILE_STATS"]
 logger = logging.getLogger("broker.socket_server")
 
 _RECV_SIZE = 1 << 18
+#: Longest a connection's reader handles requests before letting the other connections run.
+_SLICE = 0.002
 #: Largest request other than Produce (Metadata, Fetch, CreateTopics, ...): 1 MiB holds ~35,000
 #: fetch partitions. Bounds the memory one request's decoding can take (a 1 MiB Metadata
 #: request of empty topic names decodes to ~280 MB of dicts).
@@ -100,12 +113,14 @@ class Connection:
         self._writer_idle = False
         self._read_waiter: asyncio.Future[None] | None = None
         self._reader_added = False
+        #: loop time of the last whole request received (or reply sent): the idle timeout's clock
+        self.last_active = time.monotonic()
 
     # ------------------------------------------------------------ reading
 
     async def run(self) -> None:
         writer = asyncio.ensure_future(self._writer())
-        buf = bytearray(_RECV_SIZE)
+        buf = self.server.read_buffer
         view = memoryview(buf)
         reads = 0  # reads in a row that found data, without yielding to the loop
         try:
@@ -122,16 +137,8 @@ class Connection:
                 reads += 1
                 if n == 0:
                     break
-                self.decoder.feed(view[:n])
-                while (frame := self.decoder.next_frame()) is not None:
-                    self._dispatch(frame)
-                    if self.closing:
-                        break
-                self._flush_ready()
-                if len(self.queue) >= self.server.max_queued:
-                    self._stop_reading()  # unread bytes would make a level-triggered reader spin
-                    self.drained.clear()
-                    await self.drained.wait()
+                self.decoder.feed(view[:n])  # copied out of the shared buffer before any await
+                await self._handle_frames()
         except FrameError as e:
             logger.warning("closing connection from %s: %s", self.peer, e)
         except _Close as e:
@@ -158,6 +165,41 @@ class Connection:
                 self.sock.close()
             except OSError:
                 pass
+
+    def close(self) -> None:
+        """Close this connection from the server's side (idle timeout): the reader and writer
+        see it and free everything, as when the peer goes away."""
+        self.closing = True
+        try:
+            self.sock.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+        self.drained.set()
+        self._on_readable()
+        self.queue_event.set()
+
+    async def _handle_frames(self) -> None:
+        """Dispatch the whole frames buffered, pausing (reads stopped) while the response queue
+        is full and yielding to the loop every ``_SLICE`` seconds."""
+        # time.monotonic, not loop.time: uvloop's clock only advances between loop iterations
+        clock = time.monotonic
+        yield_at = clock() + _SLICE
+        while not self.closing and (frame := self.decoder.next_frame()) is not None:
+            self._dispatch(frame)
+            now = clock()
+            self.last_active = now
+            if len(self.queue) >= self.server.max_queued:
+                self._flush_ready()  # may send (and dequeue) the ready replies at once
+                if len(self.queue) >= self.server.max_queued:
+                    self._stop_reading()  # unread bytes would make a level-triggered reader spin
+                    self.drained.clear()
+                    await self.drained.wait()
+                yield_at = clock() + _SLICE
+            elif now >= yield_at:
+                self._flush_ready()
+                await asyncio.sleep(0)
+                yield_at = clock() + _SLICE
+        self._flush_ready()
 
     async def _readable(self) -> None:
         """Wait until the socket is readable. The reader callback stays registered between
@@ -276,6 +318,7 @@ class Connection:
                     if pending:
                         await self._send(pending)
                         pending = bytearray()
+                        continue  # replies queued while the send waited: look again before idling
                     self.queue_event.clear()
                     self._writer_idle = True
                     try:
@@ -301,6 +344,7 @@ class Connection:
                         logger.exception("request %d (%s v%d) from %s failed", cid, ApiKey(key).name, version, self.peer)
                         raise _Close(str(e)) from e
                 q.popleft()
+                self.last_active = time.monotonic()
                 if len(q) < self.server.max_queued:
                     self.drained.set()
                 if isinstance(item, FetchReply):
@@ -388,9 +432,16 @@ class BrokerServer:
         self.port = port
         self.max_request_size = state.config.int("socket.request.max.bytes")
         self.max_queued = state.config.int("queued.max.requests")
+        self.max_connections = state.config.int("max.connections")
+        self.max_connections_per_ip = state.config.int("max.connections.per.ip")
+        self.max_idle = state.config.int("connections.max.idle.ms") / 1000
+        #: the one receive buffer of every connection (all run on this loop's thread)
+        self.read_buffer = bytearray(_RECV_SIZE)
         self.connections: set[Connection] = set()
+        self._per_ip: collections.Counter[str] = collections.Counter()
         self._listener: socket.socket | None = None
         self._accept_task: asyncio.Task[None] | None = None
+        self._idle_task: asyncio.Task[None] | None = None
         self._tasks: set[asyncio.Task[None]] = set()
 
     async def start(self) -> None:
@@ -404,6 +455,20 @@ class BrokerServer:
         self._listener = sock
         self.port = sock.getsockname()[1]
         self._accept_task = asyncio.ensure_future(self._accept_loop())
+        self._idle_task = asyncio.ensure_future(self._close_idle_connections())
+
+    async def _close_idle_connections(self) -> None:
+        """Every tenth of ``connections.max.idle.ms`` (at most 30 s), close the connections with
+        no whole request (and no reply in progress) for longer than that."""
+        period = min(self.max_idle / 10, 30.0)
+        while True:
+            await asyncio.sleep(period)
+            deadline = time.monotonic() - self.max_idle
+            for conn in list(self.connections):
+                if conn.last_active < deadline and not conn.queue and not conn.closing:
+                    logger.info("closing connection from %s: idle for more than connections.max.idle.ms (%d ms)",
+                                conn.peer, int(self.max_idle * 1000))
+                    conn.close()
 
     async def _accept_loop(self) -> None:
         loop = asyncio.get_running_loop()
@@ -417,15 +482,31 @@ class BrokerServer:
                 logger.warning("accept failed: %s", e)
                 await asyncio.sleep(0.05)
                 continue
+            ip = addr[0]
+            if len(self.connections) >= self.max_connections or self._per_ip[ip] >= self.max_connections_per_ip:
+                logger.warning("refusing a connection from %s: %d open (max.connections %d), %d from that address"
+                               " (max.connections.per.ip %d)", ip, len(self.connections), self.max_connections,
+                               self._per_ip[ip], self.max_connections_per_ip)
+                conn_sock.close()
+                continue
             conn_sock.setblocking(False)
             conn_sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-            conn = Connection(self, conn_sock, f"{addr[0]}:{addr[1]}")
+            conn = Connection(self, conn_sock, f"{ip}:{addr[1]}")
             self.connections.add(conn)
+            self._per_ip[ip] += 1
             task = asyncio.ensure_future(conn.run())
             self._tasks.add(task)
             task.add_done_callback(self._tasks.discard)
+            task.add_done_callback(lambda _t, ip=ip: self._forget_ip(ip))
+
+    def _forget_ip(self, ip: str) -> None:
+        self._per_ip[ip] -= 1
+        if self._per_ip[ip] <= 0:
+            del self._per_ip[ip]
 
     async def stop_accepting(self) -> None:
+        if self._idle_task is not None:
+            self._idle_task.cancel()
         if self._accept_task is not None:
             self._accept_task.cancel()
             try:

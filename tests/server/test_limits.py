@@ -1,0 +1,147 @@
+"""One client must not stall the others, and connections are bounded: work per read, idle and
+dripping connections (``connections.max.idle.ms``), ``max.connections.per.ip``, and the memory
+of idle connections — against a real broker process."""
+
+from __future__ import annotations
+
+import os
+import statistics
+import threading
+import time
+
+import pytest
+
+from client.protocol.api import ApiKey
+from tests.broker_process import BrokerProcess
+
+from .wire import Conn, create_topic, metadata, request_bytes
+
+AV = ApiKey.API_VERSIONS
+
+
+def _rss_kb(pid: int) -> int:
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    raise AssertionError("no VmRSS")
+
+
+@pytest.fixture
+def limited(tmp_path):
+    b = BrokerProcess(str(tmp_path / "data"), overrides=[
+        "connections.max.idle.ms=1500", "max.connections.per.ip=40"]).start()
+    try:
+        yield b
+    finally:
+        assert b.stop() == 0, b.log_text()
+
+
+@pytest.mark.slow
+def test_pipelined_metadata_flood_does_not_stall_other_clients(tmp_path) -> None:
+    """A client pipelines 3,000 Metadata requests for a 1,000-partition topic (~60 KB sent, each
+    answer ~30 KB and ~1 ms of broker CPU) and reads nothing for a while. Another client's
+    ApiVersions round trips keep being answered quickly, and the broker's memory stays bounded
+    by queued.max.requests replies."""
+    b = BrokerProcess(str(tmp_path / "data")).start()
+    try:
+        with Conn(b.port, timeout=60) as c:
+            r = c.call(ApiKey.CREATE_TOPICS, 3, create_topic("wide", 1000))
+            assert r["topics"][0]["error_code"] == 0
+        rss_before = _rss_kb(b.proc.pid)  # type: ignore[union-attr]
+        abuser = Conn(b.port, timeout=60)
+        flood = b"".join(request_bytes(ApiKey.METADATA, 4, i, metadata(["wide"])) for i in range(3000))
+        sender = threading.Thread(target=abuser.sock.sendall, args=(flood,), daemon=True)
+        sender.start()
+        latencies = []
+        with Conn(b.port) as probe:
+            t_end = time.monotonic() + 3
+            while time.monotonic() < t_end:
+                t0 = time.monotonic()
+                probe.call(AV, 3, {"client_software_name": "probe", "client_software_version": "1"})
+                latencies.append(time.monotonic() - t0)
+        rss_peak = _rss_kb(b.proc.pid)  # type: ignore[union-attr]
+        # now read everything: every request is answered, in order
+        for i in range(3000):
+            frame = abuser.recv_frame()
+            assert isinstance(frame, bytes) and int.from_bytes(frame[:4], "big") == i
+        abuser.close()
+        latencies.sort()
+        p99 = latencies[int(len(latencies) * 0.99) - 1]
+        print(f"probe round trips: {len(latencies)}, median {statistics.median(latencies) * 1000:.1f} ms,"
+              f" p99 {p99 * 1000:.1f} ms, max {latencies[-1] * 1000:.1f} ms; RSS {rss_before} -> {rss_peak} KB")
+        assert len(latencies) > 50
+        assert p99 < 0.5, latencies[-10:]
+        assert rss_peak - rss_before < 200_000  # 500 queued replies of ~30 KB, not 3,000
+    finally:
+        assert b.stop() == 0, b.log_text()
+
+
+def test_idle_and_dripping_connections_are_closed(limited: BrokerProcess) -> None:
+    """connections.max.idle.ms=1500: a silent connection and one that sends a request a byte
+    at a time (never completing it in time) are both closed; an active one stays."""
+    idle = Conn(limited.port)
+    drip = Conn(limited.port)
+    active = Conn(limited.port)
+    request = request_bytes(AV, 3, 1, {"client_software_name": "drip", "client_software_version": "1"})
+    t_end = time.monotonic() + 4
+    i = 0
+    while time.monotonic() < t_end:
+        if i < len(request) - 1:
+            try:
+                drip.sock.send(request[i:i + 1])
+            except OSError:
+                pass
+            i += 1
+        active.call(AV, 3, {"client_software_name": "active", "client_software_version": "1"})
+        time.sleep(0.2)
+    assert idle.is_closed_by_peer(timeout=2)
+    assert drip.is_closed_by_peer(timeout=2)
+    active.call(AV, 3, {"client_software_name": "active", "client_software_version": "1"})  # still open
+    for c in (idle, drip, active):
+        c.close()
+    assert "idle for more than connections.max.idle.ms" in limited.log_text()
+
+
+def test_max_connections_per_ip(limited: BrokerProcess) -> None:
+    conns = [Conn(limited.port) for _ in range(40)]
+    extra = Conn(limited.port)
+    assert extra.is_closed_by_peer(timeout=5)
+    assert "max.connections.per.ip 40" in limited.log_text()
+    conns[0].call(AV, 3, {"client_software_name": "t", "client_software_version": "1"})
+    for c in conns:
+        c.close()
+    extra.close()
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline:  # the slots come back once those connections are gone
+        c = Conn(limited.port)
+        try:
+            c.call(AV, 3, {"client_software_name": "t", "client_software_version": "1"})
+            break
+        except AssertionError:
+            time.sleep(0.1)
+        finally:
+            c.close()
+    else:
+        raise AssertionError("no connection accepted after the others closed")
+
+
+def test_idle_connections_hold_no_read_buffer(tmp_path) -> None:
+    """500 idle connections (each has sent one request) cost well under 256 KiB each: the
+    receive buffer is shared, not per connection."""
+    b = BrokerProcess(str(tmp_path / "data")).start()
+    try:
+        before = _rss_kb(b.proc.pid)  # type: ignore[union-attr]
+        conns = []
+        for _ in range(500):
+            c = Conn(b.port)
+            c.call(AV, 3, {"client_software_name": "t", "client_software_version": "1"})
+            conns.append(c)
+        after = _rss_kb(b.proc.pid)  # type: ignore[union-attr]
+        per_conn = (after - before) / 500
+        assert per_conn < 64, f"{per_conn:.0f} KB per idle connection"
+        assert len(os.listdir(f"/proc/{b.proc.pid}/fd")) >= 500  # type: ignore[union-attr]
+        for c in conns:
+            c.close()
+    finally:
+        assert b.stop() == 0, b.log_text()
