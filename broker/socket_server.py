@@ -32,6 +32,7 @@ import logging
 import os
 import socket
 import struct
+from collections.abc import Callable
 from typing import Any
 
 from client.protocol.api import SUPPORTED_VERSIONS, ApiKey, ErrorCode
@@ -45,7 +46,7 @@ from .handlers import fetch as fetch_handler
 from .state import BrokerState
 from .storage.file_records import FileSlice
 
-__all__ = ["BrokerServer", "SENDFILE_STATS"]
+__all__ = ["BrokerServer", "SENDFILE_STATS", "handle_request"]
 
 logger = logging.getLogger("broker.socket_server")
 
@@ -58,6 +59,13 @@ _SIZE = struct.Struct(">i")
 
 #: Counters of the zero-copy path (tests prove fetch bytes go through os.sendfile).
 SENDFILE_STATS = {"calls": 0, "bytes": 0}
+
+
+def handle_request(key: int, version: int, cid: int, request: dict[str, Any], state: BrokerState) -> Any:
+    """The handler's answer to one request (what a request hook calls for the real work)."""
+    if key == ApiKey.FETCH:
+        return fetch_handler.handle(request, version, state, cid)
+    return HANDLERS[key](request, version, state)
 
 
 class _Close(Exception):
@@ -210,7 +218,10 @@ class Connection:
             raise _Close(f"malformed {ApiKey(key).name} v{version} request body: {e}") from None
         if reader.remaining:
             logger.debug("%d trailing bytes after %s v%d from %s", reader.remaining, ApiKey(key).name, version, self.peer)
-        if key == ApiKey.FETCH:
+        hook = self.server.request_hook
+        if hook is not None:
+            result = hook(self, key, version, cid, request)
+        elif key == ApiKey.FETCH:
             result = fetch_handler.handle(request, version, self.server.state, cid)
         else:
             result = HANDLERS[key](request, version, self.server.state)
@@ -264,6 +275,15 @@ class Connection:
                 q.appendleft(data[n:])
         if q:
             self.queue_event.set()
+
+    def abort(self, reason: str) -> None:
+        """Drop this connection now (fault injection): replies not yet sent are lost."""
+        logger.info("dropping connection from %s: %s", self.peer, reason)
+        self.closing = True
+        try:
+            self.sock.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
 
     # ------------------------------------------------------------ writing
 
@@ -389,6 +409,11 @@ class BrokerServer:
         self.max_request_size = state.config.int("socket.request.max.bytes")
         self.max_queued = state.config.int("queued.max.requests")
         self.connections: set[Connection] = set()
+        self.accepted = 0
+        #: None, or ``hook(connection, api_key, version, correlation_id, request)`` called instead
+        #: of the handler for every decoded request (metrics, fault injection; see
+        #: ``handle_request``); returns what a handler returns.
+        self.request_hook: Callable[[Connection, int, int, int, dict[str, Any]], Any] | None = None
         self._listener: socket.socket | None = None
         self._accept_task: asyncio.Task[None] | None = None
         self._tasks: set[asyncio.Task[None]] = set()
@@ -421,6 +446,7 @@ class BrokerServer:
             conn_sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             conn = Connection(self, conn_sock, f"{addr[0]}:{addr[1]}")
             self.connections.add(conn)
+            self.accepted += 1
             task = asyncio.ensure_future(conn.run())
             self._tasks.add(task)
             task.add_done_callback(self._tasks.discard)
