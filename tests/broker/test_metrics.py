@@ -183,7 +183,7 @@ def test_metrics_port_flag_and_bad_listener(tmp_path: Any) -> None:
     b = bt.BrokerProcess(str(tmp_path / "a"), extra_args=["--metrics-port", "0"]).start()
     try:
         assert "metrics" in b.http_ports
-        assert "# TYPE minibroker_requests counter" in b.scrape()
+        assert "# TYPE minibroker_requests_total counter" in b.scrape()
     finally:
         assert b.stop() == 0
     with pytest.raises(bt.BrokerStartError, match="metrics.listeners"):
