@@ -29,6 +29,7 @@ import asyncio
 import logging
 import time
 from collections.abc import Callable
+from time import perf_counter
 from typing import Any
 
 from .config import BrokerConfig
@@ -130,19 +131,24 @@ class Broker:
             self.server.request_hook = None
             return
 
-        def hook(conn: Any, key: int, version: int, cid: int, request: dict[str, Any]) -> Any:
-            def call(req: dict[str, Any]) -> Any:
-                return handle_request(key, version, cid, req, state)
-            if metrics is None:
-                return faults.intercept(conn, key, version, request, call)
-            t0 = time.perf_counter()
-            result = call(request) if faults is None else faults.intercept(conn, key, version, request, call)
-            if asyncio.iscoroutine(result):
+        def with_faults(conn: Any, key: int, version: int, cid: int, request: dict[str, Any]) -> Any:
+            return faults.intercept(conn, key, version, request,
+                                    lambda req: handle_request(key, version, cid, req, state))
+
+        handle = handle_request if faults is None else None
+
+        def with_metrics(conn: Any, key: int, version: int, cid: int, request: dict[str, Any]) -> Any:
+            t0 = perf_counter()
+            if handle is not None:
+                result = handle(key, version, cid, request, state)
+            else:
+                result = with_faults(conn, key, version, cid, request)
+            if type(result) is not dict and asyncio.iscoroutine(result):
                 return _timed(metrics, key, version, t0, result)
-            metrics.request_done(key, version, result, time.perf_counter() - t0)
+            metrics.request_done(key, version, result, perf_counter() - t0)
             return result
 
-        self.server.request_hook = hook
+        self.server.request_hook = with_faults if metrics is None else with_metrics
 
     async def _every(self, seconds: float, fn: Callable[[], Any]) -> None:
         while True:
@@ -210,5 +216,5 @@ class Broker:
 
 async def _timed(metrics: Any, key: int, version: int, t0: float, result: Any) -> Any:
     body = await result
-    metrics.request_done(key, version, body, time.perf_counter() - t0)
+    metrics.request_done(key, version, body, perf_counter() - t0)
     return body

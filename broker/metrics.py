@@ -8,9 +8,11 @@ topic, requests per API and version, errors) are plain ints in ``__slots__`` obj
 updated on the event loop thread, and turned into Prometheus families only when scraped, by
 ``collect()`` (a prometheus_client custom collector). A ``prometheus_client.Counter`` child costs
 ~0.35 us per ``inc`` (it takes a lock, as it allows any thread) against ~0.04 us for an int
-field; the produce path would pay that 3 times per partition. Request latency uses
-prometheus_client's ``Histogram`` (one cached child per API, ~0.7 us per observation): writing
-its buckets by hand would save little. Everything the broker already knows (log sizes, segment
+field; the produce path would pay that 3 times per partition. Request latency is counted the
+same way, per API: a ``bisect`` into the bucket bounds and two additions (~0.2 us against ~0.7 us
+for ``Histogram.observe``), exposed as a ``HistogramMetricFamily`` with cumulative buckets at
+scrape time. With metrics on, a small produce request costs the broker a few microseconds more
+(scripts/bench_testing.py measures it); a 64 KiB batch, nothing measurable. Everything the broker already knows (log sizes, segment
 counts, offsets, connections) is read at scrape time, so it costs nothing between scrapes.
 
 Exposed (kafka_exporter's names where it has one, so existing dashboards work)::
@@ -53,11 +55,12 @@ from __future__ import annotations
 
 import os
 import struct
+from bisect import bisect_left
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
-from prometheus_client import CollectorRegistry, Histogram, ProcessCollector
-from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
+from prometheus_client import CollectorRegistry, ProcessCollector
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily, Metric
 
 from client.protocol.api import ApiKey, ErrorCode
 
@@ -72,6 +75,18 @@ LATENCY_BUCKETS = (0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0
 _BATCH_LENGTH = struct.Struct(">qi")
 _RECORDS_COUNT = struct.Struct(">i")
 _HEADER = 61
+
+
+class _Latency:
+    """One API's request-duration histogram: ``counts[i]`` requests took at most
+    ``LATENCY_BUCKETS[i]`` seconds and more than the bound before (the last slot: more than
+    every bound), ``total`` is their sum of seconds."""
+
+    __slots__ = ("counts", "total")
+
+    def __init__(self) -> None:
+        self.counts = [0] * (len(LATENCY_BUCKETS) + 1)
+        self.total = 0.0
 
 
 class TopicStats:
@@ -93,6 +108,14 @@ def _error_name(code: int) -> str:
         return ErrorCode(code).name
     except ValueError:
         return str(code)
+
+
+def _produce_errors(body: dict[str, Any], out: dict[int, int]) -> None:
+    for t in body["responses"]:
+        for p in t["partition_responses"]:
+            code = p["error_code"]
+            if code:
+                out[code] = out.get(code, 0) + 1
 
 
 def count_errors(body: Any, out: dict[int, int]) -> None:
@@ -142,13 +165,10 @@ class BrokerMetrics:
         self.errors: dict[tuple[int, int, int], int] = {}
         self.group_offsets: Callable[[], Iterable[tuple[str, str, int, int]]] | None = None
         self.group_members: Callable[[], Mapping[str, int]] | None = None
+        self.latency: dict[int, _Latency] = {}
         self.registry = CollectorRegistry(auto_describe=False)
         self.registry.register(self)  # type: ignore[arg-type]  # a collector is anything with collect()
         ProcessCollector(registry=self.registry)
-        self._latency = Histogram("minibroker_request_duration_seconds",
-                                  "Time from a request decoded to its response ready, by API",
-                                  ["api"], buckets=LATENCY_BUCKETS, registry=self.registry)
-        self._latency_children: dict[int, Any] = {}
 
     # ------------------------------------------------------------ updates (event loop thread)
 
@@ -185,13 +205,17 @@ class BrokerMetrics:
         self.requests[rk] = self.requests.get(rk, 0) + 1
         if type(body) is dict:
             errors: dict[int, int] = {}
-            count_errors(body, errors)
+            if key == 0:  # Produce, the hot one: its shape is known
+                _produce_errors(body, errors)
+            else:
+                count_errors(body, errors)
             if errors:
                 self._add_errors(key, version, errors)
-        child = self._latency_children.get(key)
-        if child is None:
-            child = self._latency_children[key] = self._latency.labels(_api_name(key))
-        child.observe(seconds)
+        h = self.latency.get(key)
+        if h is None:
+            h = self.latency[key] = _Latency()
+        h.counts[bisect_left(LATENCY_BUCKETS, seconds)] += 1
+        h.total += seconds
 
     def _add_errors(self, key: int, version: int, errors: dict[int, int]) -> None:
         for code, n in errors.items():
@@ -239,6 +263,15 @@ class BrokerMetrics:
         for (key, version, code), n in sorted(self.errors.items()):
             err.add_metric([_api_name(key), str(version), _error_name(code)], n)
         yield err
+        hist = HistogramMetricFamily("minibroker_request_duration_seconds",
+                                     "Time from a request decoded to its response ready, by API", labels=["api"])
+        for key, h in sorted(self.latency.items()):
+            cumulative, buckets = 0, []
+            for bound, n in zip((*LATENCY_BUCKETS, float("inf")), h.counts):
+                cumulative += n
+                buckets.append(("+Inf" if bound == float("inf") else repr(float(bound)), cumulative))
+            hist.add_metric([_api_name(key)], buckets, h.total)
+        yield hist
         open_, accepted = self.connections()
         yield GaugeMetricFamily("minibroker_connections", "Open client connections", value=open_)
         yield CounterMetricFamily("minibroker_connections_accepted", "Client connections accepted", value=accepted)
