@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import logging
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeVar
@@ -35,6 +36,16 @@ def _runner() -> Callable[..., Any]:
     except ImportError:
         return asyncio.run
     return uvloop.run  # type: ignore[no-any-return]
+
+
+class _ListHandler(logging.Handler):
+    def __init__(self, lines: list[str]) -> None:
+        super().__init__()
+        self.lines = lines
+        self.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.lines.append(self.format(record) + "\n")
 
 
 class InProcessBroker:
@@ -103,13 +114,25 @@ class InProcessBroker:
             self._ready.set()
 
     def start(self, timeout: float = 20.0) -> InProcessBroker:
+        """Start and wait until the broker listens. A failure raises BrokerStartError with the
+        error and what the ``broker`` loggers emitted meanwhile (their levels are left as the
+        application set them)."""
         from .process import BrokerStartError
-        self._thread = threading.Thread(target=self._run, name=f"minibroker-{id(self):x}", daemon=True)
-        self._thread.start()
-        if not self._ready.wait(timeout):
-            raise BrokerStartError(f"in-process broker did not start within {timeout} s")
+        lines: list[str] = []
+        capture = _ListHandler(lines)
+        log = logging.getLogger("broker")
+        log.addHandler(capture)
+        try:
+            self._thread = threading.Thread(target=self._run, name=f"minibroker-{id(self):x}", daemon=True)
+            self._thread.start()
+            ready = self._ready.wait(timeout)
+        finally:
+            log.removeHandler(capture)
+        if not ready:
+            raise BrokerStartError(f"in-process broker did not start within {timeout} s; its log:\n" + "".join(lines))
         if self._error is not None:
-            raise BrokerStartError(f"in-process broker did not start: {self._error!r}") from self._error
+            raise BrokerStartError(f"in-process broker did not start: {self._error!r}; its log:\n"
+                                   + "".join(lines)) from self._error
         return self
 
     def call(self, fn: Callable[[], T], timeout: float = 10.0) -> T:
