@@ -167,7 +167,7 @@ class BrokerMetrics:
         self.group_members: Callable[[], Mapping[str, int]] | None = None
         self.latency: dict[int, _Latency] = {}
         self.registry = CollectorRegistry(auto_describe=False)
-        self.registry.register(self)  # type: ignore[arg-type]  # a collector is anything with collect()
+        self.registry.register(self)  # a collector is anything with collect()
         ProcessCollector(registry=self.registry)
 
     # ------------------------------------------------------------ updates (event loop thread)

@@ -35,7 +35,7 @@ def _runner() -> Callable[..., Any]:
         import uvloop
     except ImportError:
         return asyncio.run
-    return uvloop.run  # type: ignore[no-any-return]
+    return uvloop.run
 
 
 class _ListHandler(logging.Handler):
