@@ -7,7 +7,9 @@ partition (then only requests that carry that topic/partition match), an action 
 
 - ``error``: the request is not handled; every partition of it (or the request itself, for APIs
   without partitions) is answered with ``error`` (an ``ErrorCode``, its name or number). A
-  Metadata request is handled and then its topics carry the error. An acks=0 Produce gets no
+  Produce rule that names a topic fails only that topic's (partition's) part of the request;
+  the other partitions are written and answered as usual. A Metadata request is handled and
+  then its topics carry the error. An acks=0 Produce gets no
   answer: its connection is closed, as Kafka does when an acks=0 produce fails.
 - ``delay``: the request is handled ``delay_ms`` later (replies stay in request order, so the
   replies queued behind it on that connection wait too, as with a slow Kafka broker).
@@ -45,6 +47,8 @@ _NAME_KEYS = {"name": ("topic", "topic_name"), "topic": ("name", "topic_name"), 
               "partition_index": ("partition", "index"), "index": ("partition", "partition_index"),
               "partition": ("partition_index", "index")}
 _TOPIC_KEYS = ("name", "topic", "topic_name")
+#: offsets an error answer carries as -1 (Kafka's INVALID_OFFSET), not the schema's 0
+_OFFSET_FIELDS = {"base_offset", "high_watermark", "last_stable_offset", "log_start_offset", "offset"}
 _PARTITION_KEYS = ("index", "partition", "partition_index")
 
 
@@ -206,6 +210,8 @@ class FaultInjector(FaultControl):
         if rule.action == "error":
             if acks0:
                 return CLOSE
+            if key == ApiKey.PRODUCE and rule.topic is not None:
+                return self._produce_partly(version, request, rule, call)
             if key == ApiKey.METADATA:
                 body = call(request)
                 for t in body.get("topics") or ():
@@ -237,6 +243,36 @@ class FaultInjector(FaultControl):
                 r = await r
             return r
         return delayed()
+
+    @staticmethod
+    def _produce_partly(version: int, request: dict[str, Any], rule: Fault,
+                        call: Callable[[dict[str, Any]], Any]) -> Any:
+        """A Produce rule naming a topic (and partition): only those partitions get the error
+        (and are not written); the request's other partitions are handled as usual, and the
+        answers are merged (clients match partition answers by topic and index)."""
+        hit: list[dict[str, Any]] = []
+        keep: list[dict[str, Any]] = []
+        for t in request["topic_data"]:
+            mine = [p for p in t["partition_data"] if t["name"] == rule.topic
+                    and (rule.partition is None or p["index"] == rule.partition)]
+            rest = [p for p in t["partition_data"] if not any(p is m for m in mine)]
+            if mine:
+                hit.append({**t, "partition_data": mine})
+            if rest:
+                keep.append({**t, "partition_data": rest})
+        errors = error_response(ApiKey.PRODUCE, version, {"topic_data": hit}, rule.error)["responses"]
+        if not keep:
+            return error_response(ApiKey.PRODUCE, version, request, rule.error)
+        result = call({**request, "topic_data": keep})
+
+        def merge(body: dict[str, Any]) -> dict[str, Any]:
+            body["responses"].extend(errors)
+            return body
+        if asyncio.iscoroutine(result):
+            async def merged() -> Any:
+                return merge(await result)
+            return merged()
+        return merge(result)
 
     # ------------------------------------------------------------ the control listener's route
 
@@ -293,7 +329,7 @@ def error_response(key: int, version: int, request: dict[str, Any], code: int) -
     arrays of structs mirror the request's arrays (same field name, else the request's first
     list at that level), copying the keys that identify an entry (topic name, partition index,
     ...); ``error_code`` is set at the innermost level that has one, every other field keeps
-    its default."""
+    its default (offsets: -1)."""
     from client.protocol.messages import RESPONSES
     body, _ = _mirror(RESPONSES[key].fields, request, version, code)
     return body
@@ -311,6 +347,8 @@ def _mirror(fields: Any, req: Any, version: int, code: int) -> tuple[dict[str, A
             continue
         if f.name == "error_code":
             error_field = True
+        elif f.name in _OFFSET_FIELDS:
+            out[f.name] = -1
         elif isinstance(f.type, Array) and not isinstance(f.type.of, str):
             src = next((v for k, v in req_lists if k == f.name), None)
             if src is None and req_lists:

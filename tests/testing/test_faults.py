@@ -140,6 +140,19 @@ def test_rule_for_a_topic_and_partition_only_matches_requests_carrying_it(b: bt.
     assert b.faults.rules() == []
 
 
+@pytest.mark.parametrize("acks", [1, -1])
+def test_produce_rule_for_one_partition_fails_only_that_partition(b: bt.InProcessBroker, acks: int) -> None:
+    t = _topic(b, f"partly-{acks + 1}", 3)
+    b.faults.fail("PRODUCE", NLOF, topic=t, partition=1)
+    req = produce(t, 0, _batch(2), acks=acks)
+    req["topic_data"][0]["partition_data"] += [{"index": 1, "records": _batch(3)}, {"index": 2, "records": _batch(4)}]
+    with Conn(b.port) as c:
+        r = c.call(ApiKey.PRODUCE, 7, req)
+    answers = {p["index"]: (p["error_code"], p["base_offset"]) for t_ in r["responses"] for p in t_["partition_responses"]}
+    assert answers == {0: (0, 0), 1: (NLOF, -1), 2: (0, 0)}
+    assert [_leo(b, t, p) for p in range(3)] == [2, 0, 4]
+
+
 def test_fetch_and_metadata_errors(b: bt.InProcessBroker) -> None:
     t = _topic(b, "err-fetch")
     b.faults.fail("FETCH", "UNKNOWN_LEADER_EPOCH")
@@ -252,4 +265,5 @@ def test_request_body_of_every_error_response_decodes_as_a_request_would() -> No
     REQUESTS[ApiKey.PRODUCE].encode(produce("t", 0, _batch()), 7, raw)
     req = REQUESTS[ApiKey.PRODUCE].decode(Reader(bytes(raw.buf)), 7)
     body = error_response(ApiKey.PRODUCE, 7, req, NLOF)
-    assert body["responses"][0]["partition_responses"][0] == {"index": 0, "error_code": NLOF}
+    assert body["responses"][0]["partition_responses"][0] == {"index": 0, "error_code": NLOF, "base_offset": -1,
+                                                               "log_start_offset": -1}
