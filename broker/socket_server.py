@@ -17,6 +17,11 @@ uvloop implements neither ``loop.sendfile`` nor ``loop.sock_sendfile``, so the w
 ``os.sendfile`` on the socket itself and, on EAGAIN, waits for writability with
 ``loop.add_writer`` (the socket is never handed to a transport, so that is allowed).
 
+Request hook: ``BrokerServer.request_hook``, when set (metrics on, or fault rules pending; see
+broker.py), is called instead of the handler for every decoded request and returns what a
+handler returns; ``Connection.abort`` lets it drop the connection. When None, the dispatch
+below calls the handlers inline (no extra call per request).
+
 Bad input: a frame larger than ``socket.request.max.bytes`` (refused before its body is read),
 a negative size, a header or body that does not decode, an unknown API key or an unsupported
 version (other than ApiVersions, which gets Kafka's v0 fallback answer) close that connection
