@@ -62,6 +62,7 @@ def run(args: argparse.Namespace) -> int:
             return 2
         except OSError as e:
             logging.getLogger("broker").error("cannot start: %s", e)
+            await broker.stop()  # whatever did start (the Kafka listener, the logs) closes cleanly
             return 1
         for listener in broker.http:
             print(f"minibroker {listener.name} listening on http://{listener.host}:{listener.port}",

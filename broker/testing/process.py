@@ -123,8 +123,14 @@ class BrokerProcess:
         self._reader = threading.Thread(target=read, name="minibroker-stderr", daemon=True)
         self._reader.start()
         if not done.wait(timeout) or self.port < 0:
+            rc = None
+            if done.is_set():  # stderr ended: the child is exiting
+                try:
+                    rc = self.proc.wait(5)
+                except subprocess.TimeoutExpired:
+                    pass
             self.kill()
-            status = "" if self.proc is None else f" (exit status {self.proc.returncode})"
+            status = "" if rc is None else f" (exit status {rc})"
             raise BrokerStartError(f"broker did not start{status}; its log:\n" + self.log_text())
         return self
 

@@ -66,3 +66,13 @@ def test_unused(tmp_path: Any) -> None:
     """Nothing listens for HTTP unless configured."""
     with bt.run("process", data_dir=str(tmp_path / "d"), faults=False) as p:
         assert isinstance(p, bt.BrokerProcess) and p.http_ports == {}
+
+
+def test_metrics_port_in_use_fails_the_start_cleanly(tmp_path: Any) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        p = bt.BrokerProcess(str(tmp_path / "d"), [f"metrics.listeners=http://127.0.0.1:{port}"])
+        with pytest.raises(bt.BrokerStartError, match="(?s)exit status 1.*cannot start.*stopped cleanly"):
+            p.start()
