@@ -19,6 +19,7 @@ from collections.abc import Sequence
 SUBCOMMANDS: dict[str, str] = {
     "serve": "broker.serve",
     "dump-log": "broker.tools.dump_log",
+    "healthcheck": "broker.healthcheck",
     "topics": "client.cli.topics",
     "produce": "client.cli.produce",
     "consume": "client.cli.consume",

@@ -11,6 +11,16 @@ Periodic work, on the event loop unless it may block on the disk:
 
 Shutdown (SIGTERM/SIGINT): stop accepting, let in-flight requests finish, flush every log,
 close the segments (trims), write the checkpoints, then the clean-shutdown marker.
+
+Opt-in operator endpoints (off by default; broker/http_listener.py): ``metrics.listeners``
+serves ``GET /metrics`` (Prometheus, broker/metrics.py) and ``GET /healthz``;
+``fault.injection.listener`` serves ``/faults`` (broker/testing/faults.py) and ``/healthz``.
+``/healthz`` answers 200 once everything in ``pending`` is loaded (the logs, and whatever else
+registers there at start-up, e.g. internal topics), 503 with the list before.
+
+Request hook: with metrics on, or fault rules pending, the server hands every request to
+``_hook`` instead of straight to its handler; with neither, ``server.request_hook`` is None and
+the request path is exactly as without these features.
 """
 
 from __future__ import annotations
@@ -19,10 +29,12 @@ import asyncio
 import logging
 import time
 from collections.abc import Callable
+from time import perf_counter
 from typing import Any
 
 from .config import BrokerConfig
-from .socket_server import BrokerServer
+from .http_listener import HttpListener, Response
+from .socket_server import BrokerServer, handle_request
 from .state import BrokerState
 from .storage.log import Log
 from .storage.log_manager import LogManager
@@ -33,11 +45,19 @@ logger = logging.getLogger("broker")
 
 
 class Broker:
-    def __init__(self, config: BrokerConfig) -> None:
+    """``faults``: a FaultInjector to consult (in-process test brokers pass one); one is made
+    when ``fault.injection.listener`` is set."""
+
+    def __init__(self, config: BrokerConfig, faults: Any = None) -> None:
         self.config = config
         self.logs: LogManager | None = None
         self.state: BrokerState | None = None
         self.server: BrokerServer | None = None
+        self.metrics: Any = None
+        self.faults = faults
+        self.http: list[HttpListener] = []
+        #: what /healthz waits for: names added before start-up work, removed when it is done
+        self.pending: set[str] = {"logs"}
         self._periodic: list[asyncio.Task[None]] = []
         self._flushing: set[int] = set()
 
@@ -51,12 +71,14 @@ class Broker:
         cfg = self.config
         self.logs = LogManager(cfg.log_dir, cfg.log_config, node_id=cfg.node_id, flush_scheduler=self._schedule_flush)
         self.logs.startup()
+        self.pending.discard("logs")
         self.state = BrokerState(cfg, self.logs)
         host, port = cfg.listener
         self.server = BrokerServer(self.state, host, port)
         await self.server.start()
         if self.state.port == 0 or (cfg.props.get("advertised.listeners", "") == "" and port == 0):
             self.state.port = self.server.port
+        await self._start_operator_endpoints()
         self._periodic = [
             asyncio.ensure_future(self._every(cfg.int("log.retention.check.interval.ms") / 1000, self._retention)),
             asyncio.ensure_future(self._every(1.0, self._housekeeping)),
@@ -66,6 +88,67 @@ class Broker:
         logger.info("minibroker listening on %s:%d (advertised %s:%d), data in %s, %d partitions, started in %.3f s",
                     host, self.server.port, self.state.host, self.state.port, self.logs.log_dir,
                     len(self.logs.logs), time.perf_counter() - t0)
+
+    async def _start_operator_endpoints(self) -> None:
+        cfg, server = self.config, self.server
+        assert server is not None and self.state is not None and self.logs is not None
+        routes: dict[str, Any] = {"/healthz": self._healthz}
+        metrics_at = cfg.metrics_listener
+        if metrics_at is not None:
+            from .metrics import BrokerMetrics
+            self.metrics = self.state.metrics = BrokerMetrics(
+                self.logs, cfg.node_id, lambda: (len(server.connections), server.accepted))
+            self.http.append(HttpListener("metrics", *metrics_at, {**routes, "/metrics": self._metrics_route}))
+        faults_at = cfg.fault_injection_listener
+        if faults_at is not None and self.faults is None:
+            from .testing.faults import FaultInjector
+            self.faults = FaultInjector()
+        if faults_at is not None:
+            self.http.append(HttpListener("fault injection", *faults_at, {**routes, "/faults": self.faults.http_route}))
+        for listener in self.http:
+            await listener.start()
+        if self.faults is not None:
+            self.faults.on_change = self._install_hook
+        self._install_hook(self.faults is not None and self.faults.armed)
+
+    def _healthz(self, method: str, body: bytes) -> Response:
+        if self.pending:
+            return 503, "text/plain", ("loading: " + ", ".join(sorted(self.pending)) + "\n").encode()
+        return 200, "text/plain", b"ok\n"
+
+    def _metrics_route(self, method: str, body: bytes) -> Response:
+        from prometheus_client import CONTENT_TYPE_LATEST
+        return 200, CONTENT_TYPE_LATEST, self.metrics.exposition()
+
+    def _install_hook(self, faults_armed: bool) -> None:
+        """Point the server's request hook at what is on: metrics, pending fault rules, both or
+        neither (None). Called by the FaultInjector under its lock, from any thread: a plain
+        attribute store, read by the event loop thread once per request."""
+        assert self.server is not None and self.state is not None
+        metrics, state = self.metrics, self.state
+        faults = self.faults if faults_armed else None
+        if metrics is None and faults is None:
+            self.server.request_hook = None
+            return
+
+        def with_faults(conn: Any, key: int, version: int, cid: int, request: dict[str, Any]) -> Any:
+            return faults.intercept(conn, key, version, request,
+                                    lambda req: handle_request(key, version, cid, req, state))
+
+        handle = handle_request if faults is None else None
+
+        def with_metrics(conn: Any, key: int, version: int, cid: int, request: dict[str, Any]) -> Any:
+            t0 = perf_counter()
+            if handle is not None:
+                result = handle(key, version, cid, request, state)
+            else:
+                result = with_faults(conn, key, version, cid, request)
+            if type(result) is not dict and asyncio.iscoroutine(result):
+                return _timed(metrics, key, version, t0, result)
+            metrics.request_done(key, version, result, perf_counter() - t0)
+            return result
+
+        self.server.request_hook = with_faults if metrics is None else with_metrics
 
     async def _every(self, seconds: float, fn: Callable[[], Any]) -> None:
         while True:
@@ -117,6 +200,8 @@ class Broker:
     async def stop(self) -> None:
         for t in self._periodic:
             t.cancel()
+        for listener in self.http:
+            await listener.stop()
         if self.server is not None:
             await self.server.stop()
         # wait for background flushes to finish before closing the logs
@@ -127,3 +212,9 @@ class Broker:
         if self.logs is not None:
             self.logs.shutdown()
         logger.info("minibroker stopped cleanly")
+
+
+async def _timed(metrics: Any, key: int, version: int, t0: float, result: Any) -> Any:
+    body = await result
+    metrics.request_done(key, version, body, perf_counter() - t0)
+    return body

@@ -49,6 +49,9 @@ BROKER_DEFAULTS: dict[str, str] = {
     "max.connections": "2147483647",
     "max.connections.per.ip": "2147483647",
     "connections.max.idle.ms": "600000",
+    # ours: the opt-in HTTP listeners (broker/http_listener.py); empty = off
+    "metrics.listeners": "",  # http://127.0.0.1:9404 -> GET /metrics (Prometheus), GET /healthz
+    "fault.injection.listener": "",  # http://127.0.0.1:PORT -> /faults (tests only; loopback only)
 }
 _INT_MAX = 2**31 - 1
 _LONG_MAX = 2**63 - 1
@@ -166,6 +169,7 @@ class BrokerConfig:
             value = self.props.get(k, "")
             if value.strip() or k != "broker.id":  # broker.id may be left empty (node.id then)
                 check_value(k, value, kind, lower, upper)
+        _ = self.metrics_listener, self.fault_injection_listener
         _ = self.log_config  # validates the log.* properties
 
     def get(self, key: str) -> str:
@@ -209,6 +213,30 @@ class BrokerConfig:
             return _parse_listener(self.props["advertised.listeners"], "advertised.listeners")
         host, port = self.listener
         return ("127.0.0.1" if host in ("0.0.0.0", "", "::") else host), port
+
+    @property
+    def metrics_listener(self) -> tuple[str, int] | None:
+        """``metrics.listeners`` as (host, port), or None when metrics are off."""
+        return self._http_listener("metrics.listeners")
+
+    @property
+    def fault_injection_listener(self) -> tuple[str, int] | None:
+        """``fault.injection.listener`` as (host, port), or None (the default: no fault
+        injection). Loopback addresses only: it lets its caller break the broker's answers."""
+        hp = self._http_listener("fault.injection.listener")
+        if hp is not None and hp[0] not in ("127.0.0.1", "::1", "localhost"):
+            raise ConfigError(f"fault.injection.listener must be on a loopback address, got {hp[0]!r}")
+        return hp
+
+    def _http_listener(self, key: str) -> tuple[str, int] | None:
+        from .http_listener import parse_http_listener
+        value = self.props.get(key, "").strip()
+        if not value:
+            return None
+        try:
+            return parse_http_listener(value, key)
+        except ValueError as e:
+            raise ConfigError(str(e)) from None
 
     @property
     def node_id(self) -> int:

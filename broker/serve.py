@@ -16,6 +16,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--host", help="listen address (sets listeners; default 127.0.0.1)")
     parser.add_argument("--port", type=int, help="listen port (sets listeners; default 9092; 0 = any free port)")
     parser.add_argument("--data-dir", metavar="DIR", help="data directory (sets log.dirs; default ./data)")
+    parser.add_argument("--metrics-port", type=int, metavar="PORT",
+                        help="serve Prometheus metrics and /healthz on http://127.0.0.1:PORT (sets metrics.listeners;"
+                             " off by default; 0 = any free port; a non-loopback address needs metrics.listeners)")
     parser.add_argument("--log-level", default="INFO", choices=["DEBUG", "INFO", "WARNING", "ERROR"],
                         help="stderr log level (default INFO)")
 
@@ -37,6 +40,8 @@ def run(args: argparse.Namespace) -> int:
             host = args.host if args.host is not None else host
             port = args.port if args.port is not None else port
             cfg.set("listeners", f"PLAINTEXT://{host}:{port}")
+        if args.metrics_port is not None:
+            cfg.set("metrics.listeners", f"http://127.0.0.1:{args.metrics_port}")
         if args.data_dir is not None:
             cfg.set("log.dirs", args.data_dir)
         cfg.validate()
@@ -57,7 +62,11 @@ def run(args: argparse.Namespace) -> int:
             return 2
         except OSError as e:
             logging.getLogger("broker").error("cannot start: %s", e)
+            await broker.stop()  # whatever did start (the Kafka listener, the logs) closes cleanly
             return 1
+        for listener in broker.http:
+            print(f"minibroker {listener.name} listening on http://{listener.host}:{listener.port}",
+                  file=sys.stderr, flush=True)
         print(f"minibroker listening on {cfg.listener[0]}:{broker.port}", file=sys.stderr, flush=True)
         await stop.wait()
         logging.getLogger("broker").info("shutting down")

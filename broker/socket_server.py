@@ -27,6 +27,11 @@ Limits (Kafka's names and defaults): ``max.connections`` and ``max.connections.p
 a client that drips a request byte by byte (Kafka counts any bytes as activity; here only whole
 requests do).
 
+Request hook: ``BrokerServer.request_hook``, when set (metrics on, or fault rules pending; see
+broker.py), is called instead of the handler for every decoded request and returns what a
+handler returns; ``Connection.abort`` lets it drop the connection. When None, the dispatch
+below calls the handlers inline (no extra call per request).
+
 Bad input: a frame larger than ``socket.request.max.bytes`` (refused before its body is read),
 a negative size, a header or body that does not decode, an unknown API key or an unsupported
 version (other than ApiVersions, which gets Kafka's v0 fallback answer) close that connection
@@ -43,6 +48,7 @@ import os
 import socket
 import struct
 import time
+from collections.abc import Callable
 from typing import Any
 
 from client.protocol.api import SUPPORTED_VERSIONS, ApiKey, ErrorCode
@@ -56,7 +62,7 @@ from .handlers import fetch as fetch_handler
 from .state import BrokerState
 from .storage.file_records import FileSlice
 
-__all__ = ["BrokerServer", "SENDFILE_STATS"]
+__all__ = ["BrokerServer", "SENDFILE_STATS", "handle_request"]
 
 logger = logging.getLogger("broker.socket_server")
 
@@ -71,6 +77,13 @@ _SIZE = struct.Struct(">i")
 
 #: Counters of the zero-copy path (tests prove fetch bytes go through os.sendfile).
 SENDFILE_STATS = {"calls": 0, "bytes": 0}
+
+
+def handle_request(key: int, version: int, cid: int, request: dict[str, Any], state: BrokerState) -> Any:
+    """The handler's answer to one request (what a request hook calls for the real work)."""
+    if key == ApiKey.FETCH:
+        return fetch_handler.handle(request, version, state, cid)
+    return HANDLERS[key](request, version, state)
 
 
 class _Close(Exception):
@@ -167,8 +180,8 @@ class Connection:
                 pass
 
     def close(self) -> None:
-        """Close this connection from the server's side (idle timeout): the reader and writer
-        see it and free everything, as when the peer goes away."""
+        """Close this connection from the server's side (idle timeout, fault injection): the
+        reader and writer see it and free everything, as when the peer goes away."""
         self.closing = True
         try:
             self.sock.shutdown(socket.SHUT_RDWR)
@@ -252,7 +265,10 @@ class Connection:
             raise _Close(f"malformed {ApiKey(key).name} v{version} request body: {e}") from None
         if reader.remaining:
             logger.debug("%d trailing bytes after %s v%d from %s", reader.remaining, ApiKey(key).name, version, self.peer)
-        if key == ApiKey.FETCH:
+        hook = self.server.request_hook
+        if hook is not None:
+            result = hook(self, key, version, cid, request)
+        elif key == ApiKey.FETCH:
             result = fetch_handler.handle(request, version, self.server.state, cid)
         else:
             result = HANDLERS[key](request, version, self.server.state)
@@ -306,6 +322,11 @@ class Connection:
                 q.appendleft(data[n:])
         if q:
             self.queue_event.set()
+
+    def abort(self, reason: str) -> None:
+        """Drop this connection now (fault injection): replies not yet sent are lost."""
+        logger.info("dropping connection from %s: %s", self.peer, reason)
+        self.close()
 
     # ------------------------------------------------------------ writing
 
@@ -439,6 +460,11 @@ class BrokerServer:
         self.read_buffer = bytearray(_RECV_SIZE)
         self.connections: set[Connection] = set()
         self._per_ip: collections.Counter[str] = collections.Counter()
+        self.accepted = 0
+        #: None, or ``hook(connection, api_key, version, correlation_id, request)`` called instead
+        #: of the handler for every decoded request (metrics, fault injection; see
+        #: ``handle_request``); returns what a handler returns.
+        self.request_hook: Callable[[Connection, int, int, int, dict[str, Any]], Any] | None = None
         self._listener: socket.socket | None = None
         self._accept_task: asyncio.Task[None] | None = None
         self._idle_task: asyncio.Task[None] | None = None
@@ -494,6 +520,7 @@ class BrokerServer:
             conn = Connection(self, conn_sock, f"{ip}:{addr[1]}")
             self.connections.add(conn)
             self._per_ip[ip] += 1
+            self.accepted += 1
             task = asyncio.ensure_future(conn.run())
             self._tasks.add(task)
             task.add_done_callback(self._tasks.discard)

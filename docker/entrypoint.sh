@@ -10,6 +10,8 @@
 #   MINIBROKER_ADVERTISED_LISTENERS  what clients are told   (default PLAINTEXT://localhost:$MINIBROKER_PORT)
 #   MINIBROKER_DATA_DIR              log.dirs                (default /var/lib/minibroker, the image's volume)
 #   MINIBROKER_LOG_LEVEL             DEBUG|INFO|WARNING|ERROR (default INFO)
+#   MINIBROKER_METRICS_PORT          if set: Prometheus /metrics and /healthz on $MINIBROKER_HOST:this port
+#                                    (metrics.listeners; off by default; the healthcheck then uses /healthz)
 #   MINIBROKER_OVERRIDES             whitespace-separated key=value broker properties, each passed as
 #                                    --override (values cannot contain whitespace; use arguments then)
 #
@@ -32,6 +34,9 @@ args=(
     --log-level "${MINIBROKER_LOG_LEVEL:-INFO}"
     --override "advertised.listeners=${MINIBROKER_ADVERTISED_LISTENERS:-PLAINTEXT://localhost:$port}"
 )
+if [ -n "${MINIBROKER_METRICS_PORT:-}" ]; then
+    args+=(--override "metrics.listeners=http://${MINIBROKER_HOST:-0.0.0.0}:$MINIBROKER_METRICS_PORT")
+fi
 # `read -a` splits on whitespace (newlines too, with -d '') and, unlike an unquoted expansion,
 # never expands globs. It returns 1 at end of input, which is the normal case here.
 read -r -d '' -a overrides <<< "${MINIBROKER_OVERRIDES:-}" || true

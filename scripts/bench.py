@@ -58,6 +58,12 @@ checking that it exits 0. Sections (``--only NAME[,NAME...]``; all by default):
   ColumnBatches, rows counted, no record objects), aiokafka ``getmany``, kafka-python ``poll``,
   10,000 records per call. Targets: ours getmany >= 1,000,000 records/s and >= 3x aiokafka;
   bulk >= 3,000,000 records/s.
+- ``metrics``: the cost of the metrics listener. A second broker with ``metrics.listeners`` on
+  is started; W1 acks=1 and W2 (as above) run against it and against the bench's own broker
+  (metrics off), alternating run by run, while the metrics broker is scraped every
+  ``--scrape-interval`` (1) s. Reports both medians, their ratio and the broker CPU per record,
+  and checks that the metrics broker's ``minibroker_messages_in_total`` and
+  ``minibroker_messages_out_total`` equal the records produced and consumed.
 
 Each run also records the CPU seconds used by the broker process (``/proc/PID/stat``) and by
 this process (the load generator, including librdkafka's threads): on a 2-core machine the two
@@ -107,6 +113,7 @@ if REPO not in sys.path:
 from _bench_clients import CLIENT_TARGETS, section_client_consume, section_client_produce  # noqa: E402
 from _benchutil import command_line, fs_type, machine_line  # noqa: E402
 
+from broker.testing import BrokerProcess, parse_metrics  # noqa: E402
 from client.protocol import REQUESTS, ApiKey, FrameDecoder, Writer, encode_request_header  # noqa: E402
 from client.records.batch import (  # noqa: E402
     LAST_OFFSET_DELTA_OFFSET,
@@ -224,56 +231,10 @@ def broker_command(data_dir: str, log_level: str = "INFO") -> list[str]:
             "--data-dir", data_dir, "--log-level", log_level]
 
 
-class Broker:
-    """``python -m broker serve --port 0`` in ``data_dir``; stderr is kept in ``lines``."""
-
-    def __init__(self, data_dir: str) -> None:
-        self.data_dir = data_dir
-        self.lines: list[str] = []
-        self.port = -1
-        self.proc: subprocess.Popen[str] | None = None
-
-    @property
-    def bootstrap(self) -> str:
-        return f"127.0.0.1:{self.port}"
-
-    @property
-    def pid(self) -> int:
-        assert self.proc is not None
-        return self.proc.pid
-
-    def start(self, timeout: float = 30.0) -> Broker:
-        self.proc = subprocess.Popen(broker_command(self.data_dir), cwd=REPO, stdin=subprocess.DEVNULL,
-                                     stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, bufsize=1)
-        found = threading.Event()
-
-        def read() -> None:
-            assert self.proc is not None and self.proc.stderr is not None
-            for line in self.proc.stderr:
-                self.lines.append(line)
-                m = _LISTENING.search(line)
-                if m and not found.is_set():
-                    self.port = int(m.group(2))
-                    found.set()
-
-        self.reader = threading.Thread(target=read, daemon=True)
-        self.reader.start()
-        if not found.wait(timeout):
-            self.proc.kill()
-            raise RuntimeError("broker did not start:\n" + "".join(self.lines))
-        return self
-
-    def stop(self, timeout: float = 60.0) -> int:
-        assert self.proc is not None
-        self.proc.send_signal(signal.SIGTERM)
-        try:
-            rc = self.proc.wait(timeout)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
-            rc = -9
-        self.reader.join(5)
-        return rc
+def start_broker(data_dir: str, metrics: bool = False) -> BrokerProcess:
+    """``python -m broker serve --port 0`` in ``data_dir`` (broker.testing's harness; its stderr
+    lines are kept in ``.output``)."""
+    return BrokerProcess(data_dir, metrics=metrics).start(timeout=30.0)
 
 
 # ---------------------------------------------------------------- raw protocol helpers
@@ -518,7 +479,7 @@ def summarize_collapsed(path: str, top: int) -> list[str]:
 
 
 class Ctx:
-    def __init__(self, args: argparse.Namespace, broker: Broker, table: Table, scratch: str) -> None:
+    def __init__(self, args: argparse.Namespace, broker: BrokerProcess, table: Table, scratch: str) -> None:
         self.args, self.broker, self.table, self.scratch = args, broker, table, scratch
         self.results: dict[str, Any] = {}
         self.w1_topic: str | None = None
@@ -608,9 +569,47 @@ def ensure_data(ctx: Ctx) -> str:
     return ctx.w1_topic
 
 
+def consume_run(ctx: Ctx, topic: str, n: int, run: int) -> dict[str, Any]:
+    """One W2 run: a confluent-kafka Consumer reads ``n`` records of ``topic`` from offset 0."""
+    from confluent_kafka import Consumer, KafkaException, TopicPartition
+    fetch_bytes = ctx.args.consumer_fetch_bytes
+    c = Consumer(client_conf(ctx, **{
+        "group.id": f"bench-w2-{run}", "enable.auto.commit": False, "enable.auto.offset.store": False,
+        "fetch.max.bytes": fetch_bytes, "max.partition.fetch.bytes": fetch_bytes,
+        "receive.message.max.bytes": fetch_bytes + MiB,
+        "queued.max.messages.kbytes": 4 * fetch_bytes // 1024,
+        # librdkafka's default (1000 ms) parks the fetcher for a second whenever its
+        # queue holds more than queued.min.messages (100,000) records, i.e. after every
+        # 16 MiB fetch: ~150,000 records/s whatever the broker does.
+        "fetch.queue.backoff.ms": ctx.args.consumer_backoff_ms,
+    }))
+    c.list_topics(topic, timeout=10)
+    got = 0
+    errors = 0
+    first = 0.0
+    consume = c.consume
+    with CpuMeter(ctx.broker.pid) as m:
+        c.assign([TopicPartition(topic, 0, 0)])
+        deadline = time.monotonic() + 300
+        while got < n:
+            msgs = consume(10000, 1.0)
+            if msgs and not got:
+                first = time.perf_counter() - m.t0
+            bad = sum(1 for msg in msgs if msg.error() is not None)
+            errors += bad
+            got += len(msgs) - bad
+            if time.monotonic() > deadline:
+                break
+    c.close()
+    if got < n or errors:
+        raise KafkaException(f"W2 consumed {got} of {n} records, {errors} errors")
+    rps = n / m.wall
+    return {"records_per_s": rps, "first_record_s": first, "steady_records_per_s": n / (m.wall - first),
+            "describe": m.describe(), **m.as_dict()}
+
+
 @section("w2")
 def section_w2(ctx: Ctx) -> dict[str, Any]:
-    from confluent_kafka import Consumer, KafkaException, TopicPartition
     topic = ensure_data(ctx)
     n = high_watermark(ctx, topic)
     fetch_bytes = ctx.args.consumer_fetch_bytes
@@ -619,48 +618,89 @@ def section_w2(ctx: Ctx) -> dict[str, Any]:
     runs = []
     with Profiler(ctx, "w2"):
         for r in range(ctx.args.repeats):
-            c = Consumer(client_conf(ctx, **{
-                "group.id": f"bench-w2-{r}", "enable.auto.commit": False, "enable.auto.offset.store": False,
-                "fetch.max.bytes": fetch_bytes, "max.partition.fetch.bytes": fetch_bytes,
-                "receive.message.max.bytes": fetch_bytes + MiB,
-                "queued.max.messages.kbytes": 4 * fetch_bytes // 1024,
-                # librdkafka's default (1000 ms) parks the fetcher for a second whenever its
-                # queue holds more than queued.min.messages (100,000) records, i.e. after every
-                # 16 MiB fetch: ~150,000 records/s whatever the broker does.
-                "fetch.queue.backoff.ms": ctx.args.consumer_backoff_ms,
-            }))
-            c.list_topics(topic, timeout=10)
-            got = 0
-            errors = 0
-            first = 0.0
-            consume = c.consume
-            with CpuMeter(ctx.broker.pid) as m:
-                c.assign([TopicPartition(topic, 0, 0)])
-                deadline = time.monotonic() + 300
-                while got < n:
-                    msgs = consume(10000, 1.0)
-                    if msgs and not got:
-                        first = time.perf_counter() - m.t0
-                    bad = sum(1 for msg in msgs if msg.error() is not None)
-                    errors += bad
-                    got += len(msgs) - bad
-                    if time.monotonic() > deadline:
-                        break
-            c.close()
-            if got < n or errors:
-                raise KafkaException(f"W2 consumed {got} of {n} records, {errors} errors")
-            rps = n / m.wall
-            steady = n / (m.wall - first)
-            runs.append({"records_per_s": rps, "first_record_s": first, "steady_records_per_s": steady,
-                         **m.as_dict()})
-            print(f"  run {r + 1}: {rps:>12,.0f} records/s  (first records after {first * 1000:.0f} ms,"
-                  f" {steady:,.0f}/s after that; {m.describe()})")
+            res = consume_run(ctx, topic, n, r)
+            runs.append(res)
+            print(f"  run {r + 1}: {res['records_per_s']:>12,.0f} records/s  (first records after"
+                  f" {res['first_record_s'] * 1000:.0f} ms, {res['steady_records_per_s']:,.0f}/s after that;"
+                  f" {res.pop('describe')})")
     med = statistics.median(x["records_per_s"] for x in runs)
     ctx.table.add("W2 consume", "records/s", med, "rec/s", "w2_rps", [x["records_per_s"] for x in runs])
     ctx.table.add("W2 consume", "records/s after the first records arrived",
                   statistics.median(x["steady_records_per_s"] for x in runs), "rec/s",
                   runs=[x["steady_records_per_s"] for x in runs])
     return {"records": n, "runs": runs, "median_records_per_s": med}
+
+
+@section("metrics")
+def section_metrics(ctx: Ctx) -> dict[str, Any]:
+    """W1 (acks=1) and W2 against two brokers in the same run, one with the metrics listener
+    on (scraped every ``--scrape-interval`` s during the runs, as Prometheus would), one with it
+    off (the bench's own broker), alternating run by run so drift in the machine's load hits
+    both alike. Then the on-broker's counters are checked against what was produced."""
+    n = ctx.args.records
+    interval = ctx.args.scrape_interval
+    print(f"== metrics on vs off: W1 acks=1 and W2, {n:,} records per run, {ctx.args.repeats} runs each,"
+          f" alternating brokers; the metrics broker is scraped every {interval} s during its runs")
+    on_broker = start_broker(os.path.join(ctx.scratch, "metrics-on"), metrics=True)
+    on = Ctx(ctx.args, on_broker, ctx.table, ctx.scratch)
+    out: dict[str, Any] = {"off": {"w1": [], "w2": []}, "on": {"w1": [], "w2": []}, "scrapes": 0}
+    produced = 0
+    try:
+        for r in range(ctx.args.repeats):
+            for label, c in (("off", ctx), ("on", on)) if r % 2 == 0 else (("on", on), ("off", ctx)):
+                topic = f"metrics-{label}-{r}"
+                create_topic(c, topic)
+                stop = threading.Event()
+                scrapes: list[int] = []
+
+                def scraper() -> None:
+                    while not stop.wait(interval):
+                        on_broker.scrape()
+                        scrapes.append(1)
+                th = threading.Thread(target=scraper, daemon=True)
+                if label == "on":
+                    th.start()
+                with CpuMeter(c.broker.pid) as m:
+                    dt, _ = produce_records(c, topic, n, "1")
+                w2 = consume_run(c, topic, n, r)
+                stop.set()
+                if label == "on":
+                    th.join(10)
+                    produced += n
+                    out["scrapes"] += len(scrapes)
+                w1 = {"records_per_s": n / dt, **m.as_dict()}
+                out[label]["w1"].append(w1)
+                out[label]["w2"].append(w2)
+                print(f"  run {r + 1} metrics {label:<3}: W1 {n / dt:>12,.0f} records/s ({m.describe()});"
+                      f" W2 {w2['records_per_s']:>12,.0f} records/s ({w2.pop('describe')})")
+        s = parse_metrics(on_broker.scrape())
+        msgs_in = sum(v for (name, _), v in s.items() if name == "minibroker_messages_in_total")
+        msgs_out = sum(v for (name, _), v in s.items() if name == "minibroker_messages_out_total")
+        out["metrics_broker_counters"] = {"messages_in": msgs_in, "messages_out": msgs_out, "produced": produced}
+        print(f"  metrics broker counters: messages in {msgs_in:,.0f}, messages out {msgs_out:,.0f}"
+              f" (produced and consumed: {produced:,}); {out['scrapes']} scrapes during the runs")
+        if msgs_in != produced or msgs_out != produced:
+            raise RuntimeError("the metrics broker's counters do not match what was produced and consumed")
+    finally:
+        rc = on_broker.stop(60)
+        if rc != 0:
+            print("  metrics broker exit status", rc, "".join(on_broker.output[-20:]))
+    for w in ("w1", "w2"):
+        off_med = statistics.median(x["records_per_s"] for x in out["off"][w])
+        on_med = statistics.median(x["records_per_s"] for x in out["on"][w])
+        out[f"{w}_ratio_on_off"] = on_med / off_med
+        what = "W1 acks=1 produce" if w == "w1" else "W2 consume"
+        ctx.table.add("metrics on/off", f"{what} records/s, metrics off", off_med, "rec/s",
+                      runs=[x["records_per_s"] for x in out["off"][w]])
+        ctx.table.add("metrics on/off", f"{what} records/s, metrics on", on_med, "rec/s",
+                      runs=[x["records_per_s"] for x in out["on"][w]])
+        ctx.table.add("metrics on/off", f"{what}: on / off", on_med / off_med, "x", fmt="{:,.3f}")
+        for label in ("off", "on"):
+            runs = out[label][w]
+            cpu = statistics.median(x["broker_cpu_s"] / n * 1e6 for x in runs)
+            ctx.table.add("metrics on/off", f"{what}: broker CPU per record, metrics {label}", cpu, "us",
+                          fmt="{:,.3f}")
+    return out
 
 
 class BatchWalker:
@@ -1196,6 +1236,8 @@ def main(argv: list[str] | None = None) -> int:
                     help="time every N-th librdkafka record (default 10; 1 = every record)")
     ap.add_argument("--latency-seconds", type=float, help="seconds per latency run (default 10; --quick 5)")
     ap.add_argument("--startup-runs", type=int, default=5, help="broker starts timed (default 5)")
+    ap.add_argument("--scrape-interval", type=float, default=1.0,
+                    help="seconds between scrapes of the metrics broker in the metrics section (default 1)")
     ap.add_argument("--profile-broker", metavar="DIR",
                     help="py-spy record the broker during each workload section into DIR (skews the figures)")
     ap.add_argument("--profile-top", type=int, default=20, help="frames listed per profile summary")
@@ -1228,16 +1270,16 @@ def main(argv: list[str] | None = None) -> int:
     print(f"# scratch dir {scratch} ({fs_type(scratch)})")
     table = Table()
     results: dict[str, Any] = {"command": cmd, "machine": machine_line(), "args": vars(args), "sections": {}}
-    broker = Broker(os.path.join(scratch, "data")).start()
+    broker = start_broker(os.path.join(scratch, "data"))
     print(f"# broker pid {broker.pid} on {broker.bootstrap}")
     print()
     ctx = Ctx(args, broker, table, scratch)
     rc = None
     try:
         for name in chosen:
-            seen = len(broker.lines)
+            seen = len(broker.output)
             results["sections"][name] = SECTIONS[name](ctx)
-            complaints = [ln.rstrip() for ln in broker.lines[seen:] if " WARNING " in ln or " ERROR " in ln]
+            complaints = [ln.rstrip() for ln in broker.output[seen:] if " WARNING " in ln or " ERROR " in ln]
             if complaints:
                 print(f"  broker log during {name}: {len(complaints)} warnings/errors, first ones:")
                 for ln in complaints[:10]:
@@ -1252,11 +1294,11 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         if ctx._admin is not None:
             ctx._admin = None
-        rc = broker.stop()
+        rc = broker.stop(60)
         shutil.rmtree(scratch, ignore_errors=True)
     results["broker_exit_status"] = rc
     print(f"broker stopped with SIGTERM: exit status {rc}"
-          + ("" if rc == 0 else "  <-- expected 0\n" + "".join(broker.lines[-30:])))
+          + ("" if rc == 0 else "  <-- expected 0\n" + "".join(broker.output[-30:])))
     print()
     table.print()
     results["rows"] = table.json_rows()

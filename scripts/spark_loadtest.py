@@ -6,7 +6,7 @@ Steps:
 
 1. **Broker.** Without ``--bootstrap-server`` the script starts a private broker
    (``python -m broker serve`` on 127.0.0.1 and a free port, data in a temporary directory,
-   stopped with SIGTERM and removed at exit; ``tests/broker_process.BrokerProcess``). With it,
+   stopped with SIGTERM and removed at exit; ``broker.testing.BrokerProcess``). With it,
    the given broker is used and the topic is left there afterwards.
 2. **Produce** (untimed for the results): N records (``--records``, default 1,000,000) of
    S random bytes each (``--record-size``, default 100; random so that neither Parquet nor a
@@ -506,7 +506,7 @@ def run(args: argparse.Namespace, spark: Any = None) -> dict[str, Any]:
         scratch = stack.enter_context(tempfile.TemporaryDirectory(prefix="spark-loadtest-"))
         bootstrap = args.bootstrap_server
         if not bootstrap:
-            from tests.broker_process import BrokerProcess
+            from broker.testing import BrokerProcess
 
             broker = stack.enter_context(BrokerProcess(os.path.join(scratch, "broker")))
             bootstrap = broker.bootstrap

@@ -118,6 +118,8 @@ def handle(request: dict[str, Any], version: int, state: Any, correlation_id: in
     result, total, errors = _read_all(request, state)
     max_wait = request["max_wait_ms"]
     if total >= request["min_bytes"] or max_wait <= 0 or errors or not request["topics"]:
+        if state.metrics is not None:
+            state.metrics.fetched(version, result)
         return _encode(result, version, correlation_id, read_committed)
 
     async def long_poll() -> FetchReply:
@@ -141,6 +143,8 @@ def handle(request: dict[str, Any], version: int, state: Any, correlation_id: in
                 pass
             finally:
                 state.remove_waiter(keys, fut)
+        if state.metrics is not None:
+            state.metrics.fetched(version, res)
         return _encode(res, version, correlation_id, read_committed)
 
     return long_poll()

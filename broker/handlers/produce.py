@@ -29,6 +29,7 @@ def handle(request: dict[str, Any], version: int, state: Any) -> Any:
     responses = []
     waits = []  # (log, offset, partition response) for acks=-1
     failed = False
+    metrics = state.metrics
     for topic in request["topic_data"]:
         name = topic["name"]
         parts = []
@@ -56,6 +57,8 @@ def handle(request: dict[str, Any], version: int, state: Any) -> Any:
                     resp["log_append_time_ms"] = info.log_append_time
                     resp["log_start_offset"] = info.log_start_offset
                     state.notify_append(name, p["index"])
+                    if metrics is not None:
+                        metrics.produced(name, info.num_records, info.valid_bytes)
                     if acks == -1:
                         waits.append((log, info.last_offset + 1, resp))
             if resp["error_code"]:

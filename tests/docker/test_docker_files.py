@@ -23,6 +23,7 @@ import subprocess
 import sys
 import threading
 import time
+import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from fnmatch import fnmatch
@@ -96,8 +97,11 @@ def healthcheck_argv() -> list[str]:
 
 
 def host_healthcheck_argv() -> list[str]:
-    """The HEALTHCHECK command as it can run here: the image's `python` is this interpreter."""
+    """The HEALTHCHECK command as it can run here: the image's `python` is this interpreter,
+    its `minibroker` console script this interpreter's ``-m broker``."""
     argv = healthcheck_argv()
+    if argv[0] == "minibroker":
+        return [sys.executable, "-m", "broker", *argv[1:]]
     return [sys.executable if argv[0] in ("python", "python3") else argv[0], *argv[1:]]
 
 
@@ -208,6 +212,13 @@ def test_entrypoint_settings_overrides_and_arguments(tmp_path: Path) -> None:
     assert "advertised.listeners=PLAINTEXT://broker:9092" in report["argv"]
 
 
+def test_entrypoint_metrics_port(tmp_path: Path) -> None:
+    report, _ = run_with_stub(tmp_path, {"MINIBROKER_METRICS_PORT": "9404"})
+    assert report["argv"][-2:] == ["--override", "metrics.listeners=http://0.0.0.0:9404"]
+    report, _ = run_with_stub(tmp_path, {"MINIBROKER_METRICS_PORT": "9404", "MINIBROKER_HOST": "127.0.0.1"})
+    assert report["argv"][-2:] == ["--override", "metrics.listeners=http://127.0.0.1:9404"]
+
+
 def test_entrypoint_runs_another_command(tmp_path: Path) -> None:
     report, pid = run_with_stub(tmp_path, {}, "minibroker", "dump-log", "x.log")
     assert report == {"pid": pid, "argv": ["dump-log", "x.log"]}
@@ -226,6 +237,7 @@ class EntrypointBroker:
     proc: subprocess.Popen[str]
     port: int
     data_dir: Path
+    metrics_port: int
     output: list[str] = field(default_factory=list)
 
     @property
@@ -244,16 +256,17 @@ def entrypoint_broker(tmp_path: Path) -> Iterator[EntrypointBroker]:
     if not (bin_dir / "minibroker").exists():
         pytest.skip(f"no minibroker console script in {bin_dir} (pip install -e .)")
     port = free_port()  # a small race with other processes; port 0 would not test advertising
+    metrics_port = free_port()
     data_dir = tmp_path / "data"
     env = {**os.environ, "PATH": f"{bin_dir}:{os.environ.get('PATH', os.defpath)}",
            "MINIBROKER_HOST": "127.0.0.1", "MINIBROKER_PORT": str(port),
            "MINIBROKER_DATA_DIR": str(data_dir),
            "MINIBROKER_ADVERTISED_LISTENERS": f"PLAINTEXT://127.0.0.1:{port}",
-           "MINIBROKER_OVERRIDES": "num.partitions=1"}
+           "MINIBROKER_OVERRIDES": "num.partitions=1", "MINIBROKER_METRICS_PORT": str(metrics_port)}
     env.pop("MINIBROKER_LOG_LEVEL", None)
     proc = subprocess.Popen([str(entrypoint_script())], cwd=tmp_path, env=env,
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, bufsize=1)
-    b = EntrypointBroker(proc, port, data_dir)
+    b = EntrypointBroker(proc, port, data_dir, metrics_port)
     listening = threading.Event()
 
     def read() -> None:
@@ -280,9 +293,12 @@ def entrypoint_broker(tmp_path: Path) -> Iterator[EntrypointBroker]:
         reader.join(5)
 
 
-def run_healthcheck(port: int) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(host_healthcheck_argv(), env={**os.environ, "MINIBROKER_PORT": str(port)},
-                          capture_output=True, text=True, timeout=30)
+def run_healthcheck(port: int, metrics_port: int | None = None) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if k != "MINIBROKER_METRICS_PORT"}
+    env["MINIBROKER_PORT"] = str(port)
+    if metrics_port is not None:
+        env["MINIBROKER_METRICS_PORT"] = str(metrics_port)
+    return subprocess.run(host_healthcheck_argv(), env=env, capture_output=True, text=True, timeout=30)
 
 
 def test_entrypoint_serves_through_the_advertised_listener(entrypoint_broker: EntrypointBroker) -> None:
@@ -294,7 +310,11 @@ def test_entrypoint_serves_through_the_advertised_listener(entrypoint_broker: En
         argv = cmdline.read_bytes().split(b"\0")
         assert any(a.endswith(b"minibroker") for a in argv) and b"serve" in argv, argv
 
-    assert run_healthcheck(b.port).returncode == 0
+    assert run_healthcheck(b.port).returncode == 0  # ApiVersions
+    assert run_healthcheck(free_port(), b.metrics_port).returncode == 0  # /healthz (the Kafka port is not used)
+    assert run_healthcheck(b.port, free_port()).returncode != 0  # a metrics port that does not answer
+    with urllib.request.urlopen(f"http://127.0.0.1:{b.metrics_port}/metrics", timeout=10) as r:
+        assert b"kafka_brokers 1.0" in r.read()
 
     topic = "docker-entrypoint"
     producer = KafkaProducer(bootstrap_servers=b.bootstrap, request_timeout_ms=10000)
@@ -331,6 +351,7 @@ def test_entrypoint_serves_through_the_advertised_listener(entrypoint_broker: En
     assert (b.data_dir / f"{topic}-0").is_dir()
     assert "stopped cleanly" in b.log_text()
     assert run_healthcheck(b.port).returncode != 0  # nothing listens any more
+    assert run_healthcheck(b.port, b.metrics_port).returncode != 0
 
 
 @pytest.mark.slow
@@ -364,6 +385,8 @@ def test_compose_file() -> None:
     assert context == REPO
     assert (context / broker["build"]["dockerfile"]).resolve() == DOCKERFILE
     assert "9092:9092" in broker["ports"]
+    metrics_port = broker["environment"]["MINIBROKER_METRICS_PORT"]
+    assert f"127.0.0.1:{metrics_port}:{metrics_port}" in broker["ports"], "metrics published on loopback only"
 
     [volume] = broker["volumes"]
     name, target = volume.split(":")[:2]
