@@ -46,6 +46,7 @@ from .errors import (
     InconsistentMetaPropertiesError,
     InvalidTopicError,
     KafkaStorageError,
+    StorageError,
     TopicExistsError,
     UnknownTopicOrPartitionError,
 )
@@ -99,13 +100,16 @@ def _parse_partition_dir(name: str) -> tuple[str, int] | None:
 
 
 def _raise_fd_limit() -> None:
-    """Each segment keeps its .log open (indexes open lazily): use the hard limit."""
+    """Each segment keeps its .log open, an active segment its two index files too (inactive
+    segments' indexes open lazily): raise the soft limit on open files to the hard one."""
     try:
         soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-        if hard == resource.RLIM_INFINITY or soft < hard:
-            resource.setrlimit(resource.RLIMIT_NOFILE, (hard if hard != resource.RLIM_INFINITY else 1 << 20, hard))
-    except (ValueError, OSError):
-        pass
+        target = hard if hard != resource.RLIM_INFINITY else 1 << 20
+        if soft < target:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (target, hard))
+            logger.info("raised the open files limit (RLIMIT_NOFILE) from %d to %d", soft, target)
+    except (ValueError, OSError) as e:
+        logger.warning("cannot raise the open files limit: %s", e)
 
 
 class LogManager:
@@ -247,12 +251,24 @@ class LogManager:
         info = TopicInfo(name, partitions, overrides, config)
         if validate_only:
             return info
+        created: list[Log] = []
+        try:
+            for p in range(partitions):
+                path = os.path.join(self.log_dir, f"{name}-{p}")
+                created.append(Log.load(path, name, p, config, had_clean_shutdown=True, now_ms=self._now_ms,
+                                        flush_scheduler=self.flush_scheduler))
+        except (OSError, StorageError) as e:
+            # All partitions or none (out of file descriptors, a full disk): remove what was made.
+            for log in created:
+                log.delete()
+            for p in range(partitions):
+                shutil.rmtree(os.path.join(self.log_dir, f"{name}-{p}"), ignore_errors=True)
+            logger.error("cannot create topic %s with %d partitions: %s", name, partitions, e)
+            raise KafkaStorageError(f"cannot create topic {name}: {e}") from e
         self._topics[name] = overrides
         self._write_topic_configs()
-        for p in range(partitions):
-            path = os.path.join(self.log_dir, f"{name}-{p}")
-            self.logs[(name, p)] = Log.load(path, name, p, config, had_clean_shutdown=True, now_ms=self._now_ms,
-                                              flush_scheduler=self.flush_scheduler)
+        for log in created:
+            self.logs[(name, log.partition)] = log
         # Make the new partition directories (and the topic-configs.json rename) durable: a
         # flushed append to a new topic must survive a machine crash with its directory.
         fsync_path(self.log_dir)

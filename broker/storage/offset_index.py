@@ -41,9 +41,7 @@ class OffsetIndex(AbstractIndex):
         if self._entries == 0:
             self._last_offset = self.base_offset
         else:
-            self._last_offset = self.base_offset + _I32.unpack_from(
-                self._mm, (self._entries - 1) * 8  # type: ignore[arg-type]
-            )[0]
+            self._last_offset = self.base_offset + _I32.unpack(self._read_entry(self._entries - 1)[:4])[0]
 
     @property
     def last_offset(self) -> int:
@@ -79,9 +77,7 @@ class OffsetIndex(AbstractIndex):
             if self._entries >= self._max_entries:
                 raise IndexFullError(f"attempt to append to a full index (size = {self._entries}): {self.path}")
             if self._entries == 0 or offset > self._last_offset:
-                self.reserve(1)
-                _ENTRY.pack_into(self._mm, self._entries * 8, self.relative_offset(offset), position)  # type: ignore[arg-type]
-                self._entries += 1
+                self._write_entry(_ENTRY.pack(self.relative_offset(offset), position))
                 self._last_offset = offset
             else:
                 raise InvalidOffsetError(

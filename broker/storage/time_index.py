@@ -40,7 +40,7 @@ class TimeIndex(AbstractIndex):
         if self._entries == 0:
             self._last_entry = TimestampOffset(-1, self.base_offset)
         else:
-            ts, rel = _ENTRY.unpack_from(self._mm, (self._entries - 1) * 12)  # type: ignore[arg-type]
+            ts, rel = _ENTRY.unpack(self._read_entry(self._entries - 1))
             self._last_entry = TimestampOffset(ts, self.base_offset + rel)
 
     @property
@@ -92,9 +92,7 @@ class TimeIndex(AbstractIndex):
             if timestamp > last.timestamp:
                 if self._entries >= self._max_entries:
                     raise IndexFullError(f"no room for a final time index entry in {self.path}")
-                self.reserve(1)
-                _ENTRY.pack_into(self._mm, self._entries * 12, timestamp, self.relative_offset(offset))  # type: ignore[arg-type]
-                self._entries += 1
+                self._write_entry(_ENTRY.pack(timestamp, self.relative_offset(offset)))
                 self._last_entry = TimestampOffset(timestamp, offset)
 
     def truncate_to(self, offset: int) -> None:

@@ -7,9 +7,12 @@ import os
 import subprocess
 import sys
 
+import pytest
+
 from client.conn import BrokerConnection
 from client.protocol.api import ApiKey
 from tests.broker_process import REPO, BrokerProcess
+from tests.server.wire import Conn, create_topic, metadata
 
 
 async def _producer_ids(port: int, n: int) -> list[int]:
@@ -128,3 +131,32 @@ def test_garbage_or_foreign_meta_properties_refuses_to_start(tmp_path) -> None:
     assert proc.returncode == 2
     assert "the configured node.id 0 does not match node.id 3" in proc.stderr
     assert os.listdir(data) == ["meta.properties"]  # nothing else created in a directory it refused
+
+
+@pytest.mark.slow
+def test_starts_with_more_partitions_than_the_soft_open_files_limit(tmp_path) -> None:
+    """A soft RLIMIT_NOFILE of 1024 and 1,500 partitions (several files each): the broker raises
+    its soft limit to the hard one, says so, and serves every partition after a restart."""
+    import resource
+
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if hard != resource.RLIM_INFINITY and hard < 8192:
+        pytest.skip(f"the hard open files limit ({hard}) is too low for this test")
+    b = BrokerProcess(str(tmp_path / "d")).start()
+    try:
+        with Conn(b.port, timeout=120) as c:
+            for t in range(3):
+                r = c.call(ApiKey.CREATE_TOPICS, 3, create_topic(f"many{t}", 500))
+                assert r["topics"][0]["error_code"] == 0, r
+        assert b.stop() == 0
+        resource.setrlimit(resource.RLIMIT_NOFILE, (1024, hard))  # inherited by the broker
+        try:
+            b.start(timeout=60)
+        finally:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+        assert "raised the open files limit (RLIMIT_NOFILE) from 1024" in b.log_text()
+        with Conn(b.port) as c:
+            md = c.call(ApiKey.METADATA, 4, metadata(None))
+            assert sum(len(t["partitions"]) for t in md["topics"]) == 1500
+    finally:
+        b.stop()

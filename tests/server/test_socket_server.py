@@ -583,6 +583,7 @@ def test_client_that_pipelines_fetches_without_reading_then_closes_leaks_nothing
         with Conn(b.port) as c:
             for _ in range(8):
                 produce_ok(c, "leak", batch(50, value_size=2000))  # ~800 KB
+            fetch_one(c, "leak", 0)  # maps the index (its fd stays): part of the baseline
         fd_dir = f"/proc/{b.proc.pid}/fd"  # type: ignore[union-attr]
         baseline = len(os.listdir(fd_dir))
         for _ in range(3):

@@ -537,3 +537,29 @@ def test_flush_dirty_logs_flushes_logs_past_flush_ms(start) -> None:
     assert m.flush_dirty_logs() == 1
     assert fast.recovery_point == 3 and slow.recovery_point == 0
     assert m.flush_dirty_logs() == 0  # nothing unflushed any more
+
+
+def test_create_topic_is_all_or_nothing_when_files_run_out(tmp_path) -> None:
+    """Out of file descriptors half way through a CreateTopics: KafkaStorageError, and no
+    partition directory, log or topic config is left behind; the same topic can be created
+    once descriptors are available again."""
+    import resource
+
+    from broker.storage.errors import KafkaStorageError
+
+    m = LogManager(str(tmp_path), LogConfig())
+    m.startup()
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    in_use = len(os.listdir("/proc/self/fd"))
+    resource.setrlimit(resource.RLIMIT_NOFILE, (in_use + 40, hard))  # ~13 partitions' worth
+    try:
+        with pytest.raises(KafkaStorageError):
+            m.create_topic("big", 100)
+    finally:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+    assert not any(t == "big" for t, _ in m.logs)
+    assert not [d for d in os.listdir(tmp_path) if d.startswith("big-")]
+    assert "big" not in m.topics()
+    m.create_topic("big", 100)
+    assert len([d for d in os.listdir(tmp_path) if d.startswith("big-")]) == 100
+    m.shutdown()
