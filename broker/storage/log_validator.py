@@ -15,7 +15,8 @@ writes nothing):
   (RECORD_LIST_TOO_LARGE), as Kafka;
 - a producer's batch has baseOffset 0 and lastOffsetDelta == recordsCount - 1;
 - every record of a producer's batch parses (``client.records.validate.check_records``): a
-  correct CRC only proves the bytes arrived as sent, not that they mean anything.
+  correct CRC only proves the bytes arrived as sent, not that they mean anything; a
+  compressed batch may inflate to at most 64 x ``max.message.bytes`` (MESSAGE_TOO_LARGE).
 
 Offset assignment patches bytes 0-7 of each batch in place (the CRC does not cover them). With
 ``message.timestamp.type=LogAppendTime`` the attributes' timestamp-type bit and maxTimestamp
@@ -41,6 +42,7 @@ from client.records.batch import (
     compute_crc,
     validate_batch,
 )
+from client.records.compression import DecompressedSizeError
 from client.records.validate import check_records
 
 from .config import LogConfig
@@ -93,6 +95,14 @@ class AssignedOffsets(NamedTuple):
     offset_of_max_timestamp: int
 
 
+def max_decompressed_size(config: LogConfig) -> int:
+    """How large a producer's compressed records section may inflate: 64 x max.message.bytes
+    (64 MiB by default). Kafka has no such bound, but it never holds a whole inflated batch
+    (it streams the records); this broker decompresses a batch to walk its records, so the
+    bound is what keeps a 100 KB zstd batch of zeros from taking gigabytes."""
+    return 64 * config.max_message_bytes
+
+
 def batch_metadata(buf: bytes | bytearray | memoryview, pos: int) -> BatchMetadata:
     """Validate the header (and CRC) of the batch at ``pos`` and describe it."""
     (base, length, _, _, _, attributes, last_delta, _, max_ts, producer_id, producer_epoch, base_sequence,
@@ -124,7 +134,11 @@ def validate_batches(buf: bytes | bytearray | memoryview, config: LogConfig, *,
             raise InvalidRecordError(
                 f"record batch has lastOffsetDelta {b.last_offset_delta} but {b.record_count} records")
         if from_producer:
-            check_records(buf, pos, b.size, b.record_count, b.attributes & COMPRESSION_CODEC_MASK)
+            try:
+                check_records(buf, pos, b.size, b.record_count, b.attributes & COMPRESSION_CODEC_MASK,
+                              max_decompressed_size(config))
+            except DecompressedSizeError as e:
+                raise RecordTooLargeError(str(e)) from None
         batches.append(b)
         pos += b.size
     if n > config.segment_bytes:

@@ -21,7 +21,8 @@ import struct
 
 import cramjam
 
-__all__ = ["Compression", "compress", "decompress", "UnsupportedCodecError"]
+__all__ = ["Compression", "compress", "decompress", "UnsupportedCodecError", "DecompressedSizeError",
+           "DEFAULT_MAX_DECOMPRESSED"]
 
 XERIAL_MAGIC = b"\x82SNAPPY\x00"
 _XERIAL_HEADER_SIZE = 16  # magic (8) + version (4) + min compatible version (4)
@@ -74,9 +75,31 @@ def compress(codec: Compression | int, data: bytes | bytearray | memoryview) -> 
     raise UnsupportedCodecError(f"unsupported compression codec id {int(codec)}")
 
 
-def _snappy_decompress(data: bytes | bytearray | memoryview) -> bytes:
+#: The largest records section ``decompress`` inflates unless told otherwise. A batch is at most
+#: ``max.message.bytes`` (1 MiB by default) compressed, but a zstd or gzip stream of zeros
+#: inflates ~1000x: without a bound, 131 KB on the wire became 4 GiB in memory.
+DEFAULT_MAX_DECOMPRESSED = 64 << 20
+_FIRST_GUESS = 256 << 10
+
+
+class DecompressedSizeError(ValueError):
+    """The records section inflates past the bound given to ``decompress``."""
+
+
+def _too_large(codec: int, size: int, max_size: int) -> DecompressedSizeError:
+    return DecompressedSizeError(
+        f"{Compression(codec).name.lower()} records inflate to {'more than ' if size < 0 else ''}"
+        f"{abs(size) if size >= 0 else max_size} bytes, above the limit of {max_size} bytes")
+
+
+def _snappy_decompress(data: bytes | bytearray | memoryview, max_size: int) -> bytes:
+    """Raw snappy (one block) or xerial framing; every declared length is checked against
+    ``max_size`` before anything is allocated (a raw block states its size in its header)."""
     view = memoryview(data)
     if bytes(view[:8]) != XERIAL_MAGIC:
+        declared = cramjam.snappy.decompress_raw_len(view)
+        if declared > max_size:
+            raise _too_large(Compression.SNAPPY, declared, max_size)
         return bytes(cramjam.snappy.decompress_raw(view))
     out = bytearray()
     pos = _XERIAL_HEADER_SIZE
@@ -90,24 +113,50 @@ def _snappy_decompress(data: bytes | bytearray | memoryview) -> bytes:
         pos += 4
         if n < 0 or pos + n > end:
             raise ValueError("xerial snappy: chunk runs past the end of the data")
-        out += cramjam.snappy.decompress_raw(view[pos : pos + n])
+        chunk = view[pos : pos + n]
+        declared = cramjam.snappy.decompress_raw_len(chunk)
+        if len(out) + declared > max_size:
+            raise _too_large(Compression.SNAPPY, len(out) + declared, max_size)
+        out += cramjam.snappy.decompress_raw(chunk)
         pos += n
     return bytes(out)
 
 
-def decompress(codec: Compression | int, data: bytes | bytearray | memoryview) -> bytes:
-    """Decompress a records section; raises ValueError (or a subclass) on bad input."""
+_STREAMS = {Compression.GZIP: cramjam.gzip, Compression.LZ4: cramjam.lz4, Compression.ZSTD: cramjam.zstd}
+
+
+def _stream_decompress(codec: int, data: bytes | bytearray | memoryview, max_size: int) -> bytes:
+    """gzip, lz4 and zstd streams do not state their inflated size: decompress into a buffer
+    that grows 4x per attempt (256 KiB first, or 4x the input) up to ``max_size``. A stream
+    that does not fit stops at the end of the buffer (cramjam writes into it and fails when it
+    is full), so a bomb costs at most ~1.3x ``max_size`` of work and ``max_size`` of memory."""
+    module = _STREAMS[Compression(codec)]
+    size = min(max(_FIRST_GUESS, 4 * len(data)), max_size)
+    while True:
+        out = bytearray(size)
+        try:
+            n = module.decompress_into(data, out)
+        except cramjam.DecompressionError as e:
+            if "whole buffer" not in str(e):  # "failed to write whole buffer": out is full
+                raise
+            if size >= max_size:
+                raise _too_large(codec, -1, max_size) from None
+            size = min(size * 4, max_size)
+            continue
+        return bytes(memoryview(out)[:n])
+
+
+def decompress(codec: Compression | int, data: bytes | bytearray | memoryview,
+               max_size: int = DEFAULT_MAX_DECOMPRESSED) -> bytes:
+    """Decompress a records section of at most ``max_size`` bytes inflated; raises
+    DecompressedSizeError above it and ValueError (or a subclass) on bad input."""
     if codec == Compression.NONE:
         return bytes(data)
     try:
-        if codec == Compression.GZIP:
-            return bytes(cramjam.gzip.decompress(data))
         if codec == Compression.SNAPPY:
-            return _snappy_decompress(data)
-        if codec == Compression.LZ4:
-            return bytes(cramjam.lz4.decompress(data))
-        if codec == Compression.ZSTD:
-            return bytes(cramjam.zstd.decompress(data))
+            return _snappy_decompress(data, max_size)
+        if codec in _STREAMS:
+            return _stream_decompress(codec, data, max_size)
     except cramjam.DecompressionError as e:
         raise ValueError(f"cannot decompress {Compression(codec).name.lower()} records: {e}") from e
     raise UnsupportedCodecError(f"unsupported compression codec id {int(codec)}")

@@ -23,16 +23,20 @@ from __future__ import annotations
 
 from .batch import RECORDS_OFFSET, CorruptRecordError, InvalidRecordError
 from .columnar import decode_lists
-from .compression import decompress
+from .compression import DEFAULT_MAX_DECOMPRESSED, DecompressedSizeError, decompress
 
 __all__ = ["check_records"]
 
 
-def check_records(buf: bytes | bytearray | memoryview, pos: int, size: int, count: int, codec: int) -> None:
-    """Check the records of the (header-validated) batch ``buf[pos:pos + size]``."""
+def check_records(buf: bytes | bytearray | memoryview, pos: int, size: int, count: int, codec: int,
+                  max_decompressed: int = DEFAULT_MAX_DECOMPRESSED) -> None:
+    """Check the records of the (header-validated) batch ``buf[pos:pos + size]``; a compressed
+    one may inflate to at most ``max_decompressed`` bytes (DecompressedSizeError above)."""
     section = memoryview(buf)[pos + RECORDS_OFFSET:pos + size]
     try:
-        data = decompress(codec, section) if codec else section
+        data = decompress(codec, section, max_decompressed) if codec else section
+    except DecompressedSizeError:
+        raise
     except Exception as e:  # noqa: BLE001 - each codec library has its own error for undecodable input
         raise InvalidRecordError(f"record batch cannot be decompressed: {type(e).__name__}: {e}") from None
     try:

@@ -21,7 +21,7 @@ from client.records import (
     decompress,
     validate_batch,
 )
-from client.records.compression import XERIAL_MAGIC, UnsupportedCodecError
+from client.records.compression import XERIAL_MAGIC, DecompressedSizeError, UnsupportedCodecError
 
 ALL_CODECS = list(Compression)
 COMPRESSING = [c for c in Compression if c != Compression.NONE]
@@ -278,3 +278,53 @@ def test_unknown_codec_ids_raise(codec_id: int) -> None:
         compress(codec_id, b"abc")
     with pytest.raises(UnsupportedCodecError):
         decompress(codec_id, b"abc")
+
+
+# ---------------------------------------------------------------- decompression bombs
+
+
+def zeros_compressed(codec: Compression, size: int) -> bytes:
+    """``size`` zero bytes compressed with ``codec`` without holding them (streamed)."""
+    if codec == Compression.SNAPPY:  # a raw block states its size: claim it without the data
+        varint = bytearray()
+        n = size
+        while True:
+            b, n = n & 0x7F, n >> 7
+            varint.append(b | (0x80 if n else 0))
+            if not n:
+                return bytes(varint) + b"\x00" * 16
+    c = {Compression.GZIP: cramjam.gzip, Compression.LZ4: cramjam.lz4, Compression.ZSTD: cramjam.zstd}[codec].Compressor()
+    chunk = b"\0" * (1 << 20)
+    for _ in range(size >> 20):
+        c.compress(chunk)
+    return bytes(c.finish())
+
+
+@pytest.mark.parametrize("codec", [Compression.GZIP, Compression.SNAPPY, Compression.LZ4, Compression.ZSTD])
+def test_a_bomb_is_refused_at_the_bound_without_inflating_it(codec: Compression) -> None:
+    import resource
+    import time
+
+    bomb = zeros_compressed(codec, 256 << 20)
+    assert len(bomb) < 2 << 20
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    t0 = time.perf_counter()
+    with pytest.raises(DecompressedSizeError, match="above the limit of 4194304 bytes"):
+        decompress(codec, bomb, max_size=4 << 20)
+    assert time.perf_counter() - t0 < 5  # stops at the bound, does not inflate 256 MiB first
+    assert resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before < 64 << 10  # KB: < 64 MB more
+
+
+@pytest.mark.parametrize("codec", [Compression.GZIP, Compression.SNAPPY, Compression.LZ4, Compression.ZSTD])
+def test_sections_up_to_the_bound_decompress(codec: Compression) -> None:
+    data = bytes(range(256)) * 4096  # 1 MiB, above the first guess of the growing buffer
+    packed = compress(codec, data)
+    assert decompress(codec, packed, max_size=len(data)) == data
+    with pytest.raises(DecompressedSizeError):
+        decompress(codec, packed, max_size=len(data) - 1)
+
+
+def test_snappy_raw_header_claiming_4_gib_is_refused_before_allocating() -> None:
+    claim = b"\xff\xff\xff\xff\x0f" + b"\x00" * 110  # 115 bytes, declared length 2^32 - 1
+    with pytest.raises(DecompressedSizeError, match="4294967295"):
+        decompress(Compression.SNAPPY, claim)

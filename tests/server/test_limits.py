@@ -11,10 +11,11 @@ import time
 
 import pytest
 
-from client.protocol.api import ApiKey
+from client.protocol.api import ApiKey, ErrorCode
+from client.records import Compression, build_batch
 from tests.broker_process import BrokerProcess
 
-from .wire import Conn, create_topic, metadata, request_bytes
+from .wire import Conn, create_topic, metadata, produce, request_bytes
 
 AV = ApiKey.API_VERSIONS
 
@@ -143,5 +144,31 @@ def test_idle_connections_hold_no_read_buffer(tmp_path) -> None:
         assert len(os.listdir(f"/proc/{b.proc.pid}/fd")) >= 500  # type: ignore[union-attr]
         for c in conns:
             c.close()
+    finally:
+        assert b.stop() == 0, b.log_text()
+
+
+@pytest.mark.parametrize("codec", [Compression.GZIP, Compression.SNAPPY, Compression.LZ4, Compression.ZSTD])
+def test_decompression_bomb_is_refused_and_costs_no_memory(tmp_path, codec: Compression) -> None:
+    """A producer batch whose records inflate to 512 MiB of zeros (a few hundred KB on the
+    wire; for snappy, a 115-byte block claiming 4 GiB): MESSAGE_TOO_LARGE, nothing written,
+    the broker's RSS stays small and other clients are served meanwhile."""
+    from tests.records.test_compression import zeros_compressed
+    from tests.records.test_record import set_records_section
+
+    b = BrokerProcess(str(tmp_path / "data")).start()
+    try:
+        with Conn(b.port) as c:
+            r = c.call(ApiKey.CREATE_TOPICS, 3, create_topic("bomb", 1))
+            assert r["topics"][0]["error_code"] == 0
+            size = (4 << 30) - 1 if codec == Compression.SNAPPY else 512 << 20
+            bomb = set_records_section(bytearray(build_batch([(None, b"x")], codec)), zeros_compressed(codec, size))
+            rss_before = _rss_kb(b.proc.pid)  # type: ignore[union-attr]
+            resp = c.call(ApiKey.PRODUCE, 7, produce("bomb", 0, bytes(bomb), 1))
+            p = resp["responses"][0]["partition_responses"][0]
+            assert p["error_code"] == ErrorCode.MESSAGE_TOO_LARGE, p
+            assert _rss_kb(b.proc.pid) - rss_before < 150_000  # type: ignore[union-attr]  # KB
+            ok = c.call(ApiKey.PRODUCE, 7, produce("bomb", 0, bytes(build_batch([(None, b"fine")], codec)), 1))
+            assert ok["responses"][0]["partition_responses"][0]["base_offset"] == 0  # nothing written before
     finally:
         assert b.stop() == 0, b.log_text()
