@@ -26,6 +26,7 @@ import argparse
 import json
 import os
 import random
+import shutil
 import sys
 import tempfile
 import threading
@@ -213,6 +214,8 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         stop.set()
         broker.stop()
+        if args.data_dir is None:
+            shutil.rmtree(data, ignore_errors=True)
     result = {"seed": seed, "duration_s": args.duration, "kills": kills, "admin_calls": admin_calls[0],
               "acknowledged": {k: len(v) for k, v in acks.by_producer.items()},
               "failed_deliveries": dict(acks.errors), **check(acks, log)}
