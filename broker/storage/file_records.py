@@ -15,6 +15,13 @@ than 17 bytes left, or a batch running past the end); callers that care (recover
 tool) compare the position reached with ``size``. A size field below the 61-byte minimum
 raises CorruptRecordError (a zero-filled preallocated tail looks like that).
 
+File descriptors: an active segment's ``.log`` stays open. An inactive one (``release``,
+called at roll and for the older segments at load) is opened on first use and kept in a
+process-wide LRU of at most ``OpenFiles.limit`` such files (set from RLIMIT_NOFILE at start-up),
+so thousands of old segments do not need thousands of descriptors. The descriptor belongs to a
+small ``FileHandle`` closed when its last reference goes: a ``FileSlice`` being sent with
+sendfile keeps its file open even if the LRU evicts it (or the segment is deleted) meanwhile.
+
 A preallocated file (``preallocate=True``, Kafka's ``log.preallocate``) is extended to
 ``init_file_size`` zero bytes at creation while its logical size starts at 0; ``trim``
 cuts it back to the logical size when the segment becomes inactive or is closed.
@@ -24,8 +31,10 @@ from __future__ import annotations
 
 import os
 import struct
+import threading
+from collections import OrderedDict
 from collections.abc import Iterator
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import crc32c as _crc32c
 
@@ -41,18 +50,65 @@ from client.records.batch import (
 )
 from client.records.record import iter_records
 
-__all__ = ["FileRecords", "FileSlice", "LogOffsetPosition", "TimestampAndOffset"]
+__all__ = ["FileRecords", "FileSlice", "FileHandle", "OpenFiles", "LogOffsetPosition", "TimestampAndOffset"]
 
 _LENGTH = struct.Struct(">i")
 _RECOVERY_CHUNK = 4 << 20  # recovery reads 4 MiB at a time (more when one batch is larger)
 
 
 class FileSlice(NamedTuple):
-    """Bytes ``[position, position + size)`` of an open file, ready for ``os.sendfile``."""
+    """Bytes ``[position, position + size)`` of an open file, ready for ``os.sendfile``;
+    ``owner`` (a FileHandle) keeps ``fd`` open while the slice exists."""
 
     fd: int
     position: int
     size: int
+    owner: Any = None
+
+
+class FileHandle:
+    """An open file descriptor, closed when the last reference to it goes (or ``close``)."""
+
+    __slots__ = ("fd",)
+
+    def __init__(self, fd: int) -> None:
+        self.fd = fd
+
+    def close(self) -> None:
+        fd, self.fd = self.fd, -1
+        if fd >= 0:
+            os.close(fd)
+
+    def __del__(self) -> None:
+        self.close()
+
+
+class OpenFiles:
+    """The LRU of inactive segments' open ``.log`` files (module docstring). Thread-safe: reads
+    run on the event loop, flushes in worker threads."""
+
+    limit = 1024
+    _lru: OrderedDict[int, FileRecords] = OrderedDict()
+    _lock = threading.Lock()
+
+    @classmethod
+    def touch(cls, records: FileRecords) -> None:
+        with cls._lock:
+            cls._lru[id(records)] = records
+            cls._lru.move_to_end(id(records))
+            while len(cls._lru) > cls.limit:
+                _, victim = cls._lru.popitem(last=False)
+                victim._handle_ref = None  # closed once no FileSlice refers to it
+
+    @classmethod
+    def forget(cls, records: FileRecords) -> None:
+        with cls._lock:
+            cls._lru.pop(id(records), None)
+
+    @classmethod
+    def open_count(cls) -> int:
+        with cls._lock:
+            return sum(1 for r in cls._lru.values() if r._handle_ref is not None)
 
 
 class LogOffsetPosition(NamedTuple):
@@ -72,9 +128,28 @@ class TimestampAndOffset(NamedTuple):
 class FileRecords:
     def __init__(self, path: str, fd: int, size: int, writable: bool) -> None:
         self.path = path
-        self._fd = fd
+        self._handle_ref: FileHandle | None = FileHandle(fd) if fd >= 0 else None
         self._size = size
         self.writable = writable
+        self._released = False  # opened on demand through the LRU (an inactive segment)
+        self._closed = fd < 0
+
+    def _handle(self) -> FileHandle:
+        h = self._handle_ref
+        if h is None:
+            if self._closed:
+                raise ValueError(f"{self.path} is closed")
+            h = self._handle_ref = FileHandle(os.open(self.path, os.O_RDWR if self.writable else os.O_RDONLY))
+        if self._released:
+            OpenFiles.touch(self)
+        return h
+
+    def release(self) -> None:
+        """From now on open this file on demand, under the LRU's bound (an inactive segment):
+        the descriptor is given back now and reopened by the next read."""
+        self._released = True
+        self._handle_ref = None
+        OpenFiles.forget(self)
 
     @classmethod
     def open(
@@ -98,7 +173,9 @@ class FileRecords:
 
     @property
     def fd(self) -> int:
-        return self._fd
+        """The descriptor (opened on demand for a released file). Hold ``slice()``'s result,
+        not this number, across anything that may evict it."""
+        return self._handle().fd
 
     @property
     def size(self) -> int:
@@ -107,7 +184,7 @@ class FileRecords:
 
     @property
     def closed(self) -> bool:
-        return self._fd < 0
+        return self._closed
 
     # -- writing --
 
@@ -116,9 +193,10 @@ class FileRecords:
         view = memoryview(data)
         n = len(view)
         pos = self._size
-        written = os.pwrite(self._fd, view, pos)
+        fd = self._handle().fd  # an active segment's file: never evicted
+        written = os.pwrite(fd, view, pos)
         while written < n:  # a regular file only writes short on errors such as ENOSPC
-            more = os.pwrite(self._fd, view[written:], pos + written)
+            more = os.pwrite(fd, view[written:], pos + written)
             if more <= 0:
                 raise OSError(f"short write to {self.path}")
             written += more
@@ -131,32 +209,36 @@ class FileRecords:
             raise ValueError(
                 f"attempt to truncate {self.path} to {target_size} bytes; its size is {self._size}"
             )
-        actual = os.fstat(self._fd).st_size
+        h = self._handle()  # held for the calls: an eviction meanwhile must not close it
+        actual = os.fstat(h.fd).st_size
         if target_size < actual:
-            os.ftruncate(self._fd, target_size)
+            os.ftruncate(h.fd, target_size)
         removed = self._size - target_size
         self._size = target_size
         return removed
 
     def trim(self) -> None:
         """Cut a preallocated file back to its logical size."""
-        if self.writable and os.fstat(self._fd).st_size > self._size:
-            os.ftruncate(self._fd, self._size)
+        h = self._handle()
+        if self.writable and os.fstat(h.fd).st_size > self._size:
+            os.ftruncate(h.fd, self._size)
 
     def flush(self) -> None:
         """fsync the file (data and metadata: the size changes with every append)."""
-        os.fsync(self._fd)
+        h = self._handle()  # flushes run in worker threads: keep the handle for the call
+        os.fsync(h.fd)
 
     def close(self) -> None:
-        if self._fd >= 0:
-            self.trim()
-            os.close(self._fd)
-            self._fd = -1
+        if not self._closed:
+            if self._handle_ref is not None or not self._released:
+                self.trim()
+            self.close_handlers()
 
     def close_handlers(self) -> None:
-        if self._fd >= 0:
-            os.close(self._fd)
-            self._fd = -1
+        """Give the descriptor back (a FileSlice still being sent keeps it open until done)."""
+        self._closed = True
+        self._handle_ref = None
+        OpenFiles.forget(self)
 
     def rename_to(self, new_path: str) -> None:
         os.rename(self.path, new_path)
@@ -173,18 +255,21 @@ class FileRecords:
     # -- reading --
 
     def read(self, position: int, size: int) -> bytes:
-        return os.pread(self._fd, size, position)
+        h = self._handle()
+        return os.pread(h.fd, size, position)
 
     def slice(self, position: int, size: int) -> FileSlice:
         end = min(self._size, position + max(size, 0))
-        return FileSlice(self._fd, position, max(0, end - position))
+        h = self._handle()
+        return FileSlice(h.fd, position, max(0, end - position), h)
 
     def batch_headers(self, start: int = 0, end: int | None = None) -> Iterator[tuple[int, RecordBatchHeader]]:
         """``(position, header)`` of each whole batch in ``[start, end)``; reads headers only."""
         if end is None:
             end = self._size
         pos = start
-        fd = self._fd
+        h = self._handle()
+        fd = h.fd
         while end - pos >= HEADER_SIZE_UP_TO_MAGIC:
             head = os.pread(fd, RECORDS_OFFSET, pos)
             if len(head) < HEADER_SIZE_UP_TO_MAGIC:
@@ -204,10 +289,11 @@ class FileRecords:
         """``(chunk position, chunk, offset in chunk, size)`` of each whole batch in
         ``[start, end)``, read in 4 MiB chunks (one larger batch is read whole). Stops at a
         partial trailing batch; a size field below 61 bytes raises CorruptRecordError."""
+        h = self._handle()
         pos = start
         chunk = _RECOVERY_CHUNK
         while end - pos >= HEADER_SIZE_UP_TO_MAGIC:
-            buf = os.pread(self._fd, min(chunk, end - pos), pos)
+            buf = os.pread(h.fd, min(chunk, end - pos), pos)
             off = 0
             n = len(buf)
             need = 0

@@ -213,9 +213,11 @@ class Log:
         # Kafka: a segment's wall-clock age (segment.ms for batches without timestamps) counts
         # from when this process opened it, on the log's clock (the injected one in tests).
         created = now_ms()
+        active = segments.last()[1]  # type: ignore[index]
         for seg in segments.values():
             seg.created_ms = created
-        active = segments.last()[1]  # type: ignore[index]
+            if seg is not active:
+                seg.log.release()  # inactive: opened on demand, under the open-files LRU
         active.resize_indexes(config.segment_index_bytes)
         first_base = segments.first()[0]  # type: ignore[index]
         log = cls(directory, topic, partition, config, segments,

@@ -50,6 +50,7 @@ from .errors import (
     TopicExistsError,
     UnknownTopicOrPartitionError,
 )
+from .file_records import OpenFiles
 from .fileutil import atomic_write, fsync_path
 from .log import Log
 
@@ -100,16 +101,22 @@ def _parse_partition_dir(name: str) -> tuple[str, int] | None:
 
 
 def _raise_fd_limit() -> None:
-    """Each segment keeps its .log open, an active segment its two index files too (inactive
-    segments' indexes open lazily): raise the soft limit on open files to the hard one."""
+    """An active segment keeps its .log and two index files open; inactive segments open theirs
+    on demand (indexes lazily, .log files under the OpenFiles LRU): raise the soft limit on
+    open files to the hard one and give the LRU a quarter of it."""
+    soft = 4096
     try:
         soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
         target = hard if hard != resource.RLIM_INFINITY else 1 << 20
         if soft < target:
             resource.setrlimit(resource.RLIMIT_NOFILE, (target, hard))
             logger.info("raised the open files limit (RLIMIT_NOFILE) from %d to %d", soft, target)
+            soft = target
     except (ValueError, OSError) as e:
         logger.warning("cannot raise the open files limit: %s", e)
+    # Inactive segments' .log files share a quarter of the limit; active segments (3 files
+    # each), connections and everything else keep the rest.
+    OpenFiles.limit = max(64, soft // 4)
 
 
 class LogManager:

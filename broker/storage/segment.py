@@ -411,6 +411,7 @@ class LogSegment:
         # They reopen lazily, read-write at their trimmed size, when a read reaches them.
         self._offset_index.close()
         self._time_index.close()
+        self.log.release()  # its .log reopens on demand, under the open-files LRU
 
     def resize_indexes(self, size: int) -> None:
         self.offset_index.resize(size)

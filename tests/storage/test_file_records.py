@@ -265,3 +265,45 @@ def test_delete_and_rename(tmp_path) -> None:
     assert fr.delete_if_exists() is True
     assert fr.closed and not os.path.exists(new)
     assert fr.delete_if_exists() is False
+
+
+def test_released_files_open_on_demand_under_the_lru_bound(tmp_path) -> None:
+    """Inactive segments' .log files: at most OpenFiles.limit open at once, reopened on demand
+    with the same bytes; a FileSlice keeps its descriptor valid after an eviction."""
+    from broker.storage.file_records import OpenFiles
+
+    old = OpenFiles.limit
+    OpenFiles.limit = 3
+    try:
+        batches = consecutive_batches([2, 2])
+        files = []
+        for i in range(10):
+            path = tmp_path / f"{i}.log"
+            path.write_bytes(b"".join(batches))
+            fr = FileRecords.open(str(path), file_already_exists=True)
+            fr.release()
+            files.append(fr)
+
+        def open_fds() -> int:
+            n = 0
+            for f in os.listdir("/proc/self/fd"):
+                try:
+                    n += os.readlink(f"/proc/self/fd/{f}").startswith(str(tmp_path))
+                except FileNotFoundError:  # listdir's own descriptor, closed since
+                    pass
+            return n
+
+        assert open_fds() == 0
+        first = files[0].slice(0, 1 << 20)  # opens file 0 and holds its descriptor
+        for fr in files[1:]:
+            assert [p for p, _ in fr.batch_headers()] == [0, len(batches[0])]
+            assert open_fds() <= OpenFiles.limit + 1  # + the slice's
+        assert os.pread(first.fd, first.size, first.position) == b"".join(batches)  # evicted, still valid
+        del first
+        assert open_fds() <= OpenFiles.limit
+        assert files[0].read(0, 10) == b"".join(batches)[:10]  # reopened on demand
+        for fr in files:
+            fr.close()
+        assert open_fds() == 0
+    finally:
+        OpenFiles.limit = old
