@@ -6,11 +6,13 @@ exceptions (CorruptRecordError, UnsupportedMagicError, ...), each carrying its K
 
 from __future__ import annotations
 
+from client.protocol.api import ErrorCode
+
 
 class StorageError(Exception):
     """Base class of storage failures. ``error_code`` is the Kafka wire error code."""
 
-    error_code = -1  # UNKNOWN_SERVER_ERROR
+    error_code: int = ErrorCode.UNKNOWN_SERVER_ERROR
 
 
 class CorruptIndexError(StorageError):
@@ -36,45 +38,45 @@ class LogSegmentOffsetOverflowError(StorageError):
 class OffsetOutOfRangeError(StorageError):
     """A read below the log start offset or above the log end offset."""
 
-    error_code = 1  # OFFSET_OUT_OF_RANGE
+    error_code = ErrorCode.OFFSET_OUT_OF_RANGE
 
 
 class RecordTooLargeError(StorageError):
     """A batch larger than max.message.bytes (Kafka: RecordTooLargeException)."""
 
-    error_code = 10  # MESSAGE_TOO_LARGE
+    error_code = ErrorCode.MESSAGE_TOO_LARGE
 
 
 class RecordBatchTooLargeError(StorageError):
     """An append larger than segment.bytes (Kafka: RecordBatchTooLargeException)."""
 
-    error_code = 18  # RECORD_LIST_TOO_LARGE
+    error_code = ErrorCode.RECORD_LIST_TOO_LARGE
 
 
 class InvalidTopicError(StorageError):
     """A topic name that Kafka would reject (INVALID_TOPIC_EXCEPTION)."""
 
-    error_code = 17
+    error_code = ErrorCode.INVALID_TOPIC_EXCEPTION
 
 
 class InvalidConfigError(StorageError):
     """An unknown config name or an out-of-range value (INVALID_CONFIG)."""
 
-    error_code = 40
+    error_code = ErrorCode.INVALID_CONFIG
 
 
 class UnknownTopicOrPartitionError(StorageError):
-    error_code = 3
+    error_code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
 
 
 class TopicExistsError(StorageError):
-    error_code = 36  # TOPIC_ALREADY_EXISTS
+    error_code = ErrorCode.TOPIC_ALREADY_EXISTS
 
 
 class KafkaStorageError(StorageError):
     """The log is closed or deleted, or an I/O error made it unusable (KAFKA_STORAGE_ERROR)."""
 
-    error_code = 56
+    error_code = ErrorCode.KAFKA_STORAGE_ERROR
 
 
 class InconsistentMetaPropertiesError(KafkaStorageError):

@@ -81,7 +81,9 @@ _LEN = struct.Struct(">qi")  # baseOffset + batchLength
 
 
 class RecordError(ValueError):
-    """A record batch is not acceptable. ``error_code`` is the Kafka wire error code."""
+    """A record batch is not acceptable. ``error_code`` is the Kafka wire error code (the
+    numbers of ``client.protocol.api.ErrorCode``, written out: this layer is below the protocol
+    layer and imports nothing from it)."""
 
     error_code = 87  # INVALID_RECORD
 
