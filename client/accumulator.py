@@ -1,370 +1,342 @@
-"""ProducerBatch: records of one partition, encoded straight into one RecordBatch v2 buffer;
-RecordFuture: one record's view of its batch's single future.
+"""RecordAccumulator: the producer's batches between ``send_nowait`` and the sender.
 
-A batch owns a ``bytearray`` that starts with 61 zero bytes (the header, written once when the
-batch is sealed) followed by the encoded records (``client/records/record.py`` has the layout).
-``try_append`` writes a record with no per-record objects kept: the record's varints come from a
-table of pre-encoded zigzag varints (``ZIGZAG[n]`` for 0 <= n < 16384, which covers offset
-deltas, small timestamp deltas and the lengths of records up to 16 KiB), and the whole record is
-joined once and appended to the buffer. ``seal`` writes the header with ``struct.pack_into``,
-compresses the records section when a codec is set, and computes the CRC-32C once.
+It owns, per topic, each partition's open batch, the sticky partition of unkeyed records and a
+key -> partition cache (``TopicState``); every batch not yet answered (``incomplete``); the
+``buffer_memory`` reserved by them (``used``); and the records that wait, in order, for buffer
+memory (``waiting``) or for their topic's metadata (``topic_waiting``).
 
-Invariants:
-- offset delta of record i is i; ``count`` records; ``max_ts`` >= every record timestamp;
-  ``base_ts`` is the first record's timestamp (deltas may be negative: explicit timestamps).
-- the encoded size ``len(buf)`` never exceeds ``capacity`` except for a batch created for one
-  record larger than the batch size (then capacity is that record's size).
-- ``future`` resolves once per batch with a ``BatchResult``; per-record metadata is derived
-  from it lazily (``metadata(index, timestamp)``): offset = base_offset + index.
-- a batch the broker refused as too large (MESSAGE_TOO_LARGE) can be ``split`` in two; the
-  children answer for index ranges of the parent, whose future resolves when both are done.
+Flow of a batch: ``append_new`` opens it (reserving ``batch_size`` bytes, or one large record's
+size); records are appended by the producer's fast path or ``drain_waiting``; ``seal`` closes it
+and hands it to ``sealed`` (the sender's queue); the sender calls ``finished`` once it is
+answered or failed, which releases its memory and lets waiting records in. ``seal_lingering`` is
+the sender's clock: it seals batches whose ``linger`` passed (all of them while a flush runs or
+records wait for memory, as Kafka's accumulator does when its pool is exhausted).
+
+The accumulator knows neither the producer nor the sender: the producer builds it and connects
+``sealed``, ``wake`` and ``wake_at`` to the sender it builds next.
 """
 
 from __future__ import annotations
 
 import asyncio
-import struct
-from collections.abc import Callable, Generator, Sequence
-from typing import Any, NamedTuple
+import logging
+import random
+from collections import deque
+from collections.abc import Callable, Sequence
+from typing import Any
 
-from client.records.batch import (
-    _HEADER,
-    ATTRIBUTES_OFFSET,
-    CRC_OFFSET,
-    CURRENT_MAGIC,
-    LOG_OVERHEAD,
-    RECORDS_OFFSET,
-    crc32c,
-)
-from client.records.compression import Compression, compress
-from client.records.record import RecordBatchBuilder, iter_records
-from client.records.varint import write_varint
+from client.errors import ERRORS, KafkaTimeoutError
+from client.partitioner import Partitioner, murmur2
+from client.producer_batch import ProducerBatch, RecordFuture, RecordMetadata, record_size_upper_bound
+from client.protocol.api import ErrorCode
+from client.records.compression import Compression
 
-__all__ = ["ProducerBatch", "BatchResult", "RecordMetadata", "RecordFuture", "ZIGZAG", "encode_record",
-           "record_size_upper_bound"]
+__all__ = ["RecordAccumulator", "TopicState", "Waiting", "TYPE_HELP", "MessageTooLargeError", "fail_records"]
 
-_ZN = 1 << 14
+logger = logging.getLogger("client.producer")
 
+_INF = float("inf")
+_KEY_CACHE_MAX = 10000
+MessageTooLargeError = ERRORS[ErrorCode.MESSAGE_TOO_LARGE]
+Header = tuple[str, "bytes | None"]
+TYPE_HELP = ("record keys and values must be bytes-like or None; pass key_serializer/value_serializer "
+             "to the Producer to send other types")
 
-def _varint_bytes(n: int) -> bytes:
-    out = bytearray()
-    write_varint(out, n)
-    return bytes(out)
-
-
-def _zigzag_table() -> list[bytes]:
-    # zigzag(n) = 2n for n >= 0; 7 bits per byte, low group first (built arithmetically: the
-    # table is made at import time, ~2 ms instead of ~9 ms through write_varint)
-    out = []
-    for n in range(_ZN):
-        v = n << 1
-        if v < 0x80:
-            out.append(bytes((v,)))
-        elif v < 0x4000:
-            out.append(bytes((v & 0x7F | 0x80, v >> 7)))
-        else:
-            out.append(bytes((v & 0x7F | 0x80, (v >> 7) & 0x7F | 0x80, v >> 14)))
-    return out
+#: A record waiting for metadata or memory: (topic, value, key, headers, partition, timestamp_ms,
+#: its future, the loop time after which it fails with KafkaTimeoutError).
+Waiting = tuple[str, Any, Any, "Sequence[Header] | None", "int | None", int, "asyncio.Future[RecordMetadata]", float]
 
 
-#: ``ZIGZAG[n]`` = the zigzag varint encoding of n, for 0 <= n < 16384 (1-3 bytes each).
-ZIGZAG: list[bytes] = _zigzag_table()
-_NULL = b"\x01"  # zigzag(-1): null key / value / header value
-_CRC = struct.Struct(">I")
+class TopicState:
+    """Per topic: partition count, the open batch of each partition, the sticky partition of
+    unkeyed records and a small key -> partition cache (murmur2 costs ~1 µs in Python)."""
+
+    __slots__ = ("name", "num_partitions", "open", "sticky", "key_cache")
+
+    def __init__(self, name: str, num_partitions: int, sticky: int) -> None:
+        self.name = name
+        self.num_partitions = num_partitions
+        self.open: list[ProducerBatch | None] = [None] * num_partitions
+        self.sticky = sticky
+        self.key_cache: dict[bytes, int] = {}
 
 
-def _zz(n: int) -> bytes:
-    return ZIGZAG[n] if 0 <= n < _ZN else _varint_bytes(n)
+def _noop(_delay: float) -> None:
+    pass
 
 
-def _headers_bytes(headers: Sequence[tuple[str, bytes | None]]) -> bytes:
-    out = bytearray(_zz(len(headers)))
-    for hkey, hvalue in headers:
-        kb = hkey.encode("utf-8")
-        out += _zz(len(kb))
-        out += kb
-        if hvalue is None:
-            out += _NULL
-        else:
-            out += _zz(len(hvalue))
-            out += hvalue
-    return bytes(out)
+class RecordAccumulator:
+    def __init__(self, *, batch_size: int, buffer_memory: int, compression: Compression, linger: float,
+                 delivery_timeout: float, max_block: float, max_request_size: int,
+                 partitioner: Partitioner | None) -> None:
+        self.batch_size = batch_size
+        self.buffer_memory = buffer_memory
+        self.compression = compression
+        self.linger = linger
+        self.delivery_timeout = delivery_timeout
+        self.max_block = max_block
+        self.max_request_size = max_request_size
+        self.partitioner = partitioner
+        self.topics: dict[str, TopicState] = {}
+        self.open: dict[ProducerBatch, None] = {}          # open batches, oldest first
+        self.incomplete: dict[ProducerBatch, None] = {}    # every batch not yet answered
+        self.waiting: deque[Waiting] = deque()             # records waiting for memory
+        self.topic_waiting: dict[str, deque[Waiting]] = {}  # records waiting for metadata
+        self.used = 0                                      # bytes of buffer_memory reserved
+        self.flushing = 0                                  # flushes in progress: linger ignored
+        self._seq = 0
+        self._space: asyncio.Event | None = None
+        self.loop: asyncio.AbstractEventLoop | None = None
+        #: where sealed batches go, and how to ask for a run of the sender (set by the producer)
+        self.sealed: Callable[[ProducerBatch], None] = lambda b: None
+        self.wake: Callable[[float], None] = _noop
+        self.wake_at: Callable[[float], None] = _noop
 
+    def start(self, loop: asyncio.AbstractEventLoop) -> None:
+        self.loop = loop
+        self._space = asyncio.Event()
 
-def encode_record(offset_delta: int, ts_delta: int, key: Any, value: Any,
-                  headers: Sequence[tuple[str, bytes | None]] | None) -> bytes:
-    """One record with its length prefix (the general path: any key, value or headers)."""
-    parts: list[Any] = [b"\x00", _zz(ts_delta), _zz(offset_delta)]
-    if key is None:
-        parts.append(_NULL)
-    else:
-        parts += (_zz(len(key)), key)
-    if value is None:
-        parts.append(_NULL)
-    else:
-        parts += (_zz(len(value)), value)
-    parts.append(_headers_bytes(headers) if headers else b"\x00")
-    body = b"".join(parts)
-    return _zz(len(body)) + body
+    # ------------------------------------------------------------------ topics
 
+    def add_topic(self, topic: str, num_partitions: int) -> None:
+        """Metadata arrived (or grew): records that waited for it join the memory queue."""
+        topic_state = self.topics.get(topic)
+        if topic_state is None:
+            self.topics[topic] = TopicState(topic, num_partitions, random.randrange(num_partitions))
+        elif num_partitions > topic_state.num_partitions:
+            topic_state.open.extend([None] * (num_partitions - topic_state.num_partitions))
+            topic_state.num_partitions = num_partitions
+            topic_state.key_cache.clear()
+        q = self.topic_waiting.pop(topic, None)
+        if q:
+            self.waiting.extend(q)
+            self.drain_waiting()
+        self.wake(0)
 
-def record_size_upper_bound(key: Any, value: Any, headers: Sequence[tuple[str, bytes | None]] | None) -> int:
-    """An upper bound of the encoded size of one record (for the max_request_size check)."""
-    n = 1 + 10 + 5 + 5 + 5 + 5 + (len(key) if key is not None else 0) + (len(value) if value is not None else 0)
-    for hkey, hvalue in headers or ():
-        n += 10 + len(hkey.encode("utf-8")) + (len(hvalue) if hvalue is not None else 0)
-    return n + 5
+    def fail_topic_waiting(self, topic: str, err: BaseException) -> None:
+        fail_records([w[6] for w in self.topic_waiting.pop(topic, ())], err)
+        self.signal_space()
 
+    def partition_for(self, topic_state: TopicState, key: Any) -> int:
+        if self.partitioner is not None:
+            p = self.partitioner(topic_state.name, key, topic_state.num_partitions)
+            if not 0 <= p < topic_state.num_partitions:
+                raise ValueError(f"partitioner returned {p} for {topic_state.num_partitions} partitions")
+            return p
+        cache = topic_state.key_cache
+        p = cache.get(key) if type(key) is bytes else None
+        if p is None:
+            p = (murmur2(key) & 0x7FFFFFFF) % topic_state.num_partitions
+            if type(key) is bytes:
+                if len(cache) >= _KEY_CACHE_MAX:
+                    cache.clear()
+                cache[key] = p
+        return p
 
-class BatchResult(NamedTuple):
-    """What the broker answered for a batch: ``base_offset`` (-1 with acks=0) and
-    ``log_append_time`` (-1 unless the topic uses LogAppendTime)."""
+    # ------------------------------------------------------------------ batches
 
-    base_offset: int
-    log_append_time: int
+    def check_size(self, key: Any, value: Any, headers: Sequence[Header] | None) -> int:
+        """The record's encoded size bound as a batch of one; MessageTooLargeError if it can
+        never be sent."""
+        try:
+            need = record_size_upper_bound(key, value, headers) + 61
+        except TypeError:
+            raise TypeError(TYPE_HELP) from None
+        if need > self.max_request_size or need > self.buffer_memory:
+            raise MessageTooLargeError(
+                f"the record is {need} bytes when encoded (upper bound), larger than "
+                f"max_request_size={self.max_request_size} or buffer_memory={self.buffer_memory}")
+        return need
 
+    def append_new(self, topic_state: TopicState, partition: int, key: Any, value: Any,
+                   headers: Sequence[Header] | None, timestamp_ms: int) -> RecordFuture | None:
+        """Open a batch on ``partition`` for this record; None if buffer memory is short."""
+        need = self.check_size(key, value, headers)
+        capacity = max(self.batch_size, need)
+        if self.used + capacity > self.buffer_memory:
+            return None
+        loop = self.loop
+        assert loop is not None
+        now = loop.time()
+        self._seq += 1
+        b = ProducerBatch(topic_state.name, partition, capacity, self.compression, now, self._seq, capacity, loop)
+        b.deadline = now + self.delivery_timeout
+        try:
+            i = b.try_append(key, value, headers, timestamp_ms)
+        except (TypeError, AttributeError):  # e.g. a str value, or a header key that is not a str
+            raise TypeError(TYPE_HELP) from None
+        assert i == 0
+        self.used += capacity
+        topic_state.open[partition] = b
+        self.open[b] = None
+        self.incomplete[b] = None
+        self.wake(self.linger)
+        return RecordFuture(b, 0, timestamp_ms)
 
-class ProducerBatch:
-    """One partition's batch being filled, then sent (and maybe retried) as one unit."""
+    def seal(self, b: ProducerBatch) -> None:
+        """Close ``b`` to new records and hand it to the sender; move the sticky partition."""
+        topic_state = self.topics.get(b.topic)
+        if topic_state is not None and topic_state.open[b.partition] is b:
+            topic_state.open[b.partition] = None
+            if topic_state.sticky == b.partition and topic_state.num_partitions > 1:
+                p = random.randrange(topic_state.num_partitions - 1)
+                topic_state.sticky = p + 1 if p >= b.partition else p
+        self.open.pop(b, None)
+        b.seal()
+        self.sealed(b)
 
-    __slots__ = ("topic", "partition", "buf", "count", "base_ts", "max_ts", "created", "capacity",
-                 "reserved", "future", "attempts", "retry_at", "seq", "data", "codec", "deadline",
-                 "children", "parent", "parent_start", "results")
-
-    def __init__(self, topic: str, partition: int, capacity: int, codec: Compression, created: float,
-                 seq: int, reserved: int, loop: asyncio.AbstractEventLoop) -> None:
-        self.topic = topic
-        self.partition = partition
-        self.buf = bytearray(RECORDS_OFFSET)
-        self.count = 0
-        self.base_ts = 0
-        self.max_ts = -1
-        self.created = created
-        self.capacity = capacity
-        self.reserved = reserved  # bytes of buffer_memory this batch holds until it completes
-        self.future: asyncio.Future[Any] = loop.create_future()
-        self.attempts = 0
-        self.retry_at = 0.0
-        self.seq = seq
-        self.data: bytearray | None = None  # the sealed batch, as sent
-        self.codec = codec
-        self.deadline = 0.0
-        self.children: list[ProducerBatch] | None = None
-        self.parent: ProducerBatch | None = None
-        self.parent_start = 0
-        self.results: list[tuple[int, int, Any]] | None = None  # split: (start, end, result|exc)
-
-    def try_append(self, key: Any, value: Any, headers: Sequence[tuple[str, bytes | None]] | None,
-                   ts: int) -> int:
-        """Append one record; its index in the batch, or -1 if it does not fit (nothing written).
-
-        Cost: one ``bytes.join`` of the record's fields, one concatenation with its length
-        prefix and one ``bytearray +=`` per record (~220 ns for a 100-byte record here;
-        computing the length first from the parts' lengths and joining once measured 310 ns).
-        A preallocated buffer written with slice assignment measured slower than ``+=``
-        (460 vs 360 ns in an earlier variant): slice assignment goes through the buffer
-        protocol and a slice object, while ``+=`` appends into bytearray's over-allocated
-        storage (amortised O(1), ~30 reallocations for a 16 KiB batch).
-        """
-        count = self.count
-        tsd = ts - self.base_ts if count else 0
-        if headers or value is None or not 0 <= tsd < _ZN or count >= _ZN:
-            rec = encode_record(count, tsd, key, value, headers)
-        else:
-            z = ZIGZAG
-            vl = len(value)
-            if key is None:
-                body = b"".join((b"\x00", z[tsd], z[count], b"\x01", z[vl] if vl < _ZN else _varint_bytes(vl),
-                                 value, b"\x00"))
+    def seal_lingering(self, now: float) -> float:
+        """For the sender: append records waiting for memory (if it freed up), seal open
+        batches whose linger passed (all of them while a flush runs or records wait for
+        memory); the next linger deadline."""
+        if self.waiting:
+            self.drain_waiting()
+        force = self.flushing > 0 or bool(self.waiting)
+        linger = self.linger
+        for b in list(self.open):
+            if force or now - b.created >= linger:
+                self.seal(b)
             else:
-                kl = len(key)
-                body = b"".join((b"\x00", z[tsd], z[count], z[kl] if kl < _ZN else _varint_bytes(kl), key,
-                                 z[vl] if vl < _ZN else _varint_bytes(vl), value, b"\x00"))
-            n = len(body)
-            rec = (z[n] if n < _ZN else _varint_bytes(n)) + body
-        buf = self.buf
-        if count:
-            if len(buf) + len(rec) > self.capacity:
-                return -1
-            if ts > self.max_ts:
-                self.max_ts = ts
-        else:
-            self.base_ts = self.max_ts = ts
-        buf += rec
-        self.count = count + 1
-        return count
+                return b.created + linger
+        return _INF
 
-    @property
-    def size(self) -> int:
-        """Uncompressed size of the batch so far (header included)."""
-        return len(self.buf)
+    def forget_open(self, b: ProducerBatch) -> None:
+        """A batch failed before it was sealed: no more records go to it."""
+        self.open.pop(b, None)
+        topic_state = self.topics.get(b.topic)
+        if topic_state is not None and topic_state.open[b.partition] is b:
+            topic_state.open[b.partition] = None
 
-    def seal(self) -> bytearray:
-        """Write the header (and compress) once; the result is what is sent, retries included."""
-        if self.data is not None:
-            return self.data
-        buf = self.buf
-        if self.codec:
-            payload = compress(self.codec, memoryview(buf)[RECORDS_OFFSET:])
-            out = bytearray(RECORDS_OFFSET + len(payload))
-            out[RECORDS_OFFSET:] = payload
-            buf = out
-        _HEADER.pack_into(buf, 0, 0, len(buf) - LOG_OVERHEAD, -1, CURRENT_MAGIC, 0, int(self.codec),
-                          self.count - 1, self.base_ts, self.max_ts, -1, -1, -1, self.count)
-        _CRC.pack_into(buf, CRC_OFFSET, crc32c(memoryview(buf)[ATTRIBUTES_OFFSET:]))
-        self.data = buf
-        self.buf = buf  # the uncompressed copy is no longer needed
-        return buf
+    def track(self, b: ProducerBatch) -> None:
+        """A batch made by a split (MESSAGE_TOO_LARGE): unanswered until its own answer."""
+        self.incomplete[b] = None
 
-    # -- results --
+    def finished(self, b: ProducerBatch) -> None:
+        """``b`` was answered or failed: release its memory and let waiting records in."""
+        self.incomplete.pop(b, None)
+        # Record futures keep the batch alive for its answer; the bytes are not needed any more
+        # (a million kept futures would otherwise pin every batch's buffer).
+        b.buf = bytearray()
+        b.data = None
+        parent = b.parent
+        if parent is not None:
+            if parent.child_done(b):
+                if not parent.future.done():
+                    parent.future.set_result(None)
+                self.finished(parent)
+            return
+        self.used -= b.reserved
+        b.reserved = 0
+        if self.waiting:
+            self.drain_waiting()
 
-    def metadata_args(self, index: int) -> tuple[int, int]:
-        """``(offset, log_append_time)`` of record ``index``; raises the batch's error (or,
-        after a split, the error of the part holding the record)."""
-        res = self.future.result()
-        if self.results is None:
-            base, lat = res
-            return (base + index if base >= 0 else -1), lat
-        for start, end, r in self.results:
-            if start <= index < end:
-                if isinstance(r, BaseException):
-                    raise r
-                base, lat = r
-                return (base + index - start if base >= 0 else -1), lat
-        raise AssertionError("split batch does not cover record index")  # pragma: no cover
+    # ------------------------------------------------------------------ waiting records
 
-    def record_exception(self, index: int) -> BaseException | None:
-        exc = self.future.exception()
-        if exc is not None or self.results is None:
-            return exc
-        for start, end, r in self.results:
-            if start <= index < end and isinstance(r, BaseException):
-                return r
-        return None
+    def wait(self, item: Waiting, metadata_known: bool) -> bool:
+        """Queue a record for memory (its topic's metadata known) or for metadata; True when
+        the caller must fetch the topic's metadata."""
+        topic = item[0]
+        if topic in self.topics or metadata_known:
+            self.waiting.append(item)
+            self.wake(0)
+            return False
+        q = self.topic_waiting.get(topic)
+        if q is None:
+            q = self.topic_waiting[topic] = deque()
+        q.append(item)
+        return True
 
-    def split(self, seq_base: int) -> list[ProducerBatch]:
-        """Two batches with the first and second half of the records (re-encoded from the sealed
-        bytes: the rare path after MESSAGE_TOO_LARGE). They share this batch's memory
-        reservation and report to it (``child_done``)."""
-        data = self.seal()
-        records = list(iter_records(data, verify_crc=False))
-        half = (len(records) + 1) // 2
-        loop = self.future.get_loop()
-        out = []
-        for start, part in ((0, records[:half]), (half, records[half:])):
-            b = ProducerBatch(self.topic, self.partition, 0, self.codec, self.created, seq_base, 0, loop)
-            builder = RecordBatchBuilder(self.codec)
-            for r in part:
-                builder.append(r.value, r.key, r.headers, r.timestamp)
-            b.data = b.buf = builder.build()
-            b.count = len(part)
-            b.parent = self
-            b.parent_start = start
-            b.deadline = self.deadline
-            b.attempts = self.attempts
-            out.append(b)
-        self.children = out
-        self.results = []
-        return out
+    def drain_waiting(self) -> None:
+        """Append records that waited for memory, in order, while memory allows."""
+        loop = self.loop
+        assert loop is not None
+        w = self.waiting
+        now = loop.time()
+        expired: list[asyncio.Future[Any]] = []
+        while w:
+            topic, value, key, headers, partition, ts_ms, outer, deadline = w[0]
+            if outer.done():
+                w.popleft()
+                continue
+            topic_state = self.topics[topic]
+            try:
+                if partition is None:
+                    partition = topic_state.sticky if key is None else self.partition_for(topic_state, key)
+                elif not 0 <= partition < topic_state.num_partitions:
+                    raise ValueError(f"partition {partition} is not in [0, {topic_state.num_partitions}) for topic {topic!r}")
+                rf: RecordFuture | None = None
+                b = topic_state.open[partition]
+                if b is not None:
+                    i = b.try_append(key, value, headers, ts_ms)
+                    if i >= 0:
+                        rf = RecordFuture(b, i, ts_ms)
+                    else:
+                        self.seal(b)
+                if rf is None:
+                    rf = self.append_new(topic_state, partition, key, value, headers, ts_ms)
+            except Exception as e:  # noqa: BLE001 - reported through the record's future
+                w.popleft()
+                fail_records([outer], e)
+                continue
+            if rf is None:
+                if now >= deadline:
+                    w.popleft()
+                    expired.append(outer)
+                    continue
+                self.wake_at(deadline)
+                break
+            w.popleft()
+            rf.add_done_callback(lambda f, outer=outer: _chain(f, outer))
+        if expired:
+            fail_records(expired, KafkaTimeoutError(
+                f"failed to allocate memory within max_block_ms={int(self.max_block * 1000)} "
+                f"(buffer_memory={self.buffer_memory} in use)"))
+        self.signal_space()
 
-    def child_done(self, child: ProducerBatch) -> bool:
-        """Record a child's outcome; True when this (parent) batch is complete."""
-        assert self.results is not None and self.children is not None
-        f = child.future
-        outcome: Any = f.exception() if f.exception() is not None else f.result()
-        if child.results is not None:  # the child was split again: flatten its parts
-            for s, e, r in child.results:
-                self.results.append((child.parent_start + s, child.parent_start + e, r))
-        else:
-            self.results.append((child.parent_start, child.parent_start + child.count, outcome))
-        return all(c.future.done() for c in self.children)
+    def signal_space(self) -> None:
+        if not self.waiting and not self.topic_waiting and self._space is not None:
+            self._space.set()
 
+    async def wait_for_space(self) -> None:
+        """Until no record waits for memory or metadata (the producer's ``drain``)."""
+        while self.waiting or self.topic_waiting:
+            assert self._space is not None
+            self._space.clear()
+            await self._space.wait()
 
-class RecordMetadata(NamedTuple):
-    """Where an acknowledged record was written. ``offset`` is -1 with acks=0 (no answer);
-    ``timestamp`` is the record's CreateTime, or the broker's LogAppendTime for topics that
-    use it."""
+    def pending_futures(self) -> list[asyncio.Future[Any]]:
+        """Everything buffered now, for a flush to wait on."""
+        pending: list[asyncio.Future[Any]] = [b.future for b in self.incomplete if b.parent is None]
+        pending += [w[6] for w in self.waiting]
+        pending += [w[6] for q in self.topic_waiting.values() for w in q]
+        return pending
 
-    topic: str
-    partition: int
-    offset: int
-    timestamp: int
-
-
-class _RecordCallback:
-    """Adapts ``fn(record_future)`` to a batch-future callback; compares equal to another
-    adapter of the same (fn, record future), so ``remove_done_callback`` works."""
-
-    __slots__ = ("fn", "rf")
-
-    def __init__(self, fn: Callable[[Any], Any], rf: RecordFuture) -> None:
-        self.fn = fn
-        self.rf = rf
-
-    def __call__(self, _f: Any) -> None:
-        self.fn(self.rf)
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, _RecordCallback) and other.fn == self.fn and other.rf is self.rf
-
-    __hash__ = None  # type: ignore[assignment]
+    def fail_waiting(self, err: BaseException) -> None:
+        """Fail every record that never reached a batch (the producer is closing)."""
+        fail_records([w[6] for w in self.waiting] + [w[6] for q in self.topic_waiting.values() for w in q], err)
+        self.waiting.clear()
+        self.topic_waiting.clear()
 
 
-class RecordFuture:
-    """The future of one record of a batch: awaitable, and duck-type compatible with
-    ``asyncio.Future`` (``asyncio.gather``/``wait`` accept it without wrapping it in a task).
+def _chain(rf: RecordFuture, outer: asyncio.Future[RecordMetadata]) -> None:
+    if outer.done():
+        return
+    exc = rf.exception()
+    if exc is not None:
+        outer.set_exception(exc)
+        outer.exception()  # the batch's failure was logged already
+    else:
+        outer.set_result(rf.result())
 
-    It holds only the batch, the record's index and its timestamp; ``result()`` derives the
-    RecordMetadata from the batch's single answer. Records of a batch cannot be cancelled one
-    by one: ``cancel()`` returns False.
-    """
 
-    __slots__ = ("_batch", "_index", "_timestamp")
-    _asyncio_future_blocking = False  # asyncio.isfuture() -> True
-
-    def __init__(self, batch: ProducerBatch, index: int, timestamp: int) -> None:
-        self._batch = batch
-        self._index = index
-        self._timestamp = timestamp
-
-    def get_loop(self) -> asyncio.AbstractEventLoop:
-        return self._batch.future.get_loop()
-
-    def done(self) -> bool:
-        return self._batch.future.done()
-
-    def cancelled(self) -> bool:
-        return self._batch.future.cancelled()
-
-    def cancel(self, msg: Any = None) -> bool:
-        return False
-
-    def result(self) -> RecordMetadata:
-        b = self._batch
-        offset, lat = b.metadata_args(self._index)
-        return RecordMetadata(b.topic, b.partition, offset, lat if lat >= 0 else self._timestamp)
-
-    def exception(self) -> BaseException | None:
-        return self._batch.record_exception(self._index)
-
-    def add_done_callback(self, fn: Callable[[Any], Any], *, context: Any = None) -> None:
-        self._batch.future.add_done_callback(_RecordCallback(fn, self), context=context)
-
-    def remove_done_callback(self, fn: Callable[[Any], Any]) -> int:
-        return self._batch.future.remove_done_callback(_RecordCallback(fn, self))  # type: ignore[arg-type]
-
-    def _make_cancelled_error(self) -> BaseException:
-        return self._batch.future._make_cancelled_error()  # type: ignore[attr-defined]
-
-    def __await__(self) -> Generator[Any, None, RecordMetadata]:
-        f = self._batch.future
+def fail_records(futures: list[asyncio.Future[Any]], err: BaseException) -> None:
+    """Fail records that never reached a batch; logged once (as batch failures are) and
+    marked retrieved, so ignored futures do not each log "exception was never retrieved"."""
+    n = 0
+    for f in futures:
         if not f.done():
-            yield from f.__await__()
-        return self.result()
-
-    __iter__ = __await__
-
-    def __repr__(self) -> str:
-        b = self._batch
-        state = "pending" if not b.future.done() else ("error" if self.exception() else "done")
-        return f"<RecordFuture {b.topic}-{b.partition} #{self._index} {state}>"
+            f.set_exception(err)
+            f.exception()
+            n += 1
+    if n:
+        logger.warning("failed %d record(s) before they were batched: %s", n, err)

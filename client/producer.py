@@ -7,9 +7,15 @@
         fut = producer.send_nowait("events", b"v2")                      # a future, no await
         await producer.flush()
 
+Structure (as aiokafka's and Kafka's Java producer): the producer builds a ``Cluster``
+(metadata, connections), a ``RecordAccumulator`` (``client/accumulator.py``: open and sealed
+batches, buffer memory, lingering, records waiting for memory or metadata) and a ``Sender``
+(``client/sender.py``) handed both, which never knows the producer. Each depends only on the
+ones built before it.
+
 Data path. ``send_nowait`` picks the partition (``client.partitioner``: murmur2 of the key as
 Kafka's Java client, sticky batches for unkeyed records), then encodes the record straight into
-that partition's open ``ProducerBatch`` (``client/accumulator.py``: one ``bytes.join`` and one
+that partition's open ``ProducerBatch`` (``client/producer_batch.py``: one ``bytes.join`` and one
 ``bytearray +=`` per record, no per-record object kept). It returns a ``RecordFuture``, a
 three-slot object pointing at the batch's future and the record's index: the batch future
 resolves once per batch and each record's ``RecordMetadata`` (offset = base_offset + index) is
@@ -46,24 +52,24 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import random
 import time
-from collections import deque
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from client.accumulator import (
+    TYPE_HELP,
+    RecordAccumulator,
+)
+from client.cluster import Cluster
+from client.errors import KafkaError, KafkaTimeoutError
+from client.partitioner import Partitioner
+from client.producer_batch import (
     _ZN,
     ZIGZAG,
-    ProducerBatch,
     RecordFuture,
     RecordMetadata,
     _varint_bytes,
-    record_size_upper_bound,
 )
-from client.cluster import Cluster
-from client.errors import ERRORS, KafkaError, KafkaTimeoutError
-from client.partitioner import Partitioner, murmur2
 from client.protocol.api import ErrorCode
 from client.records.columnar import C_DECODER
 from client.records.compression import Compression
@@ -74,32 +80,10 @@ __all__ = ["Producer", "RecordMetadata", "RecordFuture"]
 logger = logging.getLogger("client.producer")
 
 _time_ns = time.time_ns
-_INF = float("inf")
 _c_append = None  # client.records._codec.append_record, unless not built or MINIBROKER_PURE_PYTHON=1
 if C_DECODER:
     from client.records._codec import append_record as _c_append
-_KEY_CACHE_MAX = 10000
-MessageTooLargeError: type[KafkaError] = ERRORS[ErrorCode.MESSAGE_TOO_LARGE]
 Header = tuple[str, "bytes | None"]
-
-
-class _TopicState:
-    """Per topic: partition count, the open batch of each partition, the sticky partition of
-    unkeyed records and a small key -> partition cache (murmur2 costs ~1 µs in Python)."""
-
-    __slots__ = ("name", "num_partitions", "open", "sticky", "key_cache")
-
-    def __init__(self, name: str, num_partitions: int, sticky: int) -> None:
-        self.name = name
-        self.num_partitions = num_partitions
-        self.open: list[ProducerBatch | None] = [None] * num_partitions
-        self.sticky = sticky
-        self.key_cache: dict[bytes, int] = {}
-
-
-#: A record waiting for metadata or memory: (topic, value, key, headers, partition, timestamp_ms,
-#: its future, the loop time after which it fails with KafkaTimeoutError).
-_Waiting = tuple[str, Any, Any, "Sequence[Header] | None", "int | None", int, "asyncio.Future[RecordMetadata]", float]
 
 
 def _acks(value: int | str) -> int:
@@ -162,18 +146,18 @@ class Producer:
         self._cluster = Cluster(bootstrap_servers, client_id=client_id, request_timeout_ms=request_timeout_ms,
                                 connect_timeout_ms=connect_timeout_ms, metadata_max_age_ms=metadata_max_age_ms,
                                 retry_backoff_ms=retry_backoff_ms, allow_auto_create_topics=allow_auto_create_topics)
+        self._acc = RecordAccumulator(
+            batch_size=batch_size, buffer_memory=buffer_memory, compression=self.compression, linger=self.linger,
+            delivery_timeout=self.delivery_timeout, max_block=self.max_block, max_request_size=max_request_size,
+            partitioner=partitioner)
+        self._sender = Sender(self._cluster, self._acc, acks=self.acks, request_timeout_ms=request_timeout_ms,
+                              retries=retries, retry_backoff=self.retry_backoff, max_in_flight=self.max_in_flight,
+                              max_request_size=max_request_size)
+        self._acc.sealed = self._sender.enqueue
+        self._acc.wake = self._sender.wake
+        self._acc.wake_at = self._sender.wake_at
         self._loop: asyncio.AbstractEventLoop | None = None
-        self._topics: dict[str, _TopicState] = {}
-        self._open: dict[ProducerBatch, None] = {}          # open batches, oldest first
-        self._incomplete: dict[ProducerBatch, None] = {}    # every batch not yet answered
-        self._waiting: deque[_Waiting] = deque()            # records waiting for memory
-        self._topic_waiting: dict[str, deque[_Waiting]] = {}  # records waiting for metadata
         self._metadata_tasks: dict[str, asyncio.Task[Any]] = {}
-        self._used = 0                                      # bytes of buffer_memory reserved
-        self._seq = 0
-        self._sender = Sender(self)
-        self._flushing = 0
-        self._space: asyncio.Event | None = None
         self._started = False
         self._closed = False
         self._plain = False  # started, not closed, no serializers: send_nowait's fast path
@@ -185,7 +169,8 @@ class Producer:
         if self._started:
             return
         self._loop = asyncio.get_running_loop()
-        self._space = asyncio.Event()
+        self._acc.start(self._loop)
+        self._sender.start(self._loop)
         await self._cluster.start()
         self._started = True
         self._plain = self.key_serializer is None and self.value_serializer is None
@@ -202,20 +187,18 @@ class Producer:
         far are answered (acknowledged or failed; failures are reported through their futures).
         KafkaTimeoutError if ``timeout`` (seconds) passes first."""
         self._check_started()
-        self._flushing += 1
+        self._acc.flushing += 1
         try:
             await asyncio.wait_for(self._wait_all(), timeout)
         except TimeoutError:
             raise KafkaTimeoutError(f"flush did not complete within {timeout} s") from None
         finally:
-            self._flushing -= 1
+            self._acc.flushing -= 1
 
     async def _wait_all(self) -> None:
         # What is buffered now; records sent while flush waits are not waited for (as Kafka's
         # flush), but they are sent at once too (linger is ignored while a flush runs).
-        pending: list[asyncio.Future[Any]] = [b.future for b in self._incomplete if b.parent is None]
-        pending += [w[6] for w in self._waiting]
-        pending += [w[6] for q in self._topic_waiting.values() for w in q]
+        pending = self._acc.pending_futures()
         self._sender.wake(0)
         if pending:
             await asyncio.wait(pending)
@@ -236,10 +219,8 @@ class Producer:
             self._closed = True
             self._plain = False
             err = KafkaTimeoutError("producer closed before the record was acknowledged")
-            _fail_records([w[6] for w in self._waiting] + [w[6] for q in self._topic_waiting.values() for w in q], err)
-            self._waiting.clear()
-            self._topic_waiting.clear()
-            for b in list(self._incomplete):
+            self._acc.fail_waiting(err)
+            for b in list(self._acc.incomplete):
                 self._sender.fail(b, err)
             self._sender.close()
             for t in list(self._metadata_tasks.values()):
@@ -272,19 +253,20 @@ class Producer:
             key, value = self._prepare(key, value)
         if timestamp_ms is None:
             timestamp_ms = _time_ns() // 1000000
-        ts = self._topics.get(topic)
-        if ts is None or self._waiting:
+        acc = self._acc
+        topic_state = acc.topics.get(topic)
+        if topic_state is None or acc.waiting:
             return self._enqueue(topic, value, key, headers, partition, timestamp_ms)
         if partition is None:
             if key is None:
-                partition = ts.sticky
+                partition = topic_state.sticky
             else:  # the key cache is only filled by the default partitioner
-                partition = ts.key_cache.get(key) if type(key) is bytes else None
+                partition = topic_state.key_cache.get(key) if type(key) is bytes else None
                 if partition is None:
-                    partition = self._partition_for(ts, key)
-        elif not 0 <= partition < ts.num_partitions:
-            raise ValueError(f"partition {partition} is not in [0, {ts.num_partitions}) for topic {topic!r}")
-        b = ts.open[partition]
+                    partition = acc.partition_for(topic_state, key)
+        elif not 0 <= partition < topic_state.num_partitions:
+            raise ValueError(f"partition {partition} is not in [0, {topic_state.num_partitions}) for topic {topic!r}")
+        b = topic_state.open[partition]
         if b is not None:
             count = b.count
             tsd = timestamp_ms - b.base_ts
@@ -293,7 +275,7 @@ class Producer:
                 try:
                     fits = _c_append(b.buf, b.capacity, tsd, count, key, value)
                 except TypeError:
-                    raise TypeError(_TYPE_HELP) from None
+                    raise TypeError(TYPE_HELP) from None
                 if fits:
                     b.count = count + 1
                     if timestamp_ms > b.max_ts:
@@ -314,7 +296,7 @@ class Producer:
                         body = b"".join((b"\x00", z[tsd], z[count], z[kl] if kl < _ZN else _varint_bytes(kl), key,
                                          z[vl] if vl < _ZN else _varint_bytes(vl), value, b"\x00"))
                 except TypeError:
-                    raise TypeError(_TYPE_HELP) from None
+                    raise TypeError(TYPE_HELP) from None
                 n = len(body)
                 rec = (z[n] if n < _ZN else _varint_bytes(n)) + body
                 buf = b.buf
@@ -328,11 +310,11 @@ class Producer:
                 try:
                     i = b.try_append(key, value, headers, timestamp_ms)
                 except TypeError:
-                    raise TypeError(_TYPE_HELP) from None
+                    raise TypeError(TYPE_HELP) from None
                 if i >= 0:
                     return RecordFuture(b, i, timestamp_ms)
-            self._seal(b)
-        rf = self._append_new(ts, partition, key, value, headers, timestamp_ms)
+            acc.seal(b)
+        rf = acc.append_new(topic_state, partition, key, value, headers, timestamp_ms)
         if rf is None:
             return self._enqueue(topic, value, key, headers, partition, timestamp_ms, metadata_known=True)
         return rf
@@ -349,77 +331,20 @@ class Producer:
             value = self.value_serializer(value)
         return key, value
 
-    def _partition_for(self, ts: _TopicState, key: Any) -> int:
-        if self.partitioner is not None:
-            p = self.partitioner(ts.name, key, ts.num_partitions)
-            if not 0 <= p < ts.num_partitions:
-                raise ValueError(f"partitioner returned {p} for {ts.num_partitions} partitions")
-            return p
-        cache = ts.key_cache
-        p = cache.get(key) if type(key) is bytes else None
-        if p is None:
-            p = (murmur2(key) & 0x7FFFFFFF) % ts.num_partitions
-            if type(key) is bytes:
-                if len(cache) >= _KEY_CACHE_MAX:
-                    cache.clear()
-                cache[key] = p
-        return p
-
-    def _append_new(self, ts: _TopicState, partition: int, key: Any, value: Any,
-                    headers: Sequence[Header] | None, timestamp_ms: int) -> RecordFuture | None:
-        """Open a batch on ``partition`` for this record; None if buffer memory is short."""
-        try:
-            need = record_size_upper_bound(key, value, headers) + 61
-        except TypeError:
-            raise TypeError(_TYPE_HELP) from None
-        if need > self.max_request_size or need > self.buffer_memory:
-            raise MessageTooLargeError(
-                f"the record is {need} bytes when encoded (upper bound), larger than "
-                f"max_request_size={self.max_request_size} or buffer_memory={self.buffer_memory}")
-        capacity = max(self.batch_size, need)
-        if self._used + capacity > self.buffer_memory:
-            return None
-        loop = self._loop
-        assert loop is not None
-        now = loop.time()
-        self._seq += 1
-        b = ProducerBatch(ts.name, partition, capacity, self.compression, now, self._seq, capacity, loop)
-        b.deadline = now + self.delivery_timeout
-        try:
-            i = b.try_append(key, value, headers, timestamp_ms)
-        except (TypeError, AttributeError):  # e.g. a str value, or a header key that is not a str
-            raise TypeError(_TYPE_HELP) from None
-        assert i == 0
-        self._used += capacity
-        ts.open[partition] = b
-        self._open[b] = None
-        self._incomplete[b] = None
-        self._sender.wake(self.linger)
-        return RecordFuture(b, 0, timestamp_ms)
-
     def _enqueue(self, topic: str, value: Any, key: Any, headers: Sequence[Header] | None, partition: int | None,
                  timestamp_ms: int, metadata_known: bool = False) -> asyncio.Future[RecordMetadata]:
         """The slow path: the record waits for metadata or for buffer memory, in order."""
         loop = self._loop
         assert loop is not None
         if value is not None and not isinstance(value, (bytes, bytearray, memoryview)):
-            raise TypeError(_TYPE_HELP)
+            raise TypeError(TYPE_HELP)
         if key is not None and not isinstance(key, (bytes, bytearray, memoryview)):
-            raise TypeError(_TYPE_HELP)
-        need = record_size_upper_bound(key, value, headers) + 61
-        if need > self.max_request_size or need > self.buffer_memory:
-            raise MessageTooLargeError(
-                f"the record is {need} bytes when encoded (upper bound), larger than "
-                f"max_request_size={self.max_request_size} or buffer_memory={self.buffer_memory}")
+            raise TypeError(TYPE_HELP)
+        self._acc.check_size(key, value, headers)
         outer: asyncio.Future[RecordMetadata] = loop.create_future()
         item = (topic, value, key, headers, partition, timestamp_ms, outer, loop.time() + self.max_block)
-        if topic in self._topics or metadata_known:
-            self._waiting.append(item)
-            self._sender.wake(0)
-        else:
-            self._topic_waiting.setdefault(topic, deque()).append(item)
-            if topic not in self._metadata_tasks:
-                self._spawn_metadata(topic)
+        if self._acc.wait(item, metadata_known) and topic not in self._metadata_tasks:
+            self._spawn_metadata(topic)
         return outer
 
     async def drain(self) -> None:
@@ -435,10 +360,7 @@ class Producer:
         """
         await asyncio.sleep(0)
         await self._sender.wait_backlog(self.max_in_flight * max(1, len(self._cluster.brokers)))
-        while self._waiting or self._topic_waiting:
-            assert self._space is not None
-            self._space.clear()
-            await self._space.wait()
+        await self._acc.wait_for_space()
 
     # ------------------------------------------------------------------ metadata
 
@@ -454,172 +376,29 @@ class Producer:
             if err.code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION:
                 err = type(e)(f"topic {topic!r} not present in metadata after {int(self.max_block * 1000)} ms "
                               "(it does not exist and was not auto-created)")
-            self._fail_topic_waiting(topic, err)
+            self._acc.fail_topic_waiting(topic, err)
             return
         except BaseException as e:  # noqa: BLE001 - cancelled or a bug: fail the records, do not hang them
-            self._fail_topic_waiting(topic, e if isinstance(e, Exception) else KafkaError("producer closed"))
+            self._acc.fail_topic_waiting(topic, e if isinstance(e, Exception) else KafkaError("producer closed"))
             raise
         finally:
             self._metadata_tasks.pop(topic, None)
-        n = len(tm.partitions)
-        ts = self._topics.get(topic)
-        if ts is None:
-            self._topics[topic] = _TopicState(topic, n, random.randrange(n))
-        elif ts.num_partitions != n and n > ts.num_partitions:
-            ts.open.extend([None] * (n - ts.num_partitions))
-            ts.num_partitions = n
-            ts.key_cache.clear()
-        q = self._topic_waiting.pop(topic, None)
-        if q:
-            self._waiting.extend(q)
-            self._drain_waiting()
-        self._sender.wake(0)
-
-    def _fail_topic_waiting(self, topic: str, err: BaseException) -> None:
-        _fail_records([w[6] for w in self._topic_waiting.pop(topic, ())], err)
-        self._signal_space()
-
-    # ------------------------------------------------------------------ accumulator
-
-    def _seal(self, b: ProducerBatch) -> None:
-        """Close ``b`` to new records and queue it for sending; move the sticky partition."""
-        ts = self._topics.get(b.topic)
-        if ts is not None and ts.open[b.partition] is b:
-            ts.open[b.partition] = None
-            if ts.sticky == b.partition and ts.num_partitions > 1:
-                p = random.randrange(ts.num_partitions - 1)
-                ts.sticky = p + 1 if p >= b.partition else p
-        self._open.pop(b, None)
-        b.seal()
-        self._sender.enqueue(b)
-
-    def _drain_waiting(self) -> None:
-        """Append records that waited for memory, in order, while memory allows."""
-        loop = self._loop
-        assert loop is not None
-        w = self._waiting
-        now = loop.time()
-        expired: list[asyncio.Future[Any]] = []
-        while w:
-            topic, value, key, headers, partition, ts_ms, outer, deadline = w[0]
-            if outer.done():
-                w.popleft()
-                continue
-            ts = self._topics[topic]
-            try:
-                if partition is None:
-                    partition = ts.sticky if key is None else self._partition_for(ts, key)
-                elif not 0 <= partition < ts.num_partitions:
-                    raise ValueError(f"partition {partition} is not in [0, {ts.num_partitions}) for topic {topic!r}")
-                rf: RecordFuture | None = None
-                b = ts.open[partition]
-                if b is not None:
-                    i = b.try_append(key, value, headers, ts_ms)
-                    if i >= 0:
-                        rf = RecordFuture(b, i, ts_ms)
-                    else:
-                        self._seal(b)
-                if rf is None:
-                    rf = self._append_new(ts, partition, key, value, headers, ts_ms)
-            except Exception as e:  # noqa: BLE001 - reported through the record's future
-                w.popleft()
-                _fail_records([outer], e)
-                continue
-            if rf is None:
-                if now >= deadline:
-                    w.popleft()
-                    expired.append(outer)
-                    continue
-                self._sender.wake_at(deadline)
-                break
-            w.popleft()
-            rf.add_done_callback(lambda f, outer=outer: _chain(f, outer))
-        if expired:
-            _fail_records(expired, KafkaTimeoutError(
-                f"failed to allocate memory within max_block_ms={int(self.max_block * 1000)} "
-                f"(buffer_memory={self.buffer_memory} in use)"))
-        self._signal_space()
-
-    def _signal_space(self) -> None:
-        if not self._waiting and not self._topic_waiting and self._space is not None:
-            self._space.set()
-
-    def _seal_lingering(self, now: float) -> float:
-        """For the sender: append records waiting for memory (if it freed up), seal open
-        batches whose linger passed (all of them while a flush runs or records wait for memory,
-        as Kafka's accumulator does when its pool is exhausted); the next linger deadline."""
-        if self._waiting:
-            self._drain_waiting()
-        force = self._flushing > 0 or bool(self._waiting)
-        linger = self.linger
-        for b in list(self._open):
-            if force or now - b.created >= linger:
-                self._seal(b)
-            else:
-                return b.created + linger
-        return _INF
-
-    def _forget_open(self, b: ProducerBatch) -> None:
-        self._open.pop(b, None)
-        ts = self._topics.get(b.topic)
-        if ts is not None and ts.open[b.partition] is b:
-            ts.open[b.partition] = None
-
-    def _finished(self, b: ProducerBatch) -> None:
-        self._incomplete.pop(b, None)
-        # Record futures keep the batch alive for its answer; the bytes are not needed any more
-        # (a million kept futures would otherwise pin every batch's buffer).
-        b.buf = bytearray()
-        b.data = None
-        parent = b.parent
-        if parent is not None:
-            if parent.child_done(b):
-                if not parent.future.done():
-                    parent.future.set_result(None)
-                self._finished(parent)
-            return
-        self._used -= b.reserved
-        b.reserved = 0
-        if self._waiting:
-            self._drain_waiting()
+        self._acc.add_topic(topic, len(tm.partitions))
 
     # ------------------------------------------------------------------ introspection
 
     @property
+    def waiting_for_memory(self) -> bool:
+        """Records wait for buffer memory (``drain`` would block)."""
+        return bool(self._acc.waiting)
+
+    @property
     def buffered_bytes(self) -> int:
         """Bytes of ``buffer_memory`` reserved by open and unacknowledged batches."""
-        return self._used
+        return self._acc.used
 
     async def partitions_for(self, topic: str) -> list[int]:
         """The partition ids of ``topic`` (fetching metadata, and so maybe auto-creating it)."""
         self._check_started()
         tm = await self._cluster.topic(topic, timeout_ms=int(self.max_block * 1000))
         return sorted(tm.partitions)
-
-
-def _chain(rf: RecordFuture, outer: asyncio.Future[RecordMetadata]) -> None:
-    if outer.done():
-        return
-    exc = rf.exception()
-    if exc is not None:
-        outer.set_exception(exc)
-        outer.exception()  # the batch's failure was logged already
-    else:
-        outer.set_result(rf.result())
-
-
-def _fail_records(futures: list[asyncio.Future[Any]], err: BaseException) -> None:
-    """Fail records that never reached a batch; logged once (as batch failures are) and
-    marked retrieved, so ignored futures do not each log "exception was never retrieved"."""
-    n = 0
-    for f in futures:
-        if not f.done():
-            f.set_exception(err)
-            f.exception()
-            n += 1
-    if n:
-        logger.warning("failed %d record(s) before they were batched: %s", n, err)
-
-
-_TYPE_HELP = ("record keys and values must be bytes-like or None; pass key_serializer/value_serializer "
-              "to the Producer to send other types")

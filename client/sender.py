@@ -1,13 +1,14 @@
-"""Sender: the Producer's network half — sealed batches to Produce requests, answers to futures.
+"""Sender: the producer's network half — sealed batches to Produce requests, answers to futures.
 
-The Producer (``client/producer.py``) fills batches and hands each sealed one to
-``Sender.enqueue``; the sender keeps one FIFO of sealed batches per partition and runs
+It is given the cluster (metadata, connections) and the RecordAccumulator
+(``client/accumulator.py``), which hands each sealed batch to ``Sender.enqueue``; it never
+knows the producer. The sender keeps one FIFO of sealed batches per partition and runs
 (``run``, scheduled on the event loop by ``wake``/``wake_at``, never a task polling a queue)
 when a batch is sealed, when linger or a retry backoff expires, and when an answer frees a
 request slot. Each run:
 
-1. asks the producer to seal open batches whose ``linger_ms`` has passed (all of them while a
-   flush runs or records wait for memory) — ``Producer._seal_lingering``;
+1. asks the accumulator to seal open batches whose ``linger_ms`` has passed (all of them while
+   a flush runs or records wait for memory) — ``RecordAccumulator.seal_lingering``;
 2. fails head batches older than ``delivery_timeout_ms`` (KafkaTimeoutError);
 3. builds, per leader broker with a free slot (``max_in_flight_requests_per_connection``), one
    Produce request carrying the head batch of every ready partition it leads (one batch per
@@ -17,8 +18,8 @@ request slot. Each run:
 Answers: a partition's batch resolves its future with ``BatchResult(base_offset,
 log_append_time)``; a retriable error requeues it (in creation order, after
 ``retry_backoff_ms``; stale metadata is refreshed first); MESSAGE_TOO_LARGE splits a batch of
-several records in two; other errors fail it. Either way ``Producer._finished`` releases its
-memory. A lost connection fails every request in flight on it with a retriable error.
+several records in two; other errors fail it. Either way ``RecordAccumulator.finished``
+releases its memory. A lost connection fails every request in flight on it with a retriable error.
 """
 
 from __future__ import annotations
@@ -27,14 +28,13 @@ import asyncio
 import bisect
 import logging
 from collections import deque
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from client.accumulator import BatchResult, ProducerBatch
+from client.accumulator import RecordAccumulator
+from client.cluster import Cluster
 from client.errors import ERRORS, KafkaError, KafkaTimeoutError, error_for_code
+from client.producer_batch import BatchResult, ProducerBatch
 from client.protocol.api import ApiKey, ErrorCode
-
-if TYPE_CHECKING:
-    from client.producer import Producer
 
 __all__ = ["Sender"]
 
@@ -45,8 +45,17 @@ MessageTooLargeError: type[KafkaError] = ERRORS[ErrorCode.MESSAGE_TOO_LARGE]
 
 
 class Sender:
-    def __init__(self, producer: Producer) -> None:
-        self._p = producer
+    def __init__(self, cluster: Cluster, accumulator: RecordAccumulator, *, acks: int, request_timeout_ms: int,
+                 retries: int, retry_backoff: float, max_in_flight: int, max_request_size: int) -> None:
+        self._cluster = cluster
+        self._acc = accumulator
+        self.acks = acks
+        self.request_timeout_ms = request_timeout_ms
+        self.retries = retries
+        self.retry_backoff = retry_backoff
+        self.max_in_flight = max_in_flight
+        self.max_request_size = max_request_size
+        self._loop: asyncio.AbstractEventLoop | None = None
         self._queues: dict[tuple[str, int], deque[ProducerBatch]] = {}  # sealed, to send
         self._ready: dict[tuple[str, int], None] = {}  # partitions with a non-empty queue
         self._in_flight: dict[int, int] = {}  # node id -> Produce requests in flight
@@ -58,6 +67,9 @@ class Sender:
         self.backlog = 0  # sealed batches queued, not in flight
         self._progress = asyncio.Event()  # set when a request ends or a batch fails
 
+    def start(self, loop: asyncio.AbstractEventLoop) -> None:
+        self._loop = loop
+
     async def wait_backlog(self, limit: int) -> None:
         """Wait until at most ``limit`` sealed batches wait to be sent (Producer.drain)."""
         while self.backlog > limit and not self._closed:
@@ -68,7 +80,7 @@ class Sender:
 
     def wake(self, delay: float) -> None:
         """Run ``delay`` seconds from now unless a run is due earlier already."""
-        loop = self._p._loop
+        loop = self._loop
         assert loop is not None
         self.wake_at(loop.time() + delay)
 
@@ -77,7 +89,7 @@ class Sender:
             return
         if self._handle is not None:
             self._handle.cancel()
-        loop = self._p._loop
+        loop = self._loop
         assert loop is not None
         self._at = when
         self._handle = loop.call_at(when, self.run)
@@ -117,17 +129,16 @@ class Sender:
         self._at = _INF
         if self._closed:
             return
-        p = self._p
-        loop = p._loop
+        loop = self._loop
         assert loop is not None
         now = loop.time()
-        next_at = p._seal_lingering(now)
+        next_at = self._acc.seal_lingering(now)
         self._at = _INF  # sealing scheduled a run; this one covers it
         if self._handle is not None:
             self._handle.cancel()
             self._handle = None
-        topics = p._cluster.topics
-        max_in_flight, max_request_size = p.max_in_flight, p.max_request_size
+        topics = self._cluster.topics
+        max_in_flight, max_request_size = self.max_in_flight, self.max_request_size
         while self._ready:
             requests: dict[int, list[ProducerBatch]] = {}
             sizes: dict[int, int] = {}
@@ -174,12 +185,10 @@ class Sender:
             self.wake_at(next_at)
 
     def _spawn_refresh(self, topic: str) -> None:
-        p = self._p
-
         async def refresh() -> None:
             try:
-                await asyncio.sleep(p.retry_backoff)
-                await p._cluster.topic(topic, timeout_ms=p.request_timeout_ms)
+                await asyncio.sleep(self.retry_backoff)
+                await self._cluster.topic(topic, timeout_ms=self.request_timeout_ms)
             except KafkaError as e:
                 logger.warning("metadata refresh for %s failed: %s", topic, e)
             finally:
@@ -191,19 +200,18 @@ class Sender:
     # ------------------------------------------------------------------ requests and answers
 
     async def _send_request(self, node: int, batches: list[ProducerBatch]) -> None:
-        p = self._p
         try:
             try:
-                conn = await p._cluster.node_connection(node)
+                conn = await self._cluster.node_connection(node)
                 version = conn.pick_version(ApiKey.PRODUCE)
                 topic_data: dict[str, list[dict[str, Any]]] = {}
                 for b in batches:
                     topic_data.setdefault(b.topic, []).append({"index": b.partition, "records": b.data})
-                body = {"transactional_id": None, "acks": p.acks, "timeout_ms": p.request_timeout_ms,
+                body = {"transactional_id": None, "acks": self.acks, "timeout_ms": self.request_timeout_ms,
                         "topic_data": [{"name": t, "partition_data": d} for t, d in topic_data.items()]}
                 for b in batches:
                     b.attempts += 1
-                if p.acks == 0:  # no answer: done once written (offsets unknown, -1)
+                if self.acks == 0:  # no answer: done once written (offsets unknown, -1)
                     await conn.request(ApiKey.PRODUCE, version, body, expect_response=False)
                     for b in batches:
                         self.complete(b, BatchResult(-1, -1))
@@ -234,20 +242,19 @@ class Sender:
             self.wake(0)
 
     def _retry_or_fail(self, b: ProducerBatch, exc: KafkaError) -> None:
-        p = self._p
-        assert p._loop is not None
-        now = p._loop.time()
+        assert self._loop is not None
+        now = self._loop.time()
         if isinstance(exc, MessageTooLargeError) and b.count > 1:
             for child in b.split(b.seq):
-                p._incomplete[child] = None
+                self._acc.track(child)
                 self._requeue(child)
             logger.info("%s-%d: batch of %d records too large, split in two", b.topic, b.partition, b.count)
             self.wake(0)
             return
-        if exc.retriable and b.attempts <= p.retries and now + p.retry_backoff < b.deadline:
+        if exc.retriable and b.attempts <= self.retries and now + self.retry_backoff < b.deadline:
             if exc.invalid_metadata:
-                p._cluster.invalidate(b.topic)
-            b.retry_at = now + p.retry_backoff
+                self._cluster.invalidate(b.topic)
+            b.retry_at = now + self.retry_backoff
             logger.debug("retrying %s-%d (attempt %d): %s", b.topic, b.partition, b.attempts + 1, exc)
             self._requeue(b)
             self.wake_at(b.retry_at)
@@ -257,14 +264,13 @@ class Sender:
     def complete(self, b: ProducerBatch, result: BatchResult) -> None:
         if not b.future.done():
             b.future.set_result(result)
-        self._p._finished(b)
+        self._acc.finished(b)
 
     def fail(self, b: ProducerBatch, exc: BaseException) -> None:
-        p = self._p
-        p._forget_open(b)
+        self._acc.forget_open(b)
         if not b.future.done():
             b.future.set_exception(exc)
             logger.warning("failed to deliver %d record(s) to %s-%d: %s", b.count, b.topic, b.partition, exc)
             b.future.exception()  # retrieved: reported through the record futures and the log
         self._progress.set()
-        p._finished(b)
+        self._acc.finished(b)

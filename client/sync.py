@@ -141,7 +141,7 @@ class SyncProducer(SyncClient):
         only while the producer's buffer memory is full (back-pressure, as ``drain``)."""
         if self._closed:
             raise RuntimeError("SyncProducer is closed")
-        if self._client._waiting:  # a benign racy read: at worst one extra or one missed drain
+        if self._client.waiting_for_memory:  # a benign racy read: at worst one extra or one missed drain
             self._run(self._client.drain())
         cf: concurrent.futures.Future[RecordMetadata] = concurrent.futures.Future()
 

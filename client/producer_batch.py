@@ -1,0 +1,370 @@
+"""ProducerBatch: records of one partition, encoded straight into one RecordBatch v2 buffer;
+RecordFuture: one record's view of its batch's single future.
+
+A batch owns a ``bytearray`` that starts with 61 zero bytes (the header, written once when the
+batch is sealed) followed by the encoded records (``client/records/record.py`` has the layout).
+``try_append`` writes a record with no per-record objects kept: the record's varints come from a
+table of pre-encoded zigzag varints (``ZIGZAG[n]`` for 0 <= n < 16384, which covers offset
+deltas, small timestamp deltas and the lengths of records up to 16 KiB), and the whole record is
+joined once and appended to the buffer. ``seal`` writes the header with ``struct.pack_into``,
+compresses the records section when a codec is set, and computes the CRC-32C once.
+
+Invariants:
+- offset delta of record i is i; ``count`` records; ``max_ts`` >= every record timestamp;
+  ``base_ts`` is the first record's timestamp (deltas may be negative: explicit timestamps).
+- the encoded size ``len(buf)`` never exceeds ``capacity`` except for a batch created for one
+  record larger than the batch size (then capacity is that record's size).
+- ``future`` resolves once per batch with a ``BatchResult``; per-record metadata is derived
+  from it lazily (``metadata(index, timestamp)``): offset = base_offset + index.
+- a batch the broker refused as too large (MESSAGE_TOO_LARGE) can be ``split`` in two; the
+  children answer for index ranges of the parent, whose future resolves when both are done.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import struct
+from collections.abc import Callable, Generator, Sequence
+from typing import Any, NamedTuple
+
+from client.records.batch import (
+    _HEADER,
+    ATTRIBUTES_OFFSET,
+    CRC_OFFSET,
+    CURRENT_MAGIC,
+    LOG_OVERHEAD,
+    RECORDS_OFFSET,
+    crc32c,
+)
+from client.records.compression import Compression, compress
+from client.records.record import RecordBatchBuilder, iter_records
+from client.records.varint import write_varint
+
+__all__ = ["ProducerBatch", "BatchResult", "RecordMetadata", "RecordFuture", "ZIGZAG", "encode_record",
+           "record_size_upper_bound"]
+
+_ZN = 1 << 14
+
+
+def _varint_bytes(n: int) -> bytes:
+    out = bytearray()
+    write_varint(out, n)
+    return bytes(out)
+
+
+def _zigzag_table() -> list[bytes]:
+    # zigzag(n) = 2n for n >= 0; 7 bits per byte, low group first (built arithmetically: the
+    # table is made at import time, ~2 ms instead of ~9 ms through write_varint)
+    out = []
+    for n in range(_ZN):
+        v = n << 1
+        if v < 0x80:
+            out.append(bytes((v,)))
+        elif v < 0x4000:
+            out.append(bytes((v & 0x7F | 0x80, v >> 7)))
+        else:
+            out.append(bytes((v & 0x7F | 0x80, (v >> 7) & 0x7F | 0x80, v >> 14)))
+    return out
+
+
+#: ``ZIGZAG[n]`` = the zigzag varint encoding of n, for 0 <= n < 16384 (1-3 bytes each).
+ZIGZAG: list[bytes] = _zigzag_table()
+_NULL = b"\x01"  # zigzag(-1): null key / value / header value
+_CRC = struct.Struct(">I")
+
+
+def _zz(n: int) -> bytes:
+    return ZIGZAG[n] if 0 <= n < _ZN else _varint_bytes(n)
+
+
+def _headers_bytes(headers: Sequence[tuple[str, bytes | None]]) -> bytes:
+    out = bytearray(_zz(len(headers)))
+    for hkey, hvalue in headers:
+        kb = hkey.encode("utf-8")
+        out += _zz(len(kb))
+        out += kb
+        if hvalue is None:
+            out += _NULL
+        else:
+            out += _zz(len(hvalue))
+            out += hvalue
+    return bytes(out)
+
+
+def encode_record(offset_delta: int, ts_delta: int, key: Any, value: Any,
+                  headers: Sequence[tuple[str, bytes | None]] | None) -> bytes:
+    """One record with its length prefix (the general path: any key, value or headers)."""
+    parts: list[Any] = [b"\x00", _zz(ts_delta), _zz(offset_delta)]
+    if key is None:
+        parts.append(_NULL)
+    else:
+        parts += (_zz(len(key)), key)
+    if value is None:
+        parts.append(_NULL)
+    else:
+        parts += (_zz(len(value)), value)
+    parts.append(_headers_bytes(headers) if headers else b"\x00")
+    body = b"".join(parts)
+    return _zz(len(body)) + body
+
+
+def record_size_upper_bound(key: Any, value: Any, headers: Sequence[tuple[str, bytes | None]] | None) -> int:
+    """An upper bound of the encoded size of one record (for the max_request_size check)."""
+    n = 1 + 10 + 5 + 5 + 5 + 5 + (len(key) if key is not None else 0) + (len(value) if value is not None else 0)
+    for hkey, hvalue in headers or ():
+        n += 10 + len(hkey.encode("utf-8")) + (len(hvalue) if hvalue is not None else 0)
+    return n + 5
+
+
+class BatchResult(NamedTuple):
+    """What the broker answered for a batch: ``base_offset`` (-1 with acks=0) and
+    ``log_append_time`` (-1 unless the topic uses LogAppendTime)."""
+
+    base_offset: int
+    log_append_time: int
+
+
+class ProducerBatch:
+    """One partition's batch being filled, then sent (and maybe retried) as one unit."""
+
+    __slots__ = ("topic", "partition", "buf", "count", "base_ts", "max_ts", "created", "capacity",
+                 "reserved", "future", "attempts", "retry_at", "seq", "data", "codec", "deadline",
+                 "children", "parent", "parent_start", "results")
+
+    def __init__(self, topic: str, partition: int, capacity: int, codec: Compression, created: float,
+                 seq: int, reserved: int, loop: asyncio.AbstractEventLoop) -> None:
+        self.topic = topic
+        self.partition = partition
+        self.buf = bytearray(RECORDS_OFFSET)
+        self.count = 0
+        self.base_ts = 0
+        self.max_ts = -1
+        self.created = created
+        self.capacity = capacity
+        self.reserved = reserved  # bytes of buffer_memory this batch holds until it completes
+        self.future: asyncio.Future[Any] = loop.create_future()
+        self.attempts = 0
+        self.retry_at = 0.0
+        self.seq = seq
+        self.data: bytearray | None = None  # the sealed batch, as sent
+        self.codec = codec
+        self.deadline = 0.0
+        self.children: list[ProducerBatch] | None = None
+        self.parent: ProducerBatch | None = None
+        self.parent_start = 0
+        self.results: list[tuple[int, int, Any]] | None = None  # split: (start, end, result|exc)
+
+    def try_append(self, key: Any, value: Any, headers: Sequence[tuple[str, bytes | None]] | None,
+                   ts: int) -> int:
+        """Append one record; its index in the batch, or -1 if it does not fit (nothing written).
+
+        Cost: one ``bytes.join`` of the record's fields, one concatenation with its length
+        prefix and one ``bytearray +=`` per record (~220 ns for a 100-byte record here;
+        computing the length first from the parts' lengths and joining once measured 310 ns).
+        A preallocated buffer written with slice assignment measured slower than ``+=``
+        (460 vs 360 ns in an earlier variant): slice assignment goes through the buffer
+        protocol and a slice object, while ``+=`` appends into bytearray's over-allocated
+        storage (amortised O(1), ~30 reallocations for a 16 KiB batch).
+        """
+        count = self.count
+        tsd = ts - self.base_ts if count else 0
+        if headers or value is None or not 0 <= tsd < _ZN or count >= _ZN:
+            rec = encode_record(count, tsd, key, value, headers)
+        else:
+            z = ZIGZAG
+            vl = len(value)
+            if key is None:
+                body = b"".join((b"\x00", z[tsd], z[count], b"\x01", z[vl] if vl < _ZN else _varint_bytes(vl),
+                                 value, b"\x00"))
+            else:
+                kl = len(key)
+                body = b"".join((b"\x00", z[tsd], z[count], z[kl] if kl < _ZN else _varint_bytes(kl), key,
+                                 z[vl] if vl < _ZN else _varint_bytes(vl), value, b"\x00"))
+            n = len(body)
+            rec = (z[n] if n < _ZN else _varint_bytes(n)) + body
+        buf = self.buf
+        if count:
+            if len(buf) + len(rec) > self.capacity:
+                return -1
+            if ts > self.max_ts:
+                self.max_ts = ts
+        else:
+            self.base_ts = self.max_ts = ts
+        buf += rec
+        self.count = count + 1
+        return count
+
+    @property
+    def size(self) -> int:
+        """Uncompressed size of the batch so far (header included)."""
+        return len(self.buf)
+
+    def seal(self) -> bytearray:
+        """Write the header (and compress) once; the result is what is sent, retries included."""
+        if self.data is not None:
+            return self.data
+        buf = self.buf
+        if self.codec:
+            payload = compress(self.codec, memoryview(buf)[RECORDS_OFFSET:])
+            out = bytearray(RECORDS_OFFSET + len(payload))
+            out[RECORDS_OFFSET:] = payload
+            buf = out
+        _HEADER.pack_into(buf, 0, 0, len(buf) - LOG_OVERHEAD, -1, CURRENT_MAGIC, 0, int(self.codec),
+                          self.count - 1, self.base_ts, self.max_ts, -1, -1, -1, self.count)
+        _CRC.pack_into(buf, CRC_OFFSET, crc32c(memoryview(buf)[ATTRIBUTES_OFFSET:]))
+        self.data = buf
+        self.buf = buf  # the uncompressed copy is no longer needed
+        return buf
+
+    # -- results --
+
+    def metadata_args(self, index: int) -> tuple[int, int]:
+        """``(offset, log_append_time)`` of record ``index``; raises the batch's error (or,
+        after a split, the error of the part holding the record)."""
+        res = self.future.result()
+        if self.results is None:
+            base, lat = res
+            return (base + index if base >= 0 else -1), lat
+        for start, end, r in self.results:
+            if start <= index < end:
+                if isinstance(r, BaseException):
+                    raise r
+                base, lat = r
+                return (base + index - start if base >= 0 else -1), lat
+        raise AssertionError("split batch does not cover record index")  # pragma: no cover
+
+    def record_exception(self, index: int) -> BaseException | None:
+        exc = self.future.exception()
+        if exc is not None or self.results is None:
+            return exc
+        for start, end, r in self.results:
+            if start <= index < end and isinstance(r, BaseException):
+                return r
+        return None
+
+    def split(self, seq_base: int) -> list[ProducerBatch]:
+        """Two batches with the first and second half of the records (re-encoded from the sealed
+        bytes: the rare path after MESSAGE_TOO_LARGE). They share this batch's memory
+        reservation and report to it (``child_done``)."""
+        data = self.seal()
+        records = list(iter_records(data, verify_crc=False))
+        half = (len(records) + 1) // 2
+        loop = self.future.get_loop()
+        out = []
+        for start, part in ((0, records[:half]), (half, records[half:])):
+            b = ProducerBatch(self.topic, self.partition, 0, self.codec, self.created, seq_base, 0, loop)
+            builder = RecordBatchBuilder(self.codec)
+            for r in part:
+                builder.append(r.value, r.key, r.headers, r.timestamp)
+            b.data = b.buf = builder.build()
+            b.count = len(part)
+            b.parent = self
+            b.parent_start = start
+            b.deadline = self.deadline
+            b.attempts = self.attempts
+            out.append(b)
+        self.children = out
+        self.results = []
+        return out
+
+    def child_done(self, child: ProducerBatch) -> bool:
+        """Record a child's outcome; True when this (parent) batch is complete."""
+        assert self.results is not None and self.children is not None
+        f = child.future
+        outcome: Any = f.exception() if f.exception() is not None else f.result()
+        if child.results is not None:  # the child was split again: flatten its parts
+            for s, e, r in child.results:
+                self.results.append((child.parent_start + s, child.parent_start + e, r))
+        else:
+            self.results.append((child.parent_start, child.parent_start + child.count, outcome))
+        return all(c.future.done() for c in self.children)
+
+
+class RecordMetadata(NamedTuple):
+    """Where an acknowledged record was written. ``offset`` is -1 with acks=0 (no answer);
+    ``timestamp`` is the record's CreateTime, or the broker's LogAppendTime for topics that
+    use it."""
+
+    topic: str
+    partition: int
+    offset: int
+    timestamp: int
+
+
+class _RecordCallback:
+    """Adapts ``fn(record_future)`` to a batch-future callback; compares equal to another
+    adapter of the same (fn, record future), so ``remove_done_callback`` works."""
+
+    __slots__ = ("fn", "rf")
+
+    def __init__(self, fn: Callable[[Any], Any], rf: RecordFuture) -> None:
+        self.fn = fn
+        self.rf = rf
+
+    def __call__(self, _f: Any) -> None:
+        self.fn(self.rf)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, _RecordCallback) and other.fn == self.fn and other.rf is self.rf
+
+    __hash__ = None  # type: ignore[assignment]
+
+
+class RecordFuture:
+    """The future of one record of a batch: awaitable, and duck-type compatible with
+    ``asyncio.Future`` (``asyncio.gather``/``wait`` accept it without wrapping it in a task).
+
+    It holds only the batch, the record's index and its timestamp; ``result()`` derives the
+    RecordMetadata from the batch's single answer. Records of a batch cannot be cancelled one
+    by one: ``cancel()`` returns False.
+    """
+
+    __slots__ = ("_batch", "_index", "_timestamp")
+    _asyncio_future_blocking = False  # asyncio.isfuture() -> True
+
+    def __init__(self, batch: ProducerBatch, index: int, timestamp: int) -> None:
+        self._batch = batch
+        self._index = index
+        self._timestamp = timestamp
+
+    def get_loop(self) -> asyncio.AbstractEventLoop:
+        return self._batch.future.get_loop()
+
+    def done(self) -> bool:
+        return self._batch.future.done()
+
+    def cancelled(self) -> bool:
+        return self._batch.future.cancelled()
+
+    def cancel(self, msg: Any = None) -> bool:
+        return False
+
+    def result(self) -> RecordMetadata:
+        b = self._batch
+        offset, lat = b.metadata_args(self._index)
+        return RecordMetadata(b.topic, b.partition, offset, lat if lat >= 0 else self._timestamp)
+
+    def exception(self) -> BaseException | None:
+        return self._batch.record_exception(self._index)
+
+    def add_done_callback(self, fn: Callable[[Any], Any], *, context: Any = None) -> None:
+        self._batch.future.add_done_callback(_RecordCallback(fn, self), context=context)
+
+    def remove_done_callback(self, fn: Callable[[Any], Any]) -> int:
+        return self._batch.future.remove_done_callback(_RecordCallback(fn, self))  # type: ignore[arg-type]
+
+    def _make_cancelled_error(self) -> BaseException:
+        return self._batch.future._make_cancelled_error()  # type: ignore[attr-defined]
+
+    def __await__(self) -> Generator[Any, None, RecordMetadata]:
+        f = self._batch.future
+        if not f.done():
+            yield from f.__await__()
+        return self.result()
+
+    __iter__ = __await__
+
+    def __repr__(self) -> str:
+        b = self._batch
+        state = "pending" if not b.future.done() else ("error" if self.exception() else "done")
+        return f"<RecordFuture {b.topic}-{b.partition} #{self._index} {state}>"
