@@ -35,6 +35,7 @@ import os
 from array import array
 from collections.abc import Iterator, Sequence
 from itertools import accumulate, repeat
+from typing import Any
 
 from .batch import CorruptRecordError
 from .varint import VarintError, read_varint
@@ -62,7 +63,7 @@ class BinaryColumn(Sequence["bytes | None"]):
 
     __slots__ = ("data", "offsets", "validity", "null_count")
 
-    def __init__(self, data: bytes, offsets: array, validity: bytes | None = None, null_count: int = 0) -> None:
+    def __init__(self, data: bytes, offsets: array[int], validity: bytes | None = None, null_count: int = 0) -> None:
         self.data = data
         self.offsets = offsets
         self.validity = validity
@@ -84,7 +85,7 @@ class BinaryColumn(Sequence["bytes | None"]):
         v = self.validity
         return v is not None and not (v[i >> 3] >> (i & 7)) & 1
 
-    def __getitem__(self, i):  # type: ignore[override]
+    def __getitem__(self, i: int | slice) -> Any:
         if isinstance(i, slice):
             return self.to_pylist()[i]
         n = len(self.offsets) - 1
@@ -334,7 +335,7 @@ decode_lists = decode_lists_py
 C_DECODER = False
 if os.environ.get("MINIBROKER_PURE_PYTHON", "") in ("", "0"):
     try:
-        from ._codec import decode_lists  # type: ignore[no-redef]  # noqa: F811
+        from ._codec import decode_lists  # noqa: F811
         C_DECODER = True
     except ImportError:  # not built (no compiler at install time): the Python loop
         pass
@@ -355,7 +356,7 @@ def _column(values: list[bytes | None]) -> BinaryColumn:
 
 
 def decode_columns_py(data: bytes, count: int, base_offset: int = 0, base_timestamp: int = 0
-                      ) -> tuple[array, array, BinaryColumn, BinaryColumn, list[tuple[Header, ...]]]:
+                      ) -> tuple[array[int], array[int], BinaryColumn, BinaryColumn, list[tuple[Header, ...]]]:
     """As ``decode_lists``, as columns: ``(offsets, timestamps, keys, values, headers)`` with
     offsets and timestamps ``array('q')``, keys and values ``BinaryColumn``s.
 
@@ -369,14 +370,14 @@ def decode_columns_py(data: bytes, count: int, base_offset: int = 0, base_timest
     return offsets, timestamps, _column(keys), _column(vals), hdrs
 
 
-def _int_array(code: str, raw: bytes) -> array:
+def _int_array(code: str, raw: bytes) -> array[int]:
     a = array(code)
     a.frombytes(raw)
     return a
 
 
 def decode_columns_c(data: bytes, count: int, base_offset: int = 0, base_timestamp: int = 0
-                     ) -> tuple[array, array, BinaryColumn, BinaryColumn, list[tuple[Header, ...]]]:
+                     ) -> tuple[array[int], array[int], BinaryColumn, BinaryColumn, list[tuple[Header, ...]]]:
     """``decode_columns_py``'s result from the C walk into column buffers (no Python object per
     record; ~4x faster on 100-byte records)."""
     (ods, tss, kdata, koffs, kvalid, knulls, vdata, voffs, vvalid, vnulls,
@@ -388,7 +389,7 @@ def decode_columns_c(data: bytes, count: int, base_offset: int = 0, base_timesta
 
 def decode_records_py(data: bytes, count: int, cls: type, topic: str, partition: int, timestamp_type: int,
                       base_offset: int, base_timestamp: int, position: int,
-                      fixed_timestamp: int | None = None) -> list:
+                      fixed_timestamp: int | None = None) -> list[Any]:
     """The records as ``cls(topic, partition, offset, timestamp, timestamp_type, key, value,
     headers)`` tuples (``cls`` a tuple subclass such as a NamedTuple), those with offset >=
     ``position`` only; ``fixed_timestamp`` (LogAppendTime) replaces every timestamp. Built with
@@ -396,7 +397,7 @@ def decode_records_py(data: bytes, count: int, cls: type, topic: str, partition:
     in its loop instead."""
     offsets, timestamps, keys, vals, hdrs = decode_lists(data, count, base_offset, base_timestamp)
     tss = timestamps if fixed_timestamp is None else repeat(fixed_timestamp)
-    rows = list(map(_new, repeat(cls), zip(repeat(topic), repeat(partition), offsets, tss, repeat(timestamp_type),
+    rows: list[Any] = list(map(_new, repeat(cls), zip(repeat(topic), repeat(partition), offsets, tss, repeat(timestamp_type),
                                           keys, vals, hdrs)))
     if offsets and min(offsets) < position:
         rows = [r for r in rows if r[2] >= position]
@@ -411,6 +412,6 @@ except ImportError:
 decode_columns = decode_columns_py
 decode_records = decode_records_py
 if C_DECODER:
-    from ._codec import decode_records  # type: ignore[no-redef]  # noqa: F811
+    from ._codec import decode_records  # noqa: F811
 
     decode_columns = decode_columns_c  # noqa: F811
