@@ -1,32 +1,23 @@
-"""Fast decoding of a whole records section into columns: the consumer's hot path.
+"""Decoding a whole records section at once, into lists, columns or consumer records: the
+consumer's hot path.
 
-``client.records.record.iter_records`` decodes one field at a time through ``read_varint``
-(a function call per varint, a tuple per call, a ``Record`` per record): clear, and ~4x too
-slow for a consumer. ``decode_lists`` decodes the records section of one batch (bytes 61..end,
-already decompressed; layout in ``client.records.record``) in one loop into lists: offset
-deltas, timestamp deltas, keys, values, headers — what the consumer zips ``ConsumerRecord``s
-from, in C. ``decode_columns`` gives the keys and values as ``BinaryColumn``s, Apache
-Arrow's ``binary`` layout (one data buffer + int32 offsets + validity bitmap), and offsets and
-timestamps as ``array('q')``, for bulk mode; in C it writes those buffers directly.
+``decode_lists`` decodes the records section of one batch (bytes 61..end, already
+decompressed; layout in ``client.records.record``) into five lists: offsets, timestamps, keys,
+values, headers. It is the C extension's (``client/records/_codec.c``, optional, built by
+``pip install``; ``C_DECODER``) when built, else the reference decoder of ``record.py``;
+``MINIBROKER_PURE_PYTHON=1`` in the environment forces the reference one. This module is the
+one place that choice is made. ``decode_columns`` gives the keys and values as
+``BinaryColumn``s, Apache Arrow's ``binary`` layout (one data buffer + int32 offsets + validity
+bitmap), and offsets and timestamps as ``array('q')``, for bulk mode; ``decode_records`` builds
+``ConsumerRecord``-like tuples. In C both write their results directly in the decode loop; in
+Python they are made from ``decode_lists``'s lists with C-level operations (``bytes.join``,
+``accumulate``, ``map``/``zip``).
 
-How it is fast (CPython 3.11; measured on 100-byte records): varints of one and two bytes
-(every length and delta of records under 8 KiB, in batches of under 8192 records) are decoded
-inline, with no call; longer ones go through ``read_varint``. Results are stored by index into
-preallocated lists (no method call per field); null keys/values and header-less records store
-nothing. Even so a record costs ~60 bytecodes, ~0.7 µs on the 2-core dev machine: a pure-Python
-loop tops out near 1.5 M records/s here. Hence the C version, ``client/records/_codec.c``
-(an optional extension, built by ``pip install``): ``decode_lists`` is the C one when it is
-built (``C_DECODER``), else ``decode_lists_py``, this module's loop; ``MINIBROKER_PURE_PYTHON=1``
-in the environment forces the Python one. Both give the same results and raise
-CorruptRecordError on the same inputs (tests/records/test_columnar.py checks it). Tried and dropped: a loop
-appending into ``bytearray``s (no faster), a regex ``findall`` over same-shaped records (~1.3 M/s,
-and only for fixed-size records), post-loop slicing from position lists (slower).
-
-Every length is checked: a record must end exactly where its length says, the section must
-hold exactly ``count`` records (and ``count`` must fit in the section before anything is
-allocated), a negative length other than -1 (null) is corrupt — CorruptRecordError always,
-never IndexError or a short value. A null key or value is -1 in any encoding (Kafka's reader
-decodes the varint first too); a negative record length is corrupt.
+The C and Python versions give the same results and raise CorruptRecordError on the same
+inputs: every length is checked (a record must end exactly where its length says, the section
+must hold exactly ``count`` records, and ``count`` must fit in the section before anything is
+allocated; a negative length other than -1, null, is corrupt). tests/records/test_columnar.py
+checks the equivalence with hypothesis on random, damaged and hostile sections.
 """
 
 from __future__ import annotations
@@ -38,13 +29,12 @@ from itertools import accumulate, repeat
 from typing import Any
 
 from .batch import CorruptRecordError
-from .varint import VarintError, read_varint
+from .record import _NO_HEADERS, Header
+from .record import decode_lists as decode_lists_py
 
-__all__ = ["BinaryColumn", "decode_lists", "decode_lists_py", "decode_columns", "decode_columns_py",
+__all__ = ["BinaryColumn", "decode_lists", "decode_columns", "decode_columns_py",
            "decode_records", "decode_records_py", "Header", "C_DECODER"]
 
-Header = tuple[str, "bytes | None"]
-_NO_HEADERS: tuple[Header, ...] = ()
 
 
 class BinaryColumn(Sequence["bytes | None"]):
@@ -159,179 +149,7 @@ def _validity(n: int, nulls: list[int]) -> bytes | None:
     return bytes(bits)
 
 
-def _read_headers(data: bytes, p: int, end: int) -> tuple[tuple[Header, ...], int]:
-    """The header list at ``data[p]`` (count varint first); the slow path, rarely taken."""
-    nh, p = read_varint(data, p)
-    if nh < 0 or nh > end - p:
-        raise CorruptRecordError(f"record header count {nh} is invalid")
-    out = []
-    for _ in range(nh):
-        n, p = read_varint(data, p)
-        if n < 0 or p + n > end:
-            raise CorruptRecordError("record header key is null or runs past the record")
-        hk = str(data[p:p + n], "utf-8", "replace")  # any buffer: bytes or memoryview
-        p += n
-        n, p = read_varint(data, p)
-        if n < -1 or p + max(n, 0) > end:
-            raise CorruptRecordError("record header value runs past the record")
-        if n < 0:
-            hv = None
-        else:
-            hv = data[p:p + n]
-            p += n
-        out.append((hk, hv))
-    return tuple(out), p
-
-
-def _bad(what: str) -> CorruptRecordError:
-    return CorruptRecordError(f"corrupt record: {what}")
-
-
-def decode_lists_py(data: bytes, count: int, base_offset: int = 0, base_timestamp: int = 0
-                 ) -> tuple[list[int], list[int], list[bytes | None], list[bytes | None], list[tuple[Header, ...]]]:
-    """Decode ``count`` records from an (uncompressed) records section.
-
-    Returns ``(offsets, timestamps, keys, values, headers)``: offsets and timestamps are the
-    batch's ``base_offset``/``base_timestamp`` plus each record's delta (added in the loop:
-    cheaper than a pass over the lists afterwards); a record without headers gets the shared
-    empty tuple. Raises CorruptRecordError.
-
-    The result lists are allocated up front and filled by index (``STORE_SUBSCR`` is ~3x
-    cheaper than a ``list.append`` call in CPython 3.11); null keys and values, and records
-    without headers, cost no store at all.
-    """
-    if count < 0 or 7 * count > len(data):  # a record takes at least 7 bytes; no huge lists
-        raise CorruptRecordError(f"records count {count} cannot fit in {len(data)} bytes")
-    ods = [0] * count
-    tss = [0] * count
-    keys: list[bytes | None] = [None] * count
-    vals: list[bytes | None] = [None] * count
-    hdrs: list[tuple[Header, ...]] = [_NO_HEADERS] * count
-    rv = read_varint
-    bo = base_offset
-    bt = base_timestamp
-    p = 0
-    try:
-        for i in range(count):
-            # length (varint) — the record ends at ``end``
-            b = data[p]
-            if b < 128:
-                if b & 1:
-                    raise _bad("negative record length")
-                end = p + 1 + (b >> 1)
-                p += 2  # and the attributes byte
-            else:
-                c = data[p + 1]
-                if c < 128:
-                    if b & 1:
-                        raise _bad("negative record length")
-                    end = p + 2 + ((b & 127 | c << 7) >> 1)
-                    p += 3
-                else:
-                    v, p = rv(data, p)
-                    if v < 0:
-                        raise _bad("negative record length")
-                    end = p + v
-                    p += 1
-            # timestampDelta (varlong)
-            b = data[p]
-            if b < 128:
-                tss[i] = bt + ((b >> 1) ^ -(b & 1))
-                p += 1
-            else:
-                c = data[p + 1]
-                if c < 128:
-                    b = b & 127 | c << 7
-                    tss[i] = bt + ((b >> 1) ^ -(b & 1))
-                    p += 2
-                else:
-                    v, p = rv(data, p)
-                    tss[i] = bt + v
-            # offsetDelta (varint)
-            b = data[p]
-            if b < 128:
-                ods[i] = bo + ((b >> 1) ^ -(b & 1))
-                p += 1
-            else:
-                c = data[p + 1]
-                if c < 128:
-                    b = b & 127 | c << 7
-                    ods[i] = bo + ((b >> 1) ^ -(b & 1))
-                    p += 2
-                else:
-                    v, p = rv(data, p)
-                    ods[i] = bo + v
-            # key: -1 (byte 1) = null, already in place
-            b = data[p]
-            if b == 1:
-                p += 1
-            elif b < 128 and not b & 1:
-                p += 1
-                e = p + (b >> 1)
-                keys[i] = data[p:e]
-                p = e
-            else:
-                v, p = rv(data, p)
-                if v >= 0:
-                    e = p + v
-                    keys[i] = data[p:e]
-                    p = e
-                elif v != -1:  # -1 in more than one byte: still null
-                    raise _bad(f"key length {v}")
-            # value
-            b = data[p]
-            if b < 128:
-                if b & 1:
-                    if b != 1:
-                        raise _bad(f"value length {(b >> 1) ^ -1}")
-                    p += 1
-                else:
-                    p += 1
-                    e = p + (b >> 1)
-                    vals[i] = data[p:e]
-                    p = e
-            else:
-                c = data[p + 1]
-                if c < 128:
-                    b = b & 127 | c << 7
-                    if b & 1:
-                        if b != 1:
-                            raise _bad("negative value length")
-                        p += 2  # -1 in two bytes: null
-                    else:
-                        p += 2
-                        e = p + (b >> 1)
-                        vals[i] = data[p:e]
-                        p = e
-                else:
-                    v, p = rv(data, p)
-                    if v >= 0:
-                        e = p + v
-                        vals[i] = data[p:e]
-                        p = e
-                    elif v != -1:
-                        raise _bad(f"value length {v}")
-            # headers: almost always none (a single 0 byte ending the record)
-            if p + 1 == end and data[p] == 0:
-                p = end
-            else:
-                if p >= end:
-                    raise _bad("fields run past the record length")
-                hdrs[i], p = _read_headers(data, p, end)
-                if p != end:
-                    raise _bad("record length does not match its fields")
-    except IndexError:
-        raise CorruptRecordError(f"records section ends inside a record ({len(data)} bytes, {count} records)") from None
-    except VarintError as e:
-        raise CorruptRecordError(f"bad varint in records: {e}") from None
-    # A key or value slice running past the end is silently short, but then ``p`` is past the
-    # end too and the next ``data[p]`` raised IndexError, or this test fails.
-    if p != len(data):
-        raise CorruptRecordError(f"{len(data) - p} bytes left over after {count} records")
-    return ods, tss, keys, vals, hdrs
-
-
-decode_lists = decode_lists_py
+decode_lists = decode_lists_py  # the reference decoder of record.py, unless the C one is built
 C_DECODER = False
 if os.environ.get("MINIBROKER_PURE_PYTHON", "") in ("", "0"):
     try:

@@ -42,9 +42,10 @@ from .batch import (
 from .compression import Compression, compress, decompress
 from .varint import VarintError, read_varint, write_varint
 
-__all__ = ["Header", "Record", "RecordBatchBuilder", "build_batch", "iter_records", "decode_batch"]
+__all__ = ["Header", "Record", "RecordBatchBuilder", "build_batch", "iter_records", "decode_batch", "decode_lists"]
 
 Header = tuple[str, "bytes | None"]
+_NO_HEADERS: tuple[Header, ...] = ()  # shared by every record without headers
 
 
 class Record(NamedTuple):
@@ -201,14 +202,81 @@ def build_batch(
     return b.build()
 
 
-def _read_bytes(buf: bytes, pos: int) -> tuple[bytes | None, int]:
-    n, pos = read_varint(buf, pos)
-    if n < 0:
-        return None, pos
-    end = pos + n
-    if end > len(buf):
-        raise CorruptRecordError("record field runs past the end of the records section")
-    return buf[pos:end], end
+def _read_blob(data: bytes, p: int, end: int, what: str) -> tuple[bytes | None, int]:
+    """A length-prefixed field ending at or before ``end``; length -1 is null."""
+    n, p = read_varint(data, p)
+    if n == -1:
+        return None, p
+    if n < -1 or p + n > end:
+        raise CorruptRecordError(f"corrupt record: {what} length {n} at {p} runs past the record")
+    return data[p:p + n], p + n
+
+
+def _read_headers(data: bytes, p: int, end: int) -> tuple[tuple[Header, ...], int]:
+    """The header list at ``data[p]`` (count first); keys decoded as UTF-8 (invalid bytes
+    replaced), never null."""
+    count, p = read_varint(data, p)
+    if count == 0:
+        return _NO_HEADERS, p
+    if count < 0 or count > end - p:
+        raise CorruptRecordError(f"record header count {count} is invalid")
+    headers = []
+    for _ in range(count):
+        key, p = _read_blob(data, p, end, "header key")
+        if key is None:
+            raise CorruptRecordError("record header key is null")
+        value, p = _read_blob(data, p, end, "header value")
+        headers.append((str(key, "utf-8", "replace"), value))
+    return tuple(headers), p
+
+
+def decode_lists(data: bytes, count: int, base_offset: int = 0, base_timestamp: int = 0
+                 ) -> tuple[list[int], list[int], list[bytes | None], list[bytes | None], list[tuple[Header, ...]]]:
+    """Decode ``count`` records of an (uncompressed) records section, field by field as the
+    module docstring lays them out: ``(offsets, timestamps, keys, values, headers)``, offsets
+    and timestamps being ``base_offset`` / ``base_timestamp`` plus each record's delta.
+
+    The reference decoder: the C extension's ``decode_lists`` (client/records/_codec.c, used
+    when built) must give the same results and fail on the same inputs, which
+    tests/records/test_columnar.py checks on random, damaged and hostile sections. Raises
+    CorruptRecordError when a record does not parse, ends where its length does not say, or
+    bytes are left over after ``count`` records.
+    """
+    if count < 0 or 7 * count > len(data):  # a record takes at least 7 bytes: no huge lists
+        raise CorruptRecordError(f"records count {count} cannot fit in {len(data)} bytes")
+    offsets: list[int] = []
+    timestamps: list[int] = []
+    keys: list[bytes | None] = []
+    values: list[bytes | None] = []
+    headers: list[tuple[Header, ...]] = []
+    n = len(data)
+    p = 0
+    try:
+        for _ in range(count):
+            length, p = read_varint(data, p)
+            end = p + length
+            if length < 0 or end > n:
+                raise CorruptRecordError(f"corrupt record: length {length} at {p} runs past the records section")
+            p += 1  # attributes: unused in v2
+            timestamp_delta, p = read_varint(data, p)
+            offset_delta, p = read_varint(data, p)
+            key, p = _read_blob(data, p, end, "key")
+            value, p = _read_blob(data, p, end, "value")
+            if p >= end:
+                raise CorruptRecordError("corrupt record: fields run past the record length")
+            record_headers, p = _read_headers(data, p, end)
+            if p != end:
+                raise CorruptRecordError("corrupt record: record length does not match its fields")
+            offsets.append(base_offset + offset_delta)
+            timestamps.append(base_timestamp + timestamp_delta)
+            keys.append(key)
+            values.append(value)
+            headers.append(record_headers)
+    except (VarintError, IndexError) as e:
+        raise CorruptRecordError(f"bad varint in records: {e}") from None
+    if p != n:
+        raise CorruptRecordError(f"{n - p} bytes left over after {count} records")
+    return offsets, timestamps, keys, values, headers
 
 
 def iter_records(
@@ -233,38 +301,11 @@ def iter_records(
         data = decompress(codec, section) if codec else bytes(section)
     except ValueError as e:  # undecodable stream, or codec id 5-7: the batch is corrupt
         raise CorruptRecordError(f"cannot decode records section: {e}") from e
-    log_append = bool(attributes & TIMESTAMP_TYPE_MASK)
-    p = 0
-    n = len(data)
-    try:
-        for _ in range(count):
-            length, p = read_varint(data, p)
-            rec_end = p + length
-            if length < 6 or rec_end > n:
-                raise CorruptRecordError(f"record length {length} is invalid or runs past the batch")
-            p += 1  # attributes
-            ts_delta, p = read_varint(data, p)
-            off_delta, p = read_varint(data, p)
-            key, p = _read_bytes(data, p)
-            value, p = _read_bytes(data, p)
-            nh, p = read_varint(data, p)
-            if nh < 0 or nh > rec_end - p:
-                raise CorruptRecordError(f"record header count {nh} is invalid")
-            headers: list[Header] = []
-            for _h in range(nh):
-                hk, p = _read_bytes(data, p)
-                if hk is None:
-                    raise CorruptRecordError("record header key is null")
-                hv, p = _read_bytes(data, p)
-                headers.append((hk.decode("utf-8", "replace"), hv))
-            if p != rec_end:
-                raise CorruptRecordError("record length does not match its fields")
-            ts = max_ts if log_append else base_ts + ts_delta
-            yield Record(base_offset + off_delta, ts, key, value, tuple(headers))
-    except VarintError as e:
-        raise CorruptRecordError(f"bad varint in records: {e}") from e
-    if p != n:
-        raise CorruptRecordError(f"{n - p} bytes left over after {count} records")
+    offsets, timestamps, keys, values, headers = decode_lists(data, count, base_offset, base_ts)
+    if attributes & TIMESTAMP_TYPE_MASK:  # LogAppendTime: every record has the batch's max timestamp
+        timestamps = [max_ts] * count
+    for record in zip(offsets, timestamps, keys, values, headers, strict=True):
+        yield Record(*record)
 
 
 def decode_batch(batch: bytes | bytearray | memoryview, pos: int = 0) -> list[Record]:

@@ -199,7 +199,7 @@ import shutil
 import sys
 
 from client.records import columnar
-from client.records.columnar import decode_lists_py
+from client.records.record import decode_lists as decode_lists_py
 from client.records.varint import write_varint
 
 try:
@@ -395,7 +395,7 @@ def test_c_decoder_keywords_and_defaults():
 
 def test_python_decoder_takes_a_memoryview():
     """The broker validates records straight from the request buffer (a memoryview)."""
-    from client.records.columnar import decode_lists_py
+    from client.records.record import decode_lists as decode_lists_py
 
     recs = [(b"k", b"v", [("h\u00e9", b"x"), ("n", None)], 0), (None, None, [], 1)]
     section = _batch(recs)[RECORDS_OFFSET:]
