@@ -63,15 +63,9 @@ from client.accumulator import (
 from client.cluster import Cluster
 from client.errors import KafkaError, KafkaTimeoutError
 from client.partitioner import Partitioner
-from client.producer_batch import (
-    _ZN,
-    ZIGZAG,
-    RecordFuture,
-    RecordMetadata,
-    _varint_bytes,
-)
+from client.producer_batch import RecordFuture, RecordMetadata
 from client.protocol.api import ErrorCode
-from client.records.columnar import C_DECODER
+from client.records.codec import append_record
 from client.records.compression import Compression
 from client.sender import Sender
 
@@ -80,9 +74,6 @@ __all__ = ["Producer", "RecordMetadata", "RecordFuture"]
 logger = logging.getLogger("client.producer")
 
 _time_ns = time.time_ns
-_c_append = None  # client.records._codec.append_record, unless not built or MINIBROKER_PURE_PYTHON=1
-if C_DECODER:
-    from client.records._codec import append_record as _c_append
 Header = tuple[str, "bytes | None"]
 
 
@@ -270,38 +261,13 @@ class Producer:
         if b is not None:
             count = b.count
             tsd = timestamp_ms - b.base_ts
-            if headers is None and _c_append is not None and value is not None and 0 <= tsd:
-                # The C encoder (client/records/_codec.c): the same bytes, ~3x less time.
+            if headers is None and value is not None and 0 <= tsd:
+                # The codec's encoder (C when built): no per-record object, no method call.
                 try:
-                    fits = _c_append(b.buf, b.capacity, tsd, count, key, value)
+                    fits = append_record(b.buf, b.capacity, tsd, count, key, value)
                 except TypeError:
                     raise TypeError(TYPE_HELP) from None
                 if fits:
-                    b.count = count + 1
-                    if timestamp_ms > b.max_ts:
-                        b.max_ts = timestamp_ms
-                    return RecordFuture(b, count, timestamp_ms)
-            elif headers is None and value is not None and 0 <= tsd < _ZN and count < _ZN:
-                # An inlined copy of ProducerBatch.try_append's fast path (same bytes; the
-                # round-trip tests cover both): it saves a method call, ~15% of the per-record
-                # cost. An open batch always holds a record already, so base_ts is set.
-                z = ZIGZAG
-                try:
-                    vl = len(value)
-                    if key is None:
-                        body = b"".join((b"\x00", z[tsd], z[count], b"\x01",
-                                         z[vl] if vl < _ZN else _varint_bytes(vl), value, b"\x00"))
-                    else:
-                        kl = len(key)
-                        body = b"".join((b"\x00", z[tsd], z[count], z[kl] if kl < _ZN else _varint_bytes(kl), key,
-                                         z[vl] if vl < _ZN else _varint_bytes(vl), value, b"\x00"))
-                except TypeError:
-                    raise TypeError(TYPE_HELP) from None
-                n = len(body)
-                rec = (z[n] if n < _ZN else _varint_bytes(n)) + body
-                buf = b.buf
-                if len(buf) + len(rec) <= b.capacity:
-                    buf += rec
                     b.count = count + 1
                     if timestamp_ms > b.max_ts:
                         b.max_ts = timestamp_ms

@@ -3,10 +3,9 @@ RecordFuture: one record's view of its batch's single future.
 
 A batch owns a ``bytearray`` that starts with 61 zero bytes (the header, written once when the
 batch is sealed) followed by the encoded records (``client/records/record.py`` has the layout).
-``try_append`` writes a record with no per-record objects kept: the record's varints come from a
-table of pre-encoded zigzag varints (``ZIGZAG[n]`` for 0 <= n < 16384, which covers offset
-deltas, small timestamp deltas and the lengths of records up to 16 KiB), and the whole record is
-joined once and appended to the buffer. ``seal`` writes the header with ``struct.pack_into``,
+Records are appended as they are encoded, no per-record object kept: header-less ones by the
+producer's fast path (``client.records.codec.append_record``, C when built), others by
+``try_append`` (the reference encoder of ``client/records/record.py``). ``seal`` writes the header with ``struct.pack_into``,
 compresses the records section when a codec is set, and computes the CRC-32C once.
 
 Invariants:
@@ -37,75 +36,11 @@ from client.records.batch import (
     crc32c,
 )
 from client.records.compression import Compression, compress
-from client.records.record import RecordBatchBuilder, iter_records
-from client.records.varint import write_varint
+from client.records.record import RecordBatchBuilder, encode_record, iter_records
 
-__all__ = ["ProducerBatch", "BatchResult", "RecordMetadata", "RecordFuture", "ZIGZAG", "encode_record",
-           "record_size_upper_bound"]
+__all__ = ["ProducerBatch", "BatchResult", "RecordMetadata", "RecordFuture", "record_size_upper_bound"]
 
-_ZN = 1 << 14
-
-
-def _varint_bytes(n: int) -> bytes:
-    out = bytearray()
-    write_varint(out, n)
-    return bytes(out)
-
-
-def _zigzag_table() -> list[bytes]:
-    # zigzag(n) = 2n for n >= 0; 7 bits per byte, low group first (built arithmetically: the
-    # table is made at import time, ~2 ms instead of ~9 ms through write_varint)
-    out = []
-    for n in range(_ZN):
-        v = n << 1
-        if v < 0x80:
-            out.append(bytes((v,)))
-        elif v < 0x4000:
-            out.append(bytes((v & 0x7F | 0x80, v >> 7)))
-        else:
-            out.append(bytes((v & 0x7F | 0x80, (v >> 7) & 0x7F | 0x80, v >> 14)))
-    return out
-
-
-#: ``ZIGZAG[n]`` = the zigzag varint encoding of n, for 0 <= n < 16384 (1-3 bytes each).
-ZIGZAG: list[bytes] = _zigzag_table()
-_NULL = b"\x01"  # zigzag(-1): null key / value / header value
 _CRC = struct.Struct(">I")
-
-
-def _zz(n: int) -> bytes:
-    return ZIGZAG[n] if 0 <= n < _ZN else _varint_bytes(n)
-
-
-def _headers_bytes(headers: Sequence[tuple[str, bytes | None]]) -> bytes:
-    out = bytearray(_zz(len(headers)))
-    for hkey, hvalue in headers:
-        kb = hkey.encode("utf-8")
-        out += _zz(len(kb))
-        out += kb
-        if hvalue is None:
-            out += _NULL
-        else:
-            out += _zz(len(hvalue))
-            out += hvalue
-    return bytes(out)
-
-
-def encode_record(offset_delta: int, ts_delta: int, key: Any, value: Any,
-                  headers: Sequence[tuple[str, bytes | None]] | None) -> bytes:
-    """One record with its length prefix (the general path: any key, value or headers)."""
-    parts: list[Any] = [b"\x00", _zz(ts_delta), _zz(offset_delta)]
-    if key is None:
-        parts.append(_NULL)
-    else:
-        parts += (_zz(len(key)), key)
-    if value is None:
-        parts.append(_NULL)
-    else:
-        parts += (_zz(len(value)), value)
-    parts.append(_headers_bytes(headers) if headers else b"\x00")
-    body = b"".join(parts)
-    return _zz(len(body)) + body
 
 
 def record_size_upper_bound(key: Any, value: Any, headers: Sequence[tuple[str, bytes | None]] | None) -> int:
@@ -156,32 +91,12 @@ class ProducerBatch:
 
     def try_append(self, key: Any, value: Any, headers: Sequence[tuple[str, bytes | None]] | None,
                    ts: int) -> int:
-        """Append one record; its index in the batch, or -1 if it does not fit (nothing written).
-
-        Cost: one ``bytes.join`` of the record's fields, one concatenation with its length
-        prefix and one ``bytearray +=`` per record (~220 ns for a 100-byte record here;
-        computing the length first from the parts' lengths and joining once measured 310 ns).
-        A preallocated buffer written with slice assignment measured slower than ``+=``
-        (460 vs 360 ns in an earlier variant): slice assignment goes through the buffer
-        protocol and a slice object, while ``+=`` appends into bytearray's over-allocated
-        storage (amortised O(1), ~30 reallocations for a 16 KiB batch).
-        """
+        """Append one record (any key, value and headers) with the reference encoder; its
+        index in the batch, or -1 if it does not fit (nothing written). Header-less records
+        usually take ``client.records.codec.append_record`` instead (the producer's fast
+        path), which writes the same bytes."""
         count = self.count
-        tsd = ts - self.base_ts if count else 0
-        if headers or value is None or not 0 <= tsd < _ZN or count >= _ZN:
-            rec = encode_record(count, tsd, key, value, headers)
-        else:
-            z = ZIGZAG
-            vl = len(value)
-            if key is None:
-                body = b"".join((b"\x00", z[tsd], z[count], b"\x01", z[vl] if vl < _ZN else _varint_bytes(vl),
-                                 value, b"\x00"))
-            else:
-                kl = len(key)
-                body = b"".join((b"\x00", z[tsd], z[count], z[kl] if kl < _ZN else _varint_bytes(kl), key,
-                                 z[vl] if vl < _ZN else _varint_bytes(vl), value, b"\x00"))
-            n = len(body)
-            rec = (z[n] if n < _ZN else _varint_bytes(n)) + body
+        rec = encode_record(count, ts - self.base_ts if count else 0, key, value, headers)
         buf = self.buf
         if count:
             if len(buf) + len(rec) > self.capacity:

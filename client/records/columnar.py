@@ -1,12 +1,10 @@
 """Decoding a whole records section at once, into lists, columns or consumer records: the
 consumer's hot path.
 
-``decode_lists`` decodes the records section of one batch (bytes 61..end, already
-decompressed; layout in ``client.records.record``) into five lists: offsets, timestamps, keys,
-values, headers. It is the C extension's (``client/records/_codec.c``, optional, built by
-``pip install``; ``C_DECODER``) when built, else the reference decoder of ``record.py``;
-``MINIBROKER_PURE_PYTHON=1`` in the environment forces the reference one. This module is the
-one place that choice is made. ``decode_columns`` gives the keys and values as
+``decode_lists`` (chosen in ``codec.py``: the C extension's when built, ``C_DECODER``, else
+the reference decoder of ``record.py``) decodes the records section of one batch (bytes
+61..end, already decompressed; layout in ``client.records.record``) into five lists: offsets,
+timestamps, keys, values, headers. ``decode_columns`` gives the keys and values as
 ``BinaryColumn``s, Apache Arrow's ``binary`` layout (one data buffer + int32 offsets + validity
 bitmap), and offsets and timestamps as ``array('q')``, for bulk mode; ``decode_records`` builds
 ``ConsumerRecord``-like tuples. In C both write their results directly in the decode loop; in
@@ -22,15 +20,15 @@ checks the equivalence with hypothesis on random, damaged and hostile sections.
 
 from __future__ import annotations
 
-import os
 from array import array
 from collections.abc import Iterator, Sequence
 from itertools import accumulate, repeat
 from typing import Any
 
 from .batch import CorruptRecordError
+from .codec import C_CODEC as C_DECODER
+from .codec import decode_lists
 from .record import _NO_HEADERS, Header
-from .record import decode_lists as decode_lists_py
 
 __all__ = ["BinaryColumn", "decode_lists", "decode_columns", "decode_columns_py",
            "decode_records", "decode_records_py", "Header", "C_DECODER"]
@@ -147,16 +145,6 @@ def _validity(n: int, nulls: list[int]) -> bytes | None:
     for i in nulls:
         bits[i >> 3] &= ~(1 << (i & 7)) & 0xFF
     return bytes(bits)
-
-
-decode_lists = decode_lists_py  # the reference decoder of record.py, unless the C one is built
-C_DECODER = False
-if os.environ.get("MINIBROKER_PURE_PYTHON", "") in ("", "0"):
-    try:
-        from ._codec import decode_lists  # noqa: F811
-        C_DECODER = True
-    except ImportError:  # not built (no compiler at install time): the Python loop
-        pass
 
 
 def _column(values: list[bytes | None]) -> BinaryColumn:

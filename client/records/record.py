@@ -42,7 +42,8 @@ from .batch import (
 from .compression import Compression, compress, decompress
 from .varint import VarintError, read_varint, write_varint
 
-__all__ = ["Header", "Record", "RecordBatchBuilder", "build_batch", "iter_records", "decode_batch", "decode_lists"]
+__all__ = ["Header", "Record", "RecordBatchBuilder", "build_batch", "iter_records", "decode_batch", "decode_lists",
+           "encode_record"]
 
 Header = tuple[str, "bytes | None"]
 _NO_HEADERS: tuple[Header, ...] = ()  # shared by every record without headers
@@ -121,31 +122,7 @@ class RecordBatchBuilder:
             offset_delta = self._last_offset_delta + 1
         if offset_delta <= self._last_offset_delta or offset_delta > _MAX_RECORD_DELTA:
             raise ValueError(f"offset delta {offset_delta} is not increasing or overflows int32")
-        body = bytearray(b"\x00")  # attributes
-        write_varint(body, timestamp - self._base_timestamp)
-        write_varint(body, offset_delta)
-        if key is None:
-            body.append(1)  # zigzag(-1)
-        else:
-            write_varint(body, len(key))
-            body += key
-        if value is None:
-            body.append(1)
-        else:
-            write_varint(body, len(value))
-            body += value
-        write_varint(body, len(headers))
-        for hkey, hvalue in headers:
-            kb = hkey.encode("utf-8")
-            write_varint(body, len(kb))
-            body += kb
-            if hvalue is None:
-                body.append(1)
-            else:
-                write_varint(body, len(hvalue))
-                body += hvalue
-        write_varint(self._records, len(body))
-        self._records += body
+        self._records += encode_record(offset_delta, timestamp - self._base_timestamp, key, value, headers)
         self._count += 1
         self._last_offset_delta = offset_delta
         if timestamp > self._max_timestamp:
@@ -179,6 +156,34 @@ class RecordBatchBuilder:
         out[RECORDS_OFFSET:] = payload
         struct.pack_into(">I", out, CRC_OFFSET, crc32c(memoryview(out)[ATTRIBUTES_OFFSET:]))
         return out
+
+
+def _write_blob(out: bytearray, data: bytes | bytearray | memoryview | None) -> None:
+    if data is None:
+        out.append(1)  # zigzag(-1): null
+    else:
+        write_varint(out, len(data))
+        out += data
+
+
+def encode_record(offset_delta: int, timestamp_delta: int, key: bytes | bytearray | memoryview | None,
+                  value: bytes | bytearray | memoryview | None, headers: Sequence[Header] | None = ()) -> bytes:
+    """One record with its length prefix, as the module docstring lays it out: the reference
+    encoder (the C extension's ``append_record`` writes the same bytes for records without
+    headers; tests/records/test_append_record.py checks it)."""
+    body = bytearray(b"\x00")  # attributes
+    write_varint(body, timestamp_delta)
+    write_varint(body, offset_delta)
+    _write_blob(body, key)
+    _write_blob(body, value)
+    write_varint(body, len(headers or ()))
+    for hkey, hvalue in headers or ():
+        _write_blob(body, hkey.encode("utf-8"))
+        _write_blob(body, hvalue)
+    out = bytearray()
+    write_varint(out, len(body))
+    out += body
+    return bytes(out)
 
 
 def build_batch(

@@ -1,5 +1,5 @@
 """``append_record`` in ``client/records/_codec.c`` (the producer's C encoder) writes the same
-bytes as the Python encoder ``client.producer_batch.encode_record``, and only when they fit."""
+bytes as the reference encoder ``client.records.record.encode_record``, and only when they fit."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from client.producer_batch import encode_record
+from client.records.record import encode_record
 
 _codec = pytest.importorskip("client.records._codec", reason="the C extension is not built")
 

@@ -226,10 +226,11 @@ def test_c_extension_is_built_when_a_compiler_is_available():
 
 def test_pure_python_env_var_forces_the_python_decoder():
     import subprocess
-    code = "import client.records.columnar as c; print(c.C_DECODER, c.decode_lists is c.decode_lists_py)"
+    code = ("import client.records.codec as c, client.records.record as r;"
+            " print(c.C_CODEC, c.decode_lists is r.decode_lists, c.append_record is c.append_record_py)")
     env = dict(os.environ, MINIBROKER_PURE_PYTHON="1")
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
-    assert out.stdout.split() == ["False", "True"]
+    assert out.stdout.split() == ["False", "True", "True"]
 
 
 def _varint(v: int) -> bytes:
