@@ -20,7 +20,7 @@ from urllib.parse import urlsplit
 from .storage.config import TOPIC_CONFIGS, LogConfig
 from .storage.errors import InvalidConfigError
 
-__all__ = ["BrokerConfig", "parse_properties", "ConfigError"]
+__all__ = ["BrokerConfig", "parse_properties", "parse_listener", "ConfigError"]
 
 logger = logging.getLogger(__name__)
 
@@ -118,20 +118,22 @@ def parse_properties(text: str) -> dict[str, str]:
     return out
 
 
-def _parse_listener(value: str, name: str) -> tuple[str, int]:
+def parse_listener(value: str, name: str, scheme: str = "PLAINTEXT", default_host: str = "0.0.0.0") -> tuple[str, int]:
+    """The first listener of ``value`` (``SCHEME://host:port``, the scheme optional) as (host,
+    port); ConfigError (a ValueError) for another scheme or a missing or bad port."""
     first = value.split(",")[0].strip()
     if "://" not in first:
-        first = "PLAINTEXT://" + first
+        first = f"{scheme}://{first}"
     u = urlsplit(first)
-    if u.scheme.upper() != "PLAINTEXT":
-        raise ConfigError(f"{name}: only PLAINTEXT listeners are supported, got {first!r}")
+    if u.scheme.lower() != scheme.lower():
+        raise ConfigError(f"{name}: only {scheme} listeners are supported, got {first!r}")
     try:
         port = u.port
     except ValueError:
         raise ConfigError(f"{name}: invalid port in {first!r}") from None
     if port is None:
         raise ConfigError(f"{name}: missing port in {first!r}")
-    return (u.hostname or "0.0.0.0"), port
+    return (u.hostname or default_host), port
 
 
 @dataclass
@@ -162,9 +164,9 @@ class BrokerConfig:
         for k in self.props:
             if k not in BROKER_DEFAULTS and k not in _LOG_PROPS:
                 logger.warning("The configuration '%s' was supplied but isn't a known config.", k)
-        _parse_listener(self.props["listeners"], "listeners")
+        parse_listener(self.props["listeners"], "listeners")
         if self.props.get("advertised.listeners"):
-            _parse_listener(self.props["advertised.listeners"], "advertised.listeners")
+            parse_listener(self.props["advertised.listeners"], "advertised.listeners")
         for k, (kind, lower, upper) in BROKER_TYPES.items():
             value = self.props.get(k, "")
             if value.strip() or k != "broker.id":  # broker.id may be left empty (node.id then)
@@ -205,12 +207,12 @@ class BrokerConfig:
 
     @property
     def listener(self) -> tuple[str, int]:
-        return _parse_listener(self.props["listeners"], "listeners")
+        return parse_listener(self.props["listeners"], "listeners")
 
     @property
     def advertised_listener(self) -> tuple[str, int]:
         if self.props.get("advertised.listeners"):
-            return _parse_listener(self.props["advertised.listeners"], "advertised.listeners")
+            return parse_listener(self.props["advertised.listeners"], "advertised.listeners")
         host, port = self.listener
         return ("127.0.0.1" if host in ("0.0.0.0", "", "::") else host), port
 
@@ -229,14 +231,8 @@ class BrokerConfig:
         return hp
 
     def _http_listener(self, key: str) -> tuple[str, int] | None:
-        from .http_listener import parse_http_listener
         value = self.props.get(key, "").strip()
-        if not value:
-            return None
-        try:
-            return parse_http_listener(value, key)
-        except ValueError as e:
-            raise ConfigError(str(e)) from None
+        return parse_listener(value, key, "http", "127.0.0.1") if value else None
 
     @property
     def node_id(self) -> int:

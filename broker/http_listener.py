@@ -20,6 +20,8 @@ import logging
 from collections.abc import Awaitable, Callable
 from urllib.parse import urlsplit
 
+from .config import parse_listener
+
 __all__ = ["HttpListener", "Response", "parse_http_listener"]
 
 logger = logging.getLogger("broker.http")
@@ -39,19 +41,7 @@ _REASONS = {200: "OK", 400: "Bad Request", 404: "Not Found", 405: "Method Not Al
 
 def parse_http_listener(value: str, name: str) -> tuple[str, int]:
     """``http://127.0.0.1:9404`` -> ("127.0.0.1", 9404). Raises ValueError."""
-    first = value.split(",")[0].strip()
-    if "://" not in first:
-        first = "http://" + first
-    u = urlsplit(first)
-    if u.scheme.lower() != "http":
-        raise ValueError(f"{name}: only http:// listeners are supported, got {first!r}")
-    try:
-        port = u.port
-    except ValueError:
-        raise ValueError(f"{name}: invalid port in {first!r}") from None
-    if port is None:
-        raise ValueError(f"{name}: missing port in {first!r}")
-    return (u.hostname or "127.0.0.1"), port
+    return parse_listener(value, name, "http", "127.0.0.1")
 
 
 class HttpListener:

@@ -385,18 +385,12 @@ class Connection:
                 logger.debug("writer for %s stopped: %s", self.peer, e)
             else:
                 logger.exception("writer for %s failed; closing the connection", self.peer)
-            self.closing = True
             for it in q:
                 if isinstance(it, _Pending):
                     it.task.cancel()
-            try:
-                self.sock.shutdown(socket.SHUT_RDWR)
-            except OSError:
-                pass
             # The reader may be parked on a full queue (queued.max.requests) or on readability:
-            # release both so it sees ``closing`` and the connection's fd and state are freed.
-            self.drained.set()
-            self._on_readable()
+            # close() releases both so it sees ``closing`` and the connection's state is freed.
+            self.close()
 
     async def _send(self, data: bytes | bytearray) -> None:
         try:
