@@ -443,13 +443,12 @@ class Log:
             return TimestampAndOffset(-1, self.log_start_offset)
         if timestamp == LATEST_TIMESTAMP:
             return TimestampAndOffset(-1, self._leo)
-        if timestamp == MAX_TIMESTAMP:
-            best = TimestampAndOffset(-1, -1)
+        if timestamp == MAX_TIMESTAMP:  # the first segment holding the largest timestamp
+            latest: LogSegment | None = None
             for seg in self.segments.values():
-                ts = seg.max_timestamp_so_far
-                if ts > best.timestamp:
-                    best = TimestampAndOffset(ts, seg.offset_of_max_timestamp_so_far)
-            return best if best.offset >= 0 else None
+                if seg.max_timestamp_so_far > (latest.max_timestamp_so_far if latest is not None else -1):
+                    latest = seg
+            return latest.offset_of_max_timestamp() if latest is not None else None
         for seg in self.segments.values():
             if seg.largest_timestamp() >= timestamp:
                 found = seg.find_offset_by_timestamp(timestamp, self.log_start_offset)

@@ -37,6 +37,7 @@ from client.records.batch import (
     CorruptRecordError,
     RecordError,
 )
+from client.records.record import iter_records
 
 from .errors import LogSegmentOffsetOverflowError
 from .file_records import FileRecords, FileSlice, LogOffsetPosition, TimestampAndOffset
@@ -168,6 +169,25 @@ class LogSegment:
     @property
     def offset_of_max_timestamp_so_far(self) -> int:
         return self._max_ts().offset
+
+    def offset_of_max_timestamp(self) -> TimestampAndOffset | None:
+        """ListOffsets MAX_TIMESTAMP (-3) within this segment, as Kafka 3.8+ answers it
+        (KAFKA-16310): the offset of the first *record* carrying the segment's largest
+        timestamp, found in the first batch whose maxTimestamp equals it (the time index keeps
+        only that batch's last offset). A LogAppendTime batch gives its base offset."""
+        best = self._max_ts()
+        if best.timestamp < 0:
+            return None
+        position = self.offset_index.lookup(best.offset).position
+        for pos, h in self.log.batch_headers(position):
+            if h.max_timestamp != best.timestamp:
+                continue
+            epoch = h.partition_leader_epoch
+            for record in iter_records(self.log.read(pos, h.size_in_bytes), verify_crc=False):
+                if record.timestamp == best.timestamp:
+                    return TimestampAndOffset(best.timestamp, record.offset, epoch if epoch >= 0 else None)
+            return None
+        return None
 
     def can_convert_to_relative_offset(self, offset: int) -> bool:
         return 0 <= offset - self.base_offset <= _INT32_MAX

@@ -1055,3 +1055,21 @@ def test_log_config_is_replaceable_at_runtime(make_log) -> None:
     log.config = dataclasses.replace(log.config, segment_bytes=100)
     log.append(make_batch(1))
     assert bases(log) == [0, 1]
+
+
+def test_max_timestamp_answers_the_record_not_the_batch_end(make_log) -> None:
+    """ListOffsets -3 (KAFKA-16310, Kafka 3.8+): records +100, +400, +250 in one batch give
+    offset 1, the record with the largest timestamp, not 2, the batch's last offset."""
+    log = make_log()
+    log.append(make_batch(2, timestamps=[10, 20]))            # 0-1
+    log.append(make_batch(3, timestamps=[100, 400, 250]))     # 2-4
+    log.append(make_batch(2, timestamps=[300, 399]))          # 5-6
+    got = log.offset_for_timestamp(-3)
+    assert got is not None and (got.timestamp, got.offset) == (400, 3)
+    log.roll()
+    log.append(make_batch(1, timestamps=[50]))                # 7: the largest stays in segment 0
+    got = log.offset_for_timestamp(-3)
+    assert (got.timestamp, got.offset) == (400, 3)
+    log.append(make_batch(3, timestamps=[500, 500, 1]))       # 8-10: ties: the first record
+    got = log.offset_for_timestamp(-3)
+    assert (got.timestamp, got.offset) == (500, 8)
