@@ -41,6 +41,7 @@ is closed before ``ftruncate`` and remade after.
 
 from __future__ import annotations
 
+import abc
 import mmap
 import os
 import threading
@@ -59,7 +60,7 @@ _INT32_MAX = 0x7FFFFFFF
 _ALLOCATE_STEP = 4096
 
 
-class AbstractIndex:
+class AbstractIndex(abc.ABC):
     """Base of OffsetIndex and TimeIndex; subclasses define ENTRY_SIZE and ``_search_value``."""
 
     ENTRY_SIZE: ClassVar[int] = 0
@@ -125,8 +126,9 @@ class AbstractIndex:
             m = self._mapping = mmap.mmap(self._fd, self._length, access=mmap.ACCESS_READ)
         return m
 
+    @abc.abstractmethod
     def _load_last_entry(self) -> None:
-        """Refresh the cached last entry after entries changed (subclasses)."""
+        """Refresh the cached last entry after entries changed."""
 
     def _read_entry(self, n: int) -> bytes:
         """Entry ``n``'s bytes with ``pread`` (no page fault on a hole of an untrimmed file)."""
@@ -270,9 +272,9 @@ class AbstractIndex:
 
     # -- search --
 
+    @abc.abstractmethod
     def _search_value(self, slot: int, entity: int) -> int:
         """The absolute key (entity KEY) or value (entity VALUE) of entry ``slot``."""
-        raise NotImplementedError
 
     def _binary_search(self, begin: int, end: int, target: int, entity: int) -> tuple[int, int]:
         lo, hi = begin, end

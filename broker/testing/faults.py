@@ -30,6 +30,7 @@ them, so the rule list is guarded by a lock (taken only while rules are pending)
 
 from __future__ import annotations
 
+import abc
 import asyncio
 import json
 import threading
@@ -112,19 +113,21 @@ class Fault:
                    partition=None if d.get("partition") is None else int(d["partition"]))
 
 
-class FaultControl:
+class FaultControl(abc.ABC):
     """The user-facing methods, shared by the in-process injector and the client of a
     subprocess broker's control listener; subclasses implement ``add``, ``clear`` and ``rules``."""
 
+    @abc.abstractmethod
     def add(self, fault: Fault) -> None:
-        raise NotImplementedError
+        """Install ``fault`` (a rule)."""
 
+    @abc.abstractmethod
     def clear(self) -> None:
-        raise NotImplementedError
+        """Remove every pending rule."""
 
+    @abc.abstractmethod
     def rules(self) -> list[dict[str, Any]]:
         """Pending rules (with ``count`` left and ``hits`` so far), as JSON-style dicts."""
-        raise NotImplementedError
 
     def fail(self, api: ApiKey | str | int, error: ErrorCode | str | int, count: int = 1, *,
              topic: str | None = None, partition: int | None = None) -> None:
