@@ -44,7 +44,7 @@ from client.records.batch import (
     validate_batch,
 )
 from client.records.columnar import BinaryColumn, Header, decode_columns, decode_records
-from client.records.compression import decompress
+from client.records.compression import DEFAULT_MAX_DECOMPRESSED, decompress
 from client.structs import TopicPartition
 
 __all__ = ["TopicPartition", "ConsumerRecord", "ColumnBatch", "FetchedChunk", "decode_batch_rows",
@@ -192,9 +192,10 @@ class FetchedChunk:
         return pos
 
 
-def _open_batch(buf: memoryview, pos: int, check_crc: bool) -> tuple[tuple[int, ...], bytes | None, int]:
-    """Header fields, the records section (decompressed; None for a control batch) and the
-    batch's next offset."""
+def _open_batch(buf: memoryview, pos: int, check_crc: bool,
+                max_decompressed: int) -> tuple[tuple[int, ...], bytes | None, int]:
+    """Header fields, the records section (decompressed, to at most ``max_decompressed`` bytes;
+    None for a control batch) and the batch's next offset."""
     if check_crc:
         validate_batch(buf, pos)
         h = HEADER_STRUCT.unpack_from(buf, pos)
@@ -211,7 +212,7 @@ def _open_batch(buf: memoryview, pos: int, check_crc: bool) -> tuple[tuple[int, 
     section = buf[pos + RECORDS_OFFSET:end]
     if codec:
         try:
-            data = decompress(codec, section)
+            data = decompress(codec, section, max_decompressed)
         except ValueError as e:
             raise CorruptRecordError(f"cannot decode records section: {e}") from e
     else:
@@ -220,10 +221,12 @@ def _open_batch(buf: memoryview, pos: int, check_crc: bool) -> tuple[tuple[int, 
 
 
 def decode_batch_rows(buf: memoryview, pos: int, topic: str, partition: int, position: int,
-                      check_crc: bool = True) -> tuple[list[ConsumerRecord], int]:
+                      check_crc: bool = True, max_decompressed: int = DEFAULT_MAX_DECOMPRESSED
+                      ) -> tuple[list[ConsumerRecord], int]:
     """The records of the batch at ``buf[pos]`` with offsets >= ``position``, and the batch's
-    next offset. Control batches give no records."""
-    h, data, nxt = _open_batch(buf, pos, check_crc)
+    next offset. Control batches give no records. A compressed batch inflating past
+    ``max_decompressed`` bytes is a CorruptRecordError that names the limit."""
+    h, data, nxt = _open_batch(buf, pos, check_crc, max_decompressed)
     if data is None:
         return [], nxt
     base_offset, attributes, base_ts, max_ts, count = h[0], h[5], h[7], h[8], h[12]
@@ -235,10 +238,11 @@ def decode_batch_rows(buf: memoryview, pos: int, topic: str, partition: int, pos
 
 
 def decode_batch_columns(buf: memoryview, pos: int, topic: str, partition: int, position: int,
-                         check_crc: bool = True) -> tuple[ColumnBatch | None, int]:
+                         check_crc: bool = True, max_decompressed: int = DEFAULT_MAX_DECOMPRESSED
+                         ) -> tuple[ColumnBatch | None, int]:
     """The batch at ``buf[pos]`` as a ColumnBatch (records below ``position`` dropped; None
     for a control batch, and ``len()`` may be 0), and the batch's next offset."""
-    h, data, nxt = _open_batch(buf, pos, check_crc)
+    h, data, nxt = _open_batch(buf, pos, check_crc, max_decompressed)
     if data is None:
         return None, nxt
     base_offset, attributes, base_ts, max_ts, count = h[0], h[5], h[7], h[8], h[12]

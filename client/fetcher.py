@@ -51,6 +51,7 @@ from client.consumer_records import (
 from client.errors import KafkaError, error_for_code
 from client.protocol.api import ApiKey, ErrorCode
 from client.records.batch import RecordError
+from client.records.compression import DEFAULT_MAX_DECOMPRESSED
 from client.structs import OffsetAndTimestamp, OffsetSpec, TopicPartition
 
 __all__ = ["Fetcher", "PartitionState", "NoOffsetForPartitionError", "PREFETCH"]
@@ -119,6 +120,9 @@ class Fetcher:
         self.fetch_min_bytes = fetch_min_bytes
         self.fetch_max_wait_ms = fetch_max_wait_ms
         self.fetch_max_bytes = fetch_max_bytes
+        #: how far one compressed batch may inflate when decoded: the larger of 64 MiB and
+        #: fetch_max_bytes (a zstd batch of zeros inflates ~1000x; beyond it: CorruptRecordError)
+        self.max_decompressed = max(DEFAULT_MAX_DECOMPRESSED, fetch_max_bytes)
         self.max_partition_fetch_bytes = max_partition_fetch_bytes
         self.auto_offset_reset = auto_offset_reset
         self.check_crcs = check_crcs
@@ -454,7 +458,7 @@ class Fetcher:
                 self._launch()
             try:
                 got, nxt = decode(chunk.buf, pos, part.tp.topic, part.tp.partition,
-                                  part.position or 0, self.check_crcs)
+                                  part.position or 0, self.check_crcs, self.max_decompressed)
             except RecordError as e:
                 self._corrupt(part, chunk, e)
                 return None

@@ -505,3 +505,38 @@ def test_records_of_other_clients_are_read_byte_exact(module_broker, topic, clie
     assert [(r.offset, r.timestamp, r.key, r.value, r.headers) for r in got] == [tuple(s) for s in stored]
     assert [(r.key, r.value, r.headers) for r in got] == [(m.key, m.value, m.headers) for m in msgs]
     assert all(r.timestamp == m.timestamp for r, m in zip(got, msgs) if m.timestamp is not None)
+
+
+async def test_a_decompression_bomb_on_disk_is_refused_at_the_bound(tmp_path):
+    """A zstd batch inflating to 512 MiB already in the log (the broker refuses such a batch
+    from a producer, so it is written below the broker): the consumer refuses to inflate it
+    past max(64 MiB, fetch_max_bytes) and reports CORRUPT_MESSAGE naming the limit; its memory
+    stays far below the inflated size."""
+    import resource
+
+    from broker.storage.config import LogConfig
+    from broker.storage.log_manager import LogManager
+    from client.records import Compression, build_batch, set_base_offset
+    from tests.broker_process import BrokerProcess
+    from tests.records.test_compression import zeros_compressed
+    from tests.records.test_record import set_records_section
+
+    data = str(tmp_path / "data")
+    m = LogManager(data, LogConfig())
+    m.startup()
+    m.create_topic("bombed", 1)
+    log = m.logs[("bombed", 0)]
+    log.append(build_batch([(None, b"before")]))
+    bomb = set_records_section(bytearray(build_batch([(None, b"x")], Compression.ZSTD)),
+                               zeros_compressed(Compression.ZSTD, 512 << 20))
+    set_base_offset(bomb, 1)
+    log.append(bomb, assign_offsets=False)  # already-offset batches: records not walked
+    m.shutdown()
+    with BrokerProcess(data) as b:
+        before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+        async with Consumer(b.bootstrap, auto_offset_reset="earliest", **FAST) as c:
+            c.assign([("bombed", 0)])
+            assert [r.value for r in await drain(c, 1)] == [b"before"]
+            with pytest.raises(CorruptMessageError, match="above the limit of 67108864 bytes"):
+                await c.getmany(timeout_ms=3000)
+        assert resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before < 200_000  # KB
