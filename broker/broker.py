@@ -69,7 +69,8 @@ class Broker:
     async def start(self) -> None:
         t0 = time.perf_counter()
         cfg = self.config
-        self.logs = LogManager(cfg.log_dir, cfg.log_config, node_id=cfg.node_id, flush_scheduler=self._schedule_flush)
+        self.logs = LogManager(cfg.log_dir, cfg.log_config, node_id=cfg.node_id, flush_scheduler=self._schedule_flush,
+                               producer_id_expiration_ms=cfg.int("producer.id.expiration.ms"))
         self.logs.startup()
         self.pending.discard("logs")
         self.state = BrokerState(cfg, self.logs)
@@ -84,6 +85,8 @@ class Broker:
             asyncio.ensure_future(self._every(1.0, self._housekeeping)),
             asyncio.ensure_future(self._every(cfg.int("log.flush.offset.checkpoint.interval.ms") / 1000,
                                               self._checkpoint)),
+            asyncio.ensure_future(self._every(cfg.int("producer.id.expiration.check.interval.ms") / 1000,
+                                              self._expire_producers)),
         ]
         logger.info("minibroker listening on %s:%d (advertised %s:%d), data in %s, %d partitions, started in %.3f s",
                     host, self.server.port, self.state.host, self.state.port, self.logs.log_dir,
@@ -192,6 +195,12 @@ class Broker:
                 self._schedule_flush(log)
             elif log.recovery_point < log.active_segment.base_offset:
                 self._schedule_flush(log, log.active_segment.base_offset)
+
+    def _expire_producers(self) -> None:
+        assert self.logs is not None
+        n = self.logs.remove_expired_producers()
+        if n:
+            logger.info("expired %d idle producer ids (producer.id.expiration.ms)", n)
 
     async def _checkpoint(self) -> None:
         assert self.logs is not None

@@ -49,6 +49,8 @@ BROKER_DEFAULTS: dict[str, str] = {
     "max.connections": "2147483647",
     "max.connections.per.ip": "2147483647",
     "connections.max.idle.ms": "600000",
+    "producer.id.expiration.ms": "86400000",
+    "producer.id.expiration.check.interval.ms": "600000",
     # ours: the opt-in HTTP listeners (broker/http_listener.py); empty = off
     "metrics.listeners": "",  # http://127.0.0.1:9404 -> GET /metrics (Prometheus), GET /healthz
     "fault.injection.listener": "",  # http://127.0.0.1:PORT -> /faults (tests only; loopback only)
@@ -76,6 +78,8 @@ BROKER_TYPES: dict[str, tuple[str, int | None, int | None]] = {
     "max.connections": ("int", 0, None),
     "max.connections.per.ip": ("int", 0, None),
     "connections.max.idle.ms": ("long", 1, None),
+    "producer.id.expiration.ms": ("int", 1, None),
+    "producer.id.expiration.check.interval.ms": ("int", 1, None),
 }
 
 

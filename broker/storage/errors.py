@@ -82,3 +82,26 @@ class KafkaStorageError(StorageError):
 class InconsistentMetaPropertiesError(KafkaStorageError):
     """``meta.properties`` does not parse, or names another node: the broker refuses to start
     on a data directory it cannot vouch for (Kafka does the same)."""
+
+
+class OutOfOrderSequenceError(StorageError):
+    """An idempotent producer's batch does not continue its sequence (a gap, or a new epoch
+    not starting at 0)."""
+
+    error_code = ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER
+
+
+class InvalidProducerEpochError(StorageError):
+    """A batch from an older epoch of its producer id (the producer was fenced or bumped)."""
+
+    error_code = ErrorCode.INVALID_PRODUCER_EPOCH
+
+
+class InvalidTxnStateError(StorageError):
+    """A non-transactional batch from a producer with a transaction open."""
+
+    error_code = ErrorCode.INVALID_TXN_STATE
+
+
+class CorruptSnapshotError(StorageError):
+    """A producer state snapshot that cannot be trusted (version, CRC, size): it is deleted."""

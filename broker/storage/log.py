@@ -29,7 +29,7 @@ import time
 from collections.abc import Callable, Iterable
 from typing import NamedTuple
 
-from client.records.batch import CorruptRecordError
+from client.records.batch import CONTROL_FLAG_MASK, TRANSACTIONAL_FLAG_MASK, CorruptRecordError
 
 from .config import LogConfig
 from .errors import (
@@ -39,8 +39,16 @@ from .errors import (
 )
 from .file_records import FileSlice, TimestampAndOffset
 from .fileutil import fsync_path
+from .log_validator import BatchMetadata, offsets_as_given, validate_batches
 from .log_validator import assign_offsets as assign_offsets_to
-from .log_validator import offsets_as_given, validate_batches
+from .producer_state import (
+    DEFAULT_PRODUCER_ID_EXPIRATION_MS,
+    ProducerAppendInfo,
+    ProducerStateManager,
+    flush_snapshot_files,
+    increment_sequence,
+)
+from .producer_state import BatchMetadata as ProducerBatch
 from .segment import (
     INDEX_FILE_SUFFIX,
     LOG_FILE_SUFFIX,
@@ -112,6 +120,7 @@ class Log:
         recovery_point: int,
         now_ms: Callable[[], int] = _now_ms,
         flush_scheduler: Callable[[Log], None] | None = None,
+        producer_state: ProducerStateManager | None = None,
     ) -> None:
         self.dir = directory
         self.topic = topic
@@ -137,6 +146,10 @@ class Log:
         #: Called (from the append path) when the flush.messages policy asks for a flush; the
         #: broker's schedules ``flush`` in a worker thread. None = flush inline (tools, tests).
         self.flush_scheduler = flush_scheduler
+        #: idempotent producers' sequences and epochs (see producer_state.py)
+        self.producer_state = producer_state or ProducerStateManager(directory, partition=f"{topic}-{partition}")
+        if producer_state is None:
+            self.producer_state.update_map_end_offset(self._leo)
 
     # ---------------------------------------------------------------- loading
 
@@ -153,6 +166,7 @@ class Log:
         had_clean_shutdown: bool = False,
         now_ms: Callable[[], int] = _now_ms,
         flush_scheduler: Callable[[Log], None] | None = None,
+        producer_id_expiration_ms: int = DEFAULT_PRODUCER_ID_EXPIRATION_MS,
     ) -> Log:
         """Open (or create) the partition directory, as Kafka's LogLoader does: remove temporary
         files, complete swaps, open segments (indexes lazily), recover from floor(recovery
@@ -220,10 +234,81 @@ class Log:
                 seg.log.release()  # inactive: opened on demand, under the open-files LRU
         active.resize_indexes(config.segment_index_bytes)
         first_base = segments.first()[0]  # type: ignore[index]
+        producer_state = ProducerStateManager(
+            directory, producer_id_expiration_ms=producer_id_expiration_ms, partition=f"{topic}-{partition}",
+            snapshot_offsets=ProducerStateManager.snapshot_offsets_in(names))
         log = cls(directory, topic, partition, config, segments,
                   log_start_offset=max(log_start_offset, first_base),
-                  recovery_point=new_recovery_point, now_ms=now_ms, flush_scheduler=flush_scheduler)
+                  recovery_point=new_recovery_point, now_ms=now_ms, flush_scheduler=flush_scheduler,
+                  producer_state=producer_state)
+        producer_state.remove_stray_snapshots(segments.keys())
+        log._rebuild_producer_state(leo, reload_from_clean_shutdown=had_clean_shutdown)
         return log
+
+    def _rebuild_producer_state(self, last_offset: int, *, reload_from_clean_shutdown: bool = False) -> None:
+        """Make the producer state reflect every batch below ``last_offset`` (Kafka's
+        rebuildProducerState): load the latest snapshot at or below it, then re-apply the
+        batches after the snapshot (headers only, no sequence checks), taking snapshots at the
+        starts of the last two segments and at ``last_offset`` so that the next load reads less.
+
+        After a clean shutdown with no snapshot at all (a log written before snapshots existed,
+        or without idempotent producers) the scan is skipped: the state is empty, as Kafka
+        assumes in that case."""
+        psm = self.producer_state
+        bases = list(self.segments.keys())
+        offsets_to_snapshot = {*bases[-2:], last_offset}
+        if psm.latest_snapshot_offset is None and reload_from_clean_shutdown:
+            for offset in sorted(offsets_to_snapshot):
+                psm.update_map_end_offset(offset)
+                psm.take_snapshot(sync=False)
+            return
+        was_empty = psm.is_empty and psm.map_end_offset >= last_offset
+        psm.truncate_and_reload(self.log_start_offset, last_offset, self._now_ms())
+        if last_offset > psm.map_end_offset and not was_empty:
+            t0 = time.monotonic()
+            replayed, from_offset = 0, psm.map_end_offset
+            for base, seg in list(self.segments.items(_floor_key(self.segments, psm.map_end_offset))):
+                if base >= last_offset:
+                    break
+                start = max(base, psm.map_end_offset, self.log_start_offset)
+                psm.update_map_end_offset(start)
+                if base in offsets_to_snapshot:
+                    psm.take_snapshot(sync=False)
+                replayed += self._replay_producer_batches(seg, start, last_offset)
+            logger.info("%s: producer state rebuilt from offset %d to %d (%d producer batches) in %.3f s",
+                        self.dir, from_offset, last_offset, replayed, time.monotonic() - t0)
+        psm.update_map_end_offset(last_offset)
+        psm.take_snapshot(sync=False)
+
+    def _replay_producer_batches(self, seg: LogSegment, start: int, last_offset: int) -> int:
+        """Apply the producer batches of ``seg`` in [start, last_offset) to the producer state
+        without checks (they were checked when written); returns how many."""
+        found = seg.translate_offset(start)
+        if found is None:
+            return 0
+        end = seg.size
+        floor = self.segments.floor(last_offset)
+        if floor is not None and floor[0] == seg.base_offset:
+            stop = seg.translate_offset(last_offset)
+            if stop is not None:
+                end = stop.position
+        psm = self.producer_state
+        infos: dict[int, ProducerAppendInfo] = {}
+        n = 0
+        for _, header in seg.log.iter_batches(found.position, validate=False, end=end):
+            (base_offset, _, _, _, _, attributes, last_delta, _, max_ts, producer_id, epoch, base_seq,
+             _) = header.unpack()
+            if producer_id < 0 or attributes & CONTROL_FLAG_MASK:
+                continue  # transaction markers: not written by this broker yet
+            info = infos.get(producer_id)
+            if info is None:
+                info = infos[producer_id] = psm.prepare_update(producer_id, validate=False)
+            info.append_data_batch(epoch, base_seq, increment_sequence(base_seq, last_delta), max_ts,
+                                   base_offset, base_offset + last_delta, bool(attributes & TRANSACTIONAL_FLAG_MASK))
+            n += 1
+        for info in infos.values():
+            psm.update(info)
+        return n
 
     # ---------------------------------------------------------------- offsets
 
@@ -274,6 +359,7 @@ class Log:
             buf = bytearray(records)
         cfg = self.config
         batches = validate_batches(buf, cfg, from_producer=assign_offsets)
+        has_producer = any(b.producer_id >= 0 for b in batches)
         with self._lock:
             self._check_open()
             now = self._now_ms()
@@ -282,10 +368,22 @@ class Log:
                 appended = assign_offsets_to(buf, batches, self._leo, log_append_time)
             else:
                 appended = offsets_as_given(batches, self._leo)
+            updates: Iterable[ProducerAppendInfo] = ()
+            if has_producer:
+                checked = self._analyze_producer_state(appended.batches, validate=assign_offsets)
+                if isinstance(checked, ProducerBatch):  # a retry of a batch already written
+                    return LogAppendInfo(checked.first_offset, checked.last_offset, checked.timestamp,
+                                         checked.last_offset, checked.timestamp if log_append_time is not None else -1,
+                                         self.log_start_offset, 0, 0)
+                updates = checked
             n = len(buf)
             segment = self._maybe_roll(n, appended.max_timestamp, appended.last_offset, appended.first_offset, now)
             segment.append(buf, appended.batches)
             self._leo = appended.last_offset + 1
+            psm = self.producer_state
+            for update in updates:
+                psm.update(update)
+            psm.last_map_offset = self._leo
             info = LogAppendInfo(appended.first_offset, appended.last_offset, appended.max_timestamp,
                                  appended.offset_of_max_timestamp, now if log_append_time is not None else -1,
                                  self.log_start_offset, appended.last_offset - appended.first_offset + 1, n)
@@ -295,6 +393,32 @@ class Log:
             else:
                 self.flush()
         return info
+
+    def _analyze_producer_state(self, batches: list[BatchMetadata], *,
+                                validate: bool) -> ProducerBatch | Iterable[ProducerAppendInfo]:
+        """Check the producer batches of an append against the producer state (Kafka's
+        analyzeAndValidateProducerState): the retained batch a client's retry duplicates, or
+        the state updates to apply once the append is written. Raises OutOfOrderSequenceError,
+        InvalidProducerEpochError or InvalidTxnStateError (nothing is written then)."""
+        psm = self.producer_state
+        infos: dict[int, ProducerAppendInfo] = {}
+        for b in batches:
+            pid = b.producer_id
+            if pid < 0:
+                continue
+            last_seq = increment_sequence(b.base_sequence, b.last_offset_delta)
+            if validate:
+                entry = psm.producers.get(pid)
+                if entry is not None:
+                    duplicate = entry.find_duplicate_batch(b.producer_epoch, b.base_sequence, last_seq)
+                    if duplicate is not None:
+                        return duplicate
+            info = infos.get(pid)
+            if info is None:
+                info = infos[pid] = psm.prepare_update(pid, validate=validate)
+            info.append_data_batch(b.producer_epoch, b.base_sequence, last_seq, b.max_timestamp, b.base_offset,
+                                   b.last_offset, b.is_transactional)
+        return infos.values()
 
     def _maybe_roll(self, messages_size: int, max_ts: int, max_offset: int, first_offset: int, now: int) -> LogSegment:
         segment = self.active_segment
@@ -341,6 +465,10 @@ class Log:
             seg = self._open_segment(new_offset)
             self.segments.put(new_offset, seg)
             self._dir_needs_fsync = True
+            # The producer state as of the new segment's start: loading after a crash then
+            # replays at most the batches of this segment (fsync'd by the next flush).
+            self.producer_state.update_map_end_offset(new_offset)
+            self.producer_state.take_snapshot(sync=False)
             return seg
 
     def _open_segment(self, base_offset: int) -> LogSegment:
@@ -517,6 +645,7 @@ class Log:
         """Take the segment out of the map now; rename its files ``.deleted`` and remove them
         after ``file.delete.delay.ms`` (reads already holding its fd finish meanwhile)."""
         self.segments.remove(seg.base_offset)
+        self.producer_state.delete_snapshot(seg.base_offset)
         logger.info("%s: deleting segment %d (%s)", self.dir, seg.base_offset, reason)
         try:
             seg.change_file_suffixes("", DELETED_FILE_SUFFIX)
@@ -538,6 +667,7 @@ class Log:
     def _maybe_increment_log_start_offset(self, new_start: int) -> None:
         if new_start > self.log_start_offset:
             self.log_start_offset = new_start
+            self.producer_state.on_log_start_offset_incremented(new_start)
 
     def delete_records_before(self, offset: int) -> int:
         """Raise the log start offset to ``offset`` (DeleteRecords); segments wholly below it go
@@ -576,6 +706,9 @@ class Log:
                 self.segments.put(self.log_start_offset, self._open_segment(self.log_start_offset))
                 self._dir_needs_fsync = True
                 self._leo = self.log_start_offset
+                self.producer_state.truncate_fully_and_start_at(self._leo)
+            else:
+                self._rebuild_producer_state(self._leo)
             self.recovery_point = min(self.recovery_point, self._leo)
             return True
 
@@ -596,8 +729,10 @@ class Log:
             to_flush = [s for b, s in self.segments.items(start) if b < target]
             dir_fsync = self._dir_needs_fsync
             self._dir_needs_fsync = False
+            snapshots = self.producer_state.take_unflushed_snapshots()
         for seg in to_flush:
             seg.flush()
+        flush_snapshot_files(snapshots)
         if dir_fsync:
             fsync_path(self.dir)
         with self._lock:
@@ -618,6 +753,13 @@ class Log:
             if self._closed:
                 return
             self._closed = True
+            # Kafka writes the producer state at the log end offset on close: the next start
+            # loads it instead of reading the log (fsync'd: a clean-shutdown marker follows).
+            self.producer_state.update_map_end_offset(self._leo)
+            try:
+                self.producer_state.take_snapshot(sync=True)
+            except OSError as e:
+                logger.error("%s: cannot write the producer state snapshot: %s", self.dir, e)
             for seg in self.segments.values():
                 seg.close()
             for _, seg in self._pending_deletes:
@@ -632,6 +774,7 @@ class Log:
             for _, seg in self._pending_deletes:
                 seg.delete_if_exists()
             self._pending_deletes = []
+            self.producer_state.truncate_fully_and_start_at(0)
 
     def __repr__(self) -> str:
         return (f"Log({self.topic}-{self.partition}, start={self.log_start_offset}, end={self._leo},"

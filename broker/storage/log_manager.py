@@ -53,6 +53,7 @@ from .errors import (
 from .file_records import OpenFiles
 from .fileutil import atomic_write, fsync_path
 from .log import Log
+from .producer_state import DEFAULT_PRODUCER_ID_EXPIRATION_MS
 
 __all__ = ["LogManager", "validate_topic_name", "TopicInfo"]
 
@@ -128,8 +129,10 @@ class LogManager:
         node_id: int = 0,
         now_ms: Callable[[], int] = lambda: int(time.time() * 1000),
         flush_scheduler: Callable[[Log], None] | None = None,
+        producer_id_expiration_ms: int = DEFAULT_PRODUCER_ID_EXPIRATION_MS,
     ) -> None:
         self.log_dir = os.path.abspath(log_dir)
+        self.producer_id_expiration_ms = producer_id_expiration_ms
         #: given to every Log: schedules a flush the flush.messages policy asks for (None: inline)
         self.flush_scheduler = flush_scheduler
         self.default_config = default_config or LogConfig()
@@ -174,7 +177,8 @@ class LogManager:
                            recovery_point=recovery_points.get(parsed, 0),
                            log_start_offset=start_offsets.get(parsed, 0),
                            had_clean_shutdown=self.had_clean_shutdown, now_ms=self._now_ms,
-                           flush_scheduler=self.flush_scheduler)
+                           flush_scheduler=self.flush_scheduler,
+                           producer_id_expiration_ms=self.producer_id_expiration_ms)
             self.logs[parsed] = log
         self._started = True
         logger.info("loaded %d partitions of %d topics from %s (%s shutdown)", len(self.logs),
@@ -263,6 +267,7 @@ class LogManager:
             for p in range(partitions):
                 path = os.path.join(self.log_dir, f"{name}-{p}")
                 created.append(Log.load(path, name, p, config, had_clean_shutdown=True, now_ms=self._now_ms,
+                                        producer_id_expiration_ms=self.producer_id_expiration_ms,
                                         flush_scheduler=self.flush_scheduler))
         except (OSError, StorageError) as e:
             # All partitions or none (out of file descriptors, a full disk): remove what was made.
@@ -329,6 +334,11 @@ class LogManager:
             except KafkaStorageError:
                 continue  # deleted concurrently
         return deleted
+
+    def remove_expired_producers(self) -> int:
+        """Forget, in every log, the producers idle for ``producer.id.expiration.ms``."""
+        now = self._now_ms()
+        return sum(log.producer_state.remove_expired_producers(now) for log in list(self.logs.values()))
 
     def checkpoint_logs(self) -> None:
         """Write both checkpoint files (atomically)."""

@@ -13,7 +13,9 @@ writes nothing):
   buffer, CRC-32C over bytes 21..end;
 - ``max.message.bytes`` per batch (MESSAGE_TOO_LARGE) and ``segment.bytes`` per append
   (RECORD_LIST_TOO_LARGE), as Kafka;
-- a producer's batch has baseOffset 0 and lastOffsetDelta == recordsCount - 1;
+- a producer's batch has baseOffset 0 and lastOffsetDelta == recordsCount - 1, is not a
+  control batch (only the broker writes those), and has a baseSequence >= 0 if it has a
+  producerId (INVALID_RECORD);
 - every record of a producer's batch parses (``client.records.validate.check_records``): a
   correct CRC only proves the bytes arrived as sent, not that they mean anything; a
   compressed batch may inflate to at most 64 x ``max.message.bytes`` (MESSAGE_TOO_LARGE).
@@ -130,6 +132,11 @@ def validate_batches(buf: bytes | bytearray | memoryview, config: LogConfig, *,
         if from_producer and b.base_offset != 0:
             raise InvalidRecordError(
                 f"the baseOffset of a producer's record batch should be 0, but it is {b.base_offset}")
+        if from_producer and b.attributes & CONTROL_FLAG_MASK:
+            raise InvalidRecordError("clients are not allowed to write control records")
+        if from_producer and b.producer_id >= 0 and b.base_sequence < 0:
+            raise InvalidRecordError(
+                f"invalid sequence number {b.base_sequence} in record batch with producerId {b.producer_id}")
         if b.last_offset_delta != b.record_count - 1:
             raise InvalidRecordError(
                 f"record batch has lastOffsetDelta {b.last_offset_delta} but {b.record_count} records")

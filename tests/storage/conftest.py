@@ -11,6 +11,8 @@ from typing import NamedTuple
 
 import pytest
 
+from broker.storage.config import LogConfig
+from broker.storage.log import Log
 from broker.storage.segment import LogSegment
 from client.records import RecordBatchBuilder, set_base_offset
 
@@ -158,3 +160,53 @@ def segment_factory(tmp_path):
     for seg in opened:
         if not seg.log.closed:
             seg.close_handlers()
+
+
+class Clock:
+    """An injectable ``now_ms``: a number of milliseconds the test moves by hand."""
+
+    def __init__(self, ms: int = 1_000_000) -> None:
+        self.ms = ms
+
+    def __call__(self) -> int:
+        return self.ms
+
+
+def abandon(log: Log) -> None:
+    """Simulate a crash: close every fd without trimming or writing anything. What was
+    written is in the page cache, so a Log loaded afterwards sees it (as after a process
+    crash, not a power loss). A later ``close()`` of this object is a no-op."""
+    for seg in log.segments.values():
+        seg.close_handlers()
+    log._closed = True  # close() writes nothing (no trim, no producer snapshot)
+
+
+def reload(log: Log, *, clean: bool, clock: Clock | None = None, **overrides) -> Log:
+    """Load the log's directory again after a clean close or a simulated crash."""
+    if clean:
+        log.close()
+    else:
+        abandon(log)
+    kwargs = dict(recovery_point=log.recovery_point, log_start_offset=log.log_start_offset)
+    kwargs.update(overrides)
+    return Log.load(log.dir, log.topic, log.partition, log.config, had_clean_shutdown=clean,
+                    now_ms=clock or Clock(), **kwargs)
+
+
+@pytest.fixture
+def make_log(tmp_path):
+    """``make_log(clock=None, name="t-0", **config)`` loads a Log in tmp_path/name; every log
+    made is closed at teardown."""
+    made: list[Log] = []
+
+    def factory(clock: Clock | None = None, name: str = "t-0", *, recovery_point: int = 0,
+                log_start_offset: int = 0, had_clean_shutdown: bool = True, **cfg) -> Log:
+        log = Log.load(str(tmp_path / name), "t", 0, LogConfig(**cfg), recovery_point=recovery_point,
+                       log_start_offset=log_start_offset, had_clean_shutdown=had_clean_shutdown,
+                       now_ms=clock or Clock())
+        made.append(log)
+        return log
+
+    yield factory
+    for log in made:
+        log.close()

@@ -17,7 +17,6 @@ import time
 import crc32c
 import pytest
 
-from broker.storage.config import LogConfig
 from broker.storage.errors import (
     KafkaStorageError,
     OffsetOutOfRangeError,
@@ -35,18 +34,9 @@ from client.records import (
     set_base_offset,
 )
 from client.records.compression import compress
+from tests.storage.conftest import Clock, abandon, reload
 
 # ------------------------------------------------------------------------------- helpers
-
-
-class Clock:
-    """An injectable ``now_ms``: a number of milliseconds the test moves by hand."""
-
-    def __init__(self, ms: int = 1_000_000) -> None:
-        self.ms = ms
-
-    def __call__(self) -> int:
-        return self.ms
 
 
 def make_batch(n: int = 1, *, ts: int = 1_000, timestamps=None, value_size: int = 10,
@@ -104,51 +94,12 @@ def file_bytes(path: str) -> bytes:
         return f.read()
 
 
-def abandon(log: Log) -> None:
-    """Simulate a crash: close every fd without trimming or writing anything. What was
-    written is in the page cache, so a Log loaded afterwards sees it (as after a process
-    crash, not a power loss). A later ``close()`` of this object is a no-op."""
-    for seg in log.segments.values():
-        seg.close_handlers()
-
-
 def flip_byte(path: str, pos: int) -> None:
     with open(path, "r+b") as f:
         f.seek(pos)
         b = f.read(1)
         f.seek(pos)
         f.write(bytes([b[0] ^ 0xFF]))
-
-
-@pytest.fixture
-def make_log(tmp_path):
-    """``make_log(clock=None, name="t-0", **config)`` loads a Log in tmp_path/name; every log
-    made is closed at teardown."""
-    made: list[Log] = []
-
-    def factory(clock: Clock | None = None, name: str = "t-0", *, recovery_point: int = 0,
-                log_start_offset: int = 0, had_clean_shutdown: bool = True, **cfg) -> Log:
-        log = Log.load(str(tmp_path / name), "t", 0, LogConfig(**cfg), recovery_point=recovery_point,
-                       log_start_offset=log_start_offset, had_clean_shutdown=had_clean_shutdown,
-                       now_ms=clock or Clock())
-        made.append(log)
-        return log
-
-    yield factory
-    for log in made:
-        log.close()
-
-
-def reload(log: Log, *, clean: bool, clock: Clock | None = None, **overrides) -> Log:
-    """Load the log's directory again after a clean close or a simulated crash."""
-    if clean:
-        log.close()
-    else:
-        abandon(log)
-    kwargs = dict(recovery_point=log.recovery_point, log_start_offset=log.log_start_offset)
-    kwargs.update(overrides)
-    return Log.load(log.dir, log.topic, log.partition, log.config, had_clean_shutdown=clean,
-                    now_ms=clock or Clock(), **kwargs)
 
 
 # ------------------------------------------------------------------------------- append
@@ -958,8 +909,12 @@ def test_check_30_startup_removes_temp_files_completes_swaps_and_deletes_orphans
         _write(j(name), b"junk" * 20)
     new = Log.load(d, "t", 0, log.config, had_clean_shutdown=True, now_ms=Clock())
     try:
-        assert sorted(os.listdir(d)) == sorted(
+        assert sorted(n for n in os.listdir(d) if not n.endswith(".snapshot")) == sorted(
             f"{b:020d}{e}" for b in (0, 6) for e in (".log", ".index", ".timeindex"))
+        # producer snapshots: the one of the segment swapped away (3) is a stray and goes; the
+        # one at segment 6 and the clean shutdown's at the log end offset (9) stay
+        assert sorted(n for n in os.listdir(d) if n.endswith(".snapshot")) == [
+            "00000000000000000006.snapshot", "00000000000000000009.snapshot"]
         assert bases(new) == [0, 6] and new.log_end_offset == 9
         got = [r.value for b in whole_batches(new.read_bytes(0, 1 << 20)) for r in decode_batch(b)]
         assert got == values and read_all(new) == list(range(9))
@@ -1021,7 +976,7 @@ def test_check_32_log_start_offset_above_leo_deletes_all_segments(make_log) -> N
     try:
         assert bases(new) == [100]
         assert new.log_start_offset == new.log_end_offset == 100
-        assert sorted(os.listdir(log.dir)) == [f"{100:020d}{e}" for e in (".index", ".log", ".timeindex")]
+        assert sorted(os.listdir(log.dir)) == [f"{100:020d}{e}" for e in (".index", ".log", ".snapshot", ".timeindex")]
         assert new.append(make_batch(2)).first_offset == 100
         assert read_all(new) == [100, 101]
     finally:
