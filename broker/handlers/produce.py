@@ -4,7 +4,10 @@ Each partition's records are appended with ``Log.append`` straight from the requ
 (a writable memoryview: offsets are patched in place, nothing is re-encoded). Errors are per
 partition (CORRUPT_MESSAGE, MESSAGE_TOO_LARGE, UNKNOWN_TOPIC_OR_PARTITION,
 UNSUPPORTED_FOR_MESSAGE_FORMAT, INVALID_REQUIRED_ACKS, ...); a partition that fails writes
-nothing. acks=0: no response (the connection is closed if anything failed, as Kafka does);
+nothing. Batches of an idempotent producer are checked against the partition's producer state
+(storage/producer_state.py): a retry of one of its last 5 batches is answered with the offsets
+it got the first time and not written again (no error, as Kafka >= 2.x); a gap answers
+OUT_OF_ORDER_SEQUENCE_NUMBER and an old epoch INVALID_PRODUCER_EPOCH. acks=0: no response (the connection is closed if anything failed, as Kafka does);
 acks=1: answered after the append (page cache); acks=-1: answered once the appended offsets
 are fsync'd (group commit, see state.py).
 """

@@ -23,6 +23,13 @@ The output matches Kafka's line for line:
 
 ``.index``: ``offset: O position: P`` per entry, or ``<file> is empty.``
 ``.timeindex``: ``timestamp: T offset: O`` per entry.
+``.snapshot`` (producer state)::
+
+    producerId: 1000 producerEpoch: 0 coordinatorEpoch: -1 currentTxnFirstOffset: OptionalLong.empty
+      lastTimestamp: 1700000000000 firstSequence: 0 lastSequence: 4 lastOffset: 4 offsetDelta: 4
+      timestamp: 1700000000000                                              (one line per producer)
+
+  A snapshot failing its CRC or version check prints the reason to stderr (exit status 1).
 
   Both stop at the first entry after the first whose offset equals the base offset: that is
   zero padding (a live segment's index is preallocated and loads as full, see index.py). As in
@@ -61,9 +68,10 @@ from contextlib import ExitStack
 from dataclasses import dataclass, field
 from typing import TextIO
 
-from broker.storage.errors import CorruptIndexError, StorageError
+from broker.storage.errors import CorruptIndexError, CorruptSnapshotError, StorageError
 from broker.storage.file_records import FileRecords
 from broker.storage.offset_index import OffsetIndex
+from broker.storage.producer_state import SNAPSHOT_FILE_SUFFIX, read_snapshot
 from broker.storage.segment import INDEX_FILE_SUFFIX, LOG_FILE_SUFFIX, TIME_INDEX_FILE_SUFFIX
 from broker.storage.time_index import TimeIndex
 from client.cli import positive_int
@@ -245,10 +253,11 @@ class _Dumper:
             LOG_FILE_SUFFIX: self.dump_log,
             INDEX_FILE_SUFFIX: self.dump_index,
             TIME_INDEX_FILE_SUFFIX: self.dump_time_index,
+            SNAPSHOT_FILE_SUFFIX: self.dump_producer_snapshot,
         }
         dumper = dumpers.get(suffix)
         if dumper is None:
-            # Kafka also dumps .snapshot and .txnindex; minibroker writes neither yet.
+            # Kafka also dumps .txnindex; minibroker does not write it yet.
             self.err.write(f"Ignoring unknown file {path}\n")
             return
         try:
@@ -258,6 +267,24 @@ class _Dumper:
         except _DUMP_ERRORS as e:
             detail = e.strerror if isinstance(e, OSError) and e.strerror else str(e)
             self.error(f"Error while dumping {path}: {detail}")
+
+    # -- .snapshot --
+
+    def dump_producer_snapshot(self, path: str) -> None:
+        try:
+            entries = read_snapshot(path)
+        except CorruptSnapshotError as e:
+            self.error(str(e))
+            return
+        for e in entries:
+            txn = f"OptionalLong[{e.current_txn_first_offset}]" if e.current_txn_first_offset >= 0 else "OptionalLong.empty"
+            line = (f"producerId: {e.producer_id} producerEpoch: {e.producer_epoch} coordinatorEpoch:"
+                    f" {e.coordinator_epoch} currentTxnFirstOffset: {txn} lastTimestamp: {e.last_timestamp} ")
+            if e.batches:
+                b = e.batches[0]
+                line += (f"firstSequence: {b.first_seq} lastSequence: {b.last_seq} lastOffset: {b.last_offset}"
+                         f" offsetDelta: {b.offset_delta} timestamp: {b.timestamp}")
+            self.print(line)
 
     # -- .log --
 

@@ -521,3 +521,41 @@ def test_cli_argument_errors(capsys, closed_segment):
     capsys.readouterr()
     assert main(["dump-log", str(d / f"{NAME}.index"), "--verify-index-only"]) == 0
     assert capsys.readouterr().out == f"Dumping {d / NAME}.index\n"
+
+
+# ---------------------------------------------------------------------- .snapshot
+
+
+def _snapshot_file(path: Path, entries: list[tuple[int, int, int, int, int, int, int, int]]) -> None:
+    """Kafka's producer snapshot layout, written here independently of the broker's writer."""
+    import crc32c
+
+    body = struct.pack(">i", len(entries)) + b"".join(struct.pack(">qhiqiqiq", *e) for e in entries)
+    path.write_bytes(struct.pack(">hI", 1, crc32c.crc32c(body)) + body)
+
+
+def test_snapshot_files_are_dumped_as_kafka_does(tmp_path: Path) -> None:
+    p = tmp_path / "00000000000000000042.snapshot"
+    #              pid, epoch, lastSeq, lastOffset, offsetDelta, timestamp, coordinatorEpoch, txnFirstOffset
+    _snapshot_file(p, [(1000, 2, 9, 41, 4, 1_700_000_000_000, -1, -1),
+                       (1001, 0, -1, -1, 0, 1_700_000_000_005, 7, 30)])
+    rc, out, err = dump(p)
+    assert rc == 0 and err == []
+    assert out == [
+        f"Dumping {p}",
+        "producerId: 1000 producerEpoch: 2 coordinatorEpoch: -1 currentTxnFirstOffset: OptionalLong.empty"
+        " lastTimestamp: 1700000000000 firstSequence: 5 lastSequence: 9 lastOffset: 41 offsetDelta: 4"
+        " timestamp: 1700000000000",
+        "producerId: 1001 producerEpoch: 0 coordinatorEpoch: 7 currentTxnFirstOffset: OptionalLong[30]"
+        " lastTimestamp: 1700000000005 ",
+    ]
+
+
+def test_a_corrupt_snapshot_is_reported(tmp_path: Path) -> None:
+    p = tmp_path / "00000000000000000042.snapshot"
+    _snapshot_file(p, [(1000, 2, 9, 41, 4, 1, -1, -1)])
+    data = bytearray(p.read_bytes())
+    data[20] ^= 1
+    p.write_bytes(bytes(data))
+    rc, out, err = dump(p)
+    assert rc == 1 and len(err) == 1 and "corrupt" in err[0] and "crc" in err[0]
