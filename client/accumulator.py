@@ -91,6 +91,8 @@ class RecordAccumulator:
         self.sealed: Callable[[ProducerBatch], None] = lambda b: None
         self.wake: Callable[[float], None] = _noop
         self.wake_at: Callable[[float], None] = _noop
+        #: gives a batch its producer id and sequence just before it is sealed (idempotence)
+        self.stamp: Callable[[ProducerBatch], None] | None = None
 
     def start(self, loop: asyncio.AbstractEventLoop) -> None:
         self.loop = loop
@@ -182,6 +184,8 @@ class RecordAccumulator:
                 p = random.randrange(topic_state.num_partitions - 1)
                 topic_state.sticky = p + 1 if p >= b.partition else p
         self.open.pop(b, None)
+        if self.stamp is not None:
+            self.stamp(b)
         b.seal()
         self.sealed(b)
 

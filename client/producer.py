@@ -42,10 +42,19 @@ Errors. Retriable errors (connection lost, NOT_LEADER_OR_FOLLOWER, ...) are retr
 ``retry_backoff_ms`` until ``retries`` or ``delivery_timeout_ms`` (from the batch's creation)
 runs out; others fail the batch's records at once. MESSAGE_TOO_LARGE for a batch of several
 records splits it in two and retries (as Kafka's Java producer does); for one record it is
-final. Without idempotence a retried batch whose first attempt *was* written (its answer was
-lost with the connection) is written twice, and with more than one request in flight a retried
-batch can land after later batches of its partition; ``max_in_flight_requests_per_connection=1``
-keeps the order.
+final.
+
+Idempotence (``enable_idempotence``, on by default as in Kafka's Java producer since 3.0): at
+start the producer gets a producer id (InitProducerId) and numbers each partition's records;
+the broker then writes a retried batch exactly once, in order, even with 5 requests in flight
+and across a broker restart (``client/transaction_manager.py``). It is turned off by default,
+and refused if asked for, with ``acks=0``, ``retries=0`` or more than 5 requests in flight.
+Kafka's Java producer also requires ``acks=all``, because of its replicas; on one node
+``acks=1`` keeps the exactly-once across retries and broker process crashes, and ``acks=all``
+adds the fsync that survives a machine crash. Without idempotence a retried batch whose first
+attempt *was* written (its answer was lost with the connection) is written twice, and with
+more than one request in flight a retried batch can land after later batches of its
+partition; ``max_in_flight_requests_per_connection=1`` keeps the order.
 """
 
 from __future__ import annotations
@@ -68,6 +77,7 @@ from client.protocol.api import ErrorCode
 from client.records.codec import append_record
 from client.records.compression import Compression
 from client.sender import Sender
+from client.transaction_manager import TransactionManager
 
 __all__ = ["Producer", "RecordMetadata", "RecordFuture"]
 
@@ -116,10 +126,19 @@ class Producer:
         partitioner: Partitioner | None = None,
         key_serializer: Callable[[Any], bytes | None] | None = None,
         value_serializer: Callable[[Any], bytes | None] | None = None,
+        enable_idempotence: bool | None = None,
     ) -> None:
         if batch_size < 1 or buffer_memory < batch_size:
             raise ValueError("batch_size must be >= 1 and buffer_memory >= batch_size")
         self.acks = _acks(acks)
+        conflicts = [what for what, bad in (
+            ("acks=0", self.acks == 0),
+            ("max_in_flight_requests_per_connection > 5", max_in_flight_requests_per_connection > 5),
+            ("retries=0", retries == 0)) if bad]
+        if enable_idempotence and conflicts:
+            raise ValueError("enable_idempotence=True cannot be used with " + ", ".join(conflicts))
+        #: as Kafka's Java producer (>= 3.0): on unless asked off or a setting conflicts with it
+        self.enable_idempotence = not conflicts if enable_idempotence is None else enable_idempotence
         self.compression = Compression.from_name(compression_type)
         self.batch_size = batch_size
         self.linger = linger_ms / 1000
@@ -141,9 +160,13 @@ class Producer:
             batch_size=batch_size, buffer_memory=buffer_memory, compression=self.compression, linger=self.linger,
             delivery_timeout=self.delivery_timeout, max_block=self.max_block, max_request_size=max_request_size,
             partitioner=partitioner)
+        self._txn: TransactionManager | None = None
+        if self.enable_idempotence:
+            self._txn = TransactionManager(self._cluster, max_block=self.max_block, retry_backoff=self.retry_backoff)
+            self._acc.stamp = self._txn.stamp
         self._sender = Sender(self._cluster, self._acc, acks=self.acks, request_timeout_ms=request_timeout_ms,
                               retries=retries, retry_backoff=self.retry_backoff, max_in_flight=self.max_in_flight,
-                              max_request_size=max_request_size)
+                              max_request_size=max_request_size, transaction_manager=self._txn)
         self._acc.sealed = self._sender.enqueue
         self._acc.wake = self._sender.wake
         self._acc.wake_at = self._sender.wake_at
@@ -163,6 +186,8 @@ class Producer:
         self._acc.start(self._loop)
         self._sender.start(self._loop)
         await self._cluster.start()
+        if self._txn is not None:
+            await self._txn.init_producer_id()
         self._started = True
         self._plain = self.key_serializer is None and self.value_serializer is None
 

@@ -32,6 +32,7 @@ from client.records.batch import (
     CRC_OFFSET,
     CURRENT_MAGIC,
     LOG_OVERHEAD,
+    PRODUCER_ID_OFFSET,
     RECORDS_OFFSET,
     crc32c,
 )
@@ -41,6 +42,7 @@ from client.records.record import RecordBatchBuilder, encode_record, iter_record
 __all__ = ["ProducerBatch", "BatchResult", "RecordMetadata", "RecordFuture", "record_size_upper_bound"]
 
 _CRC = struct.Struct(">I")
+_PRODUCER_FIELDS = struct.Struct(">qhi")  # producerId, producerEpoch, baseSequence
 
 
 def record_size_upper_bound(key: Any, value: Any, headers: Sequence[tuple[str, bytes | None]] | None) -> int:
@@ -64,7 +66,8 @@ class ProducerBatch:
 
     __slots__ = ("topic", "partition", "buf", "count", "base_ts", "max_ts", "created", "capacity",
                  "reserved", "future", "attempts", "retry_at", "seq", "data", "codec", "deadline",
-                 "children", "parent", "parent_start", "results")
+                 "children", "parent", "parent_start", "results", "producer_id", "producer_epoch",
+                 "base_sequence")
 
     def __init__(self, topic: str, partition: int, capacity: int, codec: Compression, created: float,
                  seq: int, reserved: int, loop: asyncio.AbstractEventLoop) -> None:
@@ -88,6 +91,10 @@ class ProducerBatch:
         self.parent: ProducerBatch | None = None
         self.parent_start = 0
         self.results: list[tuple[int, int, Any]] | None = None  # split: (start, end, result|exc)
+        # idempotence (client/transaction_manager.py): set before sealing, -1 when off
+        self.producer_id = -1
+        self.producer_epoch = -1
+        self.base_sequence = -1
 
     def try_append(self, key: Any, value: Any, headers: Sequence[tuple[str, bytes | None]] | None,
                    ts: int) -> int:
@@ -125,11 +132,21 @@ class ProducerBatch:
             out[RECORDS_OFFSET:] = payload
             buf = out
         _HEADER.pack_into(buf, 0, 0, len(buf) - LOG_OVERHEAD, -1, CURRENT_MAGIC, 0, int(self.codec),
-                          self.count - 1, self.base_ts, self.max_ts, -1, -1, -1, self.count)
+                          self.count - 1, self.base_ts, self.max_ts, self.producer_id, self.producer_epoch,
+                          self.base_sequence, self.count)
         _CRC.pack_into(buf, CRC_OFFSET, crc32c(memoryview(buf)[ATTRIBUTES_OFFSET:]))
         self.data = buf
         self.buf = buf  # the uncompressed copy is no longer needed
         return buf
+
+    def set_producer_state(self, producer_id: int, epoch: int, base_sequence: int) -> None:
+        """Give the batch its producer id, epoch and first sequence; a sealed batch's header
+        fields (bytes 43-56) are rewritten and its CRC recomputed (the CRC covers them)."""
+        self.producer_id, self.producer_epoch, self.base_sequence = producer_id, epoch, base_sequence
+        data = self.data
+        if data is not None:
+            _PRODUCER_FIELDS.pack_into(data, PRODUCER_ID_OFFSET, producer_id, epoch, base_sequence)
+            _CRC.pack_into(data, CRC_OFFSET, crc32c(memoryview(data)[ATTRIBUTES_OFFSET:]))
 
     # -- results --
 

@@ -20,6 +20,12 @@ log_append_time)``; a retriable error requeues it (in creation order, after
 ``retry_backoff_ms``; stale metadata is refreshed first); MESSAGE_TOO_LARGE splits a batch of
 several records in two; other errors fail it. Either way ``RecordAccumulator.finished``
 releases its memory. A lost connection fails every request in flight on it with a retriable error.
+
+Idempotence (``client/transaction_manager.py``): a retried batch keeps its producer id and
+sequence, so the broker recognises one it already wrote; OUT_OF_ORDER_SEQUENCE_NUMBER is
+retried while an earlier batch of the partition is being retried; a batch that fails for
+good stops the sending until the in-flight requests are answered and the unsent batches are
+renumbered under a new producer id.
 """
 
 from __future__ import annotations
@@ -35,6 +41,7 @@ from client.cluster import Cluster
 from client.errors import ERRORS, KafkaError, KafkaTimeoutError, error_for_code
 from client.producer_batch import BatchResult, ProducerBatch
 from client.protocol.api import ApiKey, ErrorCode
+from client.transaction_manager import TransactionManager
 
 __all__ = ["Sender"]
 
@@ -42,12 +49,15 @@ logger = logging.getLogger("client.producer")
 
 _INF = float("inf")
 MessageTooLargeError: type[KafkaError] = ERRORS[ErrorCode.MESSAGE_TOO_LARGE]
+_SEQUENCE_ERRORS = (ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER, ErrorCode.UNKNOWN_PRODUCER_ID)
 
 
 class Sender:
     def __init__(self, cluster: Cluster, accumulator: RecordAccumulator, *, acks: int, request_timeout_ms: int,
-                 retries: int, retry_backoff: float, max_in_flight: int, max_request_size: int) -> None:
+                 retries: int, retry_backoff: float, max_in_flight: int, max_request_size: int,
+                 transaction_manager: TransactionManager | None = None) -> None:
         self._cluster = cluster
+        self._tm = transaction_manager
         self._acc = accumulator
         self.acks = acks
         self.request_timeout_ms = request_timeout_ms
@@ -137,6 +147,13 @@ class Sender:
         if self._handle is not None:
             self._handle.cancel()
             self._handle = None
+        tm = self._tm
+        if tm is not None and tm.needs_reset:
+            # A batch's sequences will never be written: nothing more is sent until the
+            # requests in flight are answered and the unsent batches are renumbered.
+            if not tm.resetting and not any(self._in_flight.values()):
+                self._spawn_reset(tm)
+            return
         topics = self._cluster.topics
         max_in_flight, max_request_size = self.max_in_flight, self.max_request_size
         while self._ready:
@@ -157,8 +174,8 @@ class Sender:
                 if b.retry_at > now:
                     next_at = min(next_at, b.retry_at)
                     continue
-                tm = topics.get(tp[0])
-                leader = tm.partitions.get(tp[1], -1) if tm is not None else -1
+                meta = topics.get(tp[0])
+                leader = meta.partitions.get(tp[1], -1) if meta is not None else -1
                 if leader < 0:  # metadata invalidated by an error: refresh (it wakes us)
                     if tp[0] not in self._refreshing:
                         self._spawn_refresh(tp[0])
@@ -183,6 +200,26 @@ class Sender:
                 t.add_done_callback(self._tasks.discard)
         if next_at < _INF:
             self.wake_at(next_at)
+
+    def _spawn_reset(self, tm: TransactionManager) -> None:
+        async def reset() -> None:
+            try:
+                await tm.reset(list(self._queues.values()))
+            except KafkaError as e:
+                logger.error("idempotent producer: cannot get a new producer id: %s", e)
+                tm.needs_reset = False
+                for q in self._queues.values():
+                    while q:
+                        b = q.popleft()
+                        self.backlog -= 1
+                        self.fail(b, e)
+                self._ready.clear()
+            finally:
+                self.wake(0)
+
+        t = asyncio.ensure_future(reset())
+        self._tasks.add(t)
+        t.add_done_callback(self._tasks.discard)
 
     def _spawn_refresh(self, topic: str) -> None:
         async def refresh() -> None:
@@ -224,12 +261,17 @@ class Sender:
             by_tp = {(b.topic, b.partition): b for b in batches}
             for t in resp["responses"]:
                 for r in t["partition_responses"]:
-                    b = by_tp.pop((t["name"], r["index"]), None)
-                    if b is None:
+                    answered = by_tp.pop((t["name"], r["index"]), None)
+                    if answered is None:
                         continue
+                    b = answered
                     code = r["error_code"]
                     if code == 0:
                         self.complete(b, BatchResult(r["base_offset"], r["log_append_time_ms"]))
+                    elif code == ErrorCode.DUPLICATE_SEQUENCE_NUMBER:  # older brokers: written before
+                        self.complete(b, BatchResult(-1, -1))
+                    elif code in _SEQUENCE_ERRORS and self._tm is not None and self._sequence_retry(b, code):
+                        continue
                     else:
                         name = ErrorCode(code).name if code in ErrorCode._value2member_map_ else str(code)
                         self._retry_or_fail(b, error_for_code(
@@ -241,10 +283,29 @@ class Sender:
             self._progress.set()
             self.wake(0)
 
+    def _sequence_retry(self, b: ProducerBatch, code: int) -> bool:
+        """Idempotence: retry ``b`` after OUT_OF_ORDER_SEQUENCE_NUMBER while an earlier batch
+        of its partition is being retried, or after UNKNOWN_PRODUCER_ID (with a new producer
+        id); True when ``b`` was requeued."""
+        tm = self._tm
+        assert tm is not None and self._loop is not None
+        if code == ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER and not tm.is_retry_of_earlier(b):
+            return False
+        if code == ErrorCode.UNKNOWN_PRODUCER_ID:
+            tm.needs_reset = True
+        if self._loop.time() + self.retry_backoff >= b.deadline:
+            return False
+        b.retry_at = self._loop.time() + self.retry_backoff
+        self._requeue(b)
+        self.wake_at(b.retry_at)
+        return True
+
     def _retry_or_fail(self, b: ProducerBatch, exc: KafkaError) -> None:
         assert self._loop is not None
         now = self._loop.time()
         if isinstance(exc, MessageTooLargeError) and b.count > 1:
+            if self._tm is not None:
+                self._tm.failed(b)  # the children are numbered when the producer id is reset
             for child in b.split(b.seq):
                 self._acc.track(child)
                 self._requeue(child)
@@ -262,11 +323,15 @@ class Sender:
         self.fail(b, exc)
 
     def complete(self, b: ProducerBatch, result: BatchResult) -> None:
+        if self._tm is not None:
+            self._tm.resolved(b)
         if not b.future.done():
             b.future.set_result(result)
         self._acc.finished(b)
 
     def fail(self, b: ProducerBatch, exc: BaseException) -> None:
+        if self._tm is not None:
+            self._tm.failed(b)
         self._acc.forget_open(b)
         if not b.future.done():
             b.future.set_exception(exc)
