@@ -7,7 +7,9 @@ under the repository, removed at the end), runs the sections below and stops it 
 checking that it exits 0. Sections (``--only NAME[,NAME...]``; all by default):
 
 - ``w1``: produce throughput. 100-byte values (no key), 1 partition, confluent-kafka Producer
-  with ``linger.ms=5``, ``batch.size=65536``, acks=1 and then acks=all; N records per run (default
+  with ``linger.ms=5``, ``batch.size=65536``, acks=1, acks=all, and acks=all with
+  ``enable.idempotence=true`` (the broker's sequence checks; target: < 5% slower than acks=all),
+  the three alternating within each repeat; N records per run (default
   2,000,000; ``--quick`` 200,000) into a fresh topic; records/s and payload MB/s = N / time
   from the first ``produce()`` to ``flush()`` returning. Median of ``--repeats`` runs. Two
   more rows say which side bounds W1: the same ``produce()`` loop into a Producer whose broker
@@ -311,7 +313,7 @@ def high_watermark(ctx: Ctx, topic: str) -> int:
         c.close()
 
 
-def produce_records(ctx: Ctx, topic: str, n: int, acks: str) -> tuple[float, float]:
+def produce_records(ctx: Ctx, topic: str, n: int, acks: str, idempotence: bool = False) -> tuple[float, float]:
     """Produce ``n`` 100-byte records (W1's producer settings); seconds from the first
     produce() to flush() returning, and to the last produce() returning. Raises if any delivery
     failed."""
@@ -322,7 +324,7 @@ def produce_records(ctx: Ctx, topic: str, n: int, acks: str) -> tuple[float, flo
         errors.append(err)
 
     p = Producer(client_conf(ctx, **{
-        "acks": acks, "linger.ms": 5, "batch.size": 65536,
+        "acks": acks, "linger.ms": 5, "batch.size": 65536, "enable.idempotence": idempotence,
         "queue.buffering.max.messages": max(n + 1000, 100_000),
         "queue.buffering.max.kbytes": 4 * 1024 * 1024,  # 4 GiB: the whole run fits in the queue
         "delivery.report.only.error": True, "on_delivery": on_delivery,
@@ -511,29 +513,41 @@ def section_w1(ctx: Ctx) -> dict[str, Any]:
           f" median of {ctx.args.repeats}")
     out: dict[str, Any] = {}
     with Profiler(ctx, "w1"):
-        for acks in ("1", "all"):
-            runs = []
-            for r in range(ctx.args.repeats):
-                topic = f"w1-acks{acks}-{r}"
+        # The modes alternate within each repeat, so a noisy moment hits all of them alike.
+        modes = (("1", False), ("all", False), ("all", True))
+        runs: dict[tuple[str, bool], list[dict[str, Any]]] = {m: [] for m in modes}
+        for r in range(ctx.args.repeats):
+            for acks, idem in modes:
+                name = f"acks={acks}" + (" idempotent" if idem else "")
+                topic = f"w1-acks{acks}{'-idem' if idem else ''}-{r}"
                 create_topic(ctx, topic)
                 with CpuMeter(ctx.broker.pid) as m:
-                    dt, loop_dt = produce_records(ctx, topic, n, acks)
+                    dt, loop_dt = produce_records(ctx, topic, n, acks, idem)
                 hwm = high_watermark(ctx, topic)
                 if hwm != n:
                     raise RuntimeError(f"{topic}: high watermark {hwm}, expected {n}")
                 rps = n / dt
-                runs.append({"records_per_s": rps, "seconds": dt, "produce_loop_seconds": loop_dt, **m.as_dict()})
-                print(f"  acks={acks:<3} run {r + 1}: {rps:>12,.0f} records/s  {rps * VALUE_SIZE / MB:7.1f} MB/s"
+                runs[(acks, idem)].append({"records_per_s": rps, "seconds": dt, "produce_loop_seconds": loop_dt,
+                                           **m.as_dict()})
+                print(f"  {name:<20} run {r + 1}: {rps:>12,.0f} records/s  {rps * VALUE_SIZE / MB:7.1f} MB/s"
                       f"  (last produce() returned after {loop_dt / dt:.0%} of it; {m.describe()})")
                 if acks == "1":
                     ctx.w1_topic = topic
-            med = statistics.median(x["records_per_s"] for x in runs)
-            out[f"acks_{acks}"] = {"runs": runs, "median_records_per_s": med}
-            ctx.table.add("W1 produce", f"acks={acks} records/s", med, "rec/s", "w1_rps" if acks == "1" else None,
-                          [x["records_per_s"] for x in runs])
-            ctx.table.add("W1 produce", f"acks={acks} payload MB/s", med * VALUE_SIZE / MB, "MB/s", fmt="{:,.1f}")
+        for (acks, idem), mode_runs in runs.items():
+            name = f"acks={acks}" + (" idempotent" if idem else "")
+            med = statistics.median(x["records_per_s"] for x in mode_runs)
+            out[f"acks_{acks}" + ("_idempotent" if idem else "")] = {"runs": mode_runs, "median_records_per_s": med}
+            ctx.table.add("W1 produce", f"{name} records/s", med, "rec/s", "w1_rps" if acks == "1" else None,
+                          [x["records_per_s"] for x in mode_runs])
+            if not idem:
+                ctx.table.add("W1 produce", f"{name} payload MB/s", med * VALUE_SIZE / MB, "MB/s", fmt="{:,.1f}")
             if acks == "1":
                 ctx.w1_max_rps = med
+        plain = out["acks_all"]["median_records_per_s"]
+        idem_rps = out["acks_all_idempotent"]["median_records_per_s"]
+        print(f"  idempotence (enable.idempotence=true, acks=all) vs acks=all: {idem_rps / plain - 1:+.1%}"
+              " records/s (target: > -5%)")
+        out["idempotence_cost"] = 1 - idem_rps / plain
         # What bounds W1: the load generator alone, and the broker alone.
         ceil = [produce_loop_ceiling(n) for _ in range(ctx.args.repeats)]
         print("  load generator alone (the same produce() loop, broker unreachable): "
