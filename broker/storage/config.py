@@ -55,7 +55,8 @@ TOPIC_CONFIGS: dict[str, ConfigDef] = {
         ConfigDef("message.timestamp.type", "message_timestamp_type", "str", "CreateTime",
                   "log.message.timestamp.type", choices=("CreateTime", "LogAppendTime")),
         ConfigDef("cleanup.policy", "cleanup_policy", "str", "delete", "log.cleanup.policy",
-                  choices=("delete",), doc="only delete is supported (no log compaction)"),
+                  choices=("delete", "compact", "compact,delete", "delete,compact"),
+                  doc="delete: retention by time and size; compact: no retention deletes"),
         ConfigDef("file.delete.delay.ms", "file_delete_delay_ms", "long", 60000, "log.segment.delete.delay.ms", 0),
         ConfigDef("preallocate", "preallocate", "bool", False, "log.preallocate"),
     )
