@@ -6,7 +6,6 @@ static membership, and kcat's balanced consumer (-G)."""
 
 from __future__ import annotations
 
-import os
 import signal
 import subprocess
 import sys
@@ -55,7 +54,7 @@ class Worker:
 
     def stop(self, timeout: float = 60) -> None:
         self.stop_file.touch()
-        assert self.proc.wait(timeout) == 0, (self.out.parent / "x").read_text() if False else self.log.name
+        assert self.proc.wait(timeout) == 0, Path(self.log.name).read_text()
 
     def kill(self) -> None:
         self.proc.send_signal(signal.SIGKILL)
