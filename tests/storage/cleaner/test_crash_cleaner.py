@@ -15,7 +15,7 @@ replaces them all and "pre" and "post" are the only two states.
 from __future__ import annotations
 
 import os
-import select
+import selectors
 import shutil
 import subprocess
 import sys
@@ -97,13 +97,15 @@ def run_until(directory: Path, step: str) -> None:
     assert proc.stdout is not None
     deadline = time.monotonic() + 60
     line = b""
+    sel = selectors.DefaultSelector()  # not select(): descriptors above 1024 in a long test run
+    sel.register(proc.stdout, selectors.EVENT_READ)
     while time.monotonic() < deadline and not line.endswith(b"\n"):
-        ready, _, _ = select.select([proc.stdout], [], [], 1.0)
-        if ready:
+        if sel.select(1.0):
             chunk = os.read(proc.stdout.fileno(), 100)
             if not chunk:
                 break
             line += chunk
+    sel.close()
     proc.kill()  # SIGKILL
     _, err = proc.communicate(timeout=30)
     assert line == f"AT {step}\n".encode(), (line, err.decode()[-3000:])
