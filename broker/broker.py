@@ -7,7 +7,10 @@ Periodic work, on the event loop unless it may block on the disk:
 - flush: each second, logs whose ``flush.ms`` has elapsed, and logs whose recovery point is
   below the active segment (Kafka flushes a rolled segment asynchronously) are flushed in a
   worker thread; ``flush.messages`` triggers the same from the append path;
-- checkpoints (``log.flush.offset.checkpoint.interval.ms``, 1 min), in a worker thread.
+- checkpoints (``log.flush.offset.checkpoint.interval.ms``, 1 min), in a worker thread;
+- log compaction (``log.cleaner.enable``): the cleaner's threads (storage/cleaner/) clean
+  compacted topics off the event loop; the one step that changes a live log, the segment swap,
+  is handed to the event loop (``_run_on_loop``), where reads and appends run.
 
 Shutdown (SIGTERM/SIGINT): stop accepting, let in-flight requests finish, flush every log,
 close the segments (trims), write the checkpoints, then the clean-shutdown marker.
@@ -26,7 +29,9 @@ the request path is exactly as without these features.
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import logging
+import threading
 import time
 from collections.abc import Callable
 from time import perf_counter
@@ -37,6 +42,7 @@ from .group.runtime import GroupRuntime
 from .http_listener import HttpListener, Response
 from .socket_server import BrokerServer, handle_request
 from .state import BrokerState
+from .storage.cleaner import CleanerConfig, LogCleaner
 from .storage.log import Log
 from .storage.log_manager import LogManager
 
@@ -61,6 +67,9 @@ class Broker:
         self.pending: set[str] = {"logs"}
         self._periodic: list[asyncio.Task[None]] = []
         self._flushing: set[int] = set()
+        self.cleaner: LogCleaner | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._loop_thread = 0
 
     @property
     def port(self) -> int:
@@ -74,6 +83,14 @@ class Broker:
                                producer_id_expiration_ms=cfg.int("producer.id.expiration.ms"))
         self.logs.startup()
         self.pending.discard("logs")
+        self._loop = asyncio.get_running_loop()
+        self._loop_thread = threading.get_ident()
+        cleaner_config = CleanerConfig.from_properties(cfg.props)
+        if cleaner_config.enable_cleaner and cleaner_config.num_threads > 0:
+            logs = self.logs
+            self.cleaner = logs.cleaner = LogCleaner(cleaner_config, logs.log_dir, lambda: logs.logs,
+                                                     run_swap=self._run_on_loop)
+            self.cleaner.start()
         self.state = BrokerState(cfg, self.logs)
         self.state.groups = GroupRuntime(self.state)
         host, port = cfg.listener
@@ -182,6 +199,25 @@ class Broker:
             except Exception:  # noqa: BLE001 - periodic work must keep running
                 logger.exception("periodic task %s failed", getattr(fn, "__name__", fn))
 
+    def _run_on_loop(self, fn: Callable[[], Any]) -> Any:
+        """Run ``fn`` on the event loop and wait for it (from a cleaner thread): the segment
+        swap must not interleave with reads and appends, which run there. Never abandoned
+        half-way: the cleaner deletes its files only once it knows the swap did not happen."""
+        loop = self._loop
+        assert loop is not None
+        if threading.get_ident() == self._loop_thread:
+            return fn()
+        fut: concurrent.futures.Future[Any] = concurrent.futures.Future()
+
+        def run() -> None:
+            try:
+                fut.set_result(fn())
+            except BaseException as e:  # noqa: BLE001 - handed to the cleaner thread
+                fut.set_exception(e)
+
+        loop.call_soon_threadsafe(run)
+        return fut.result()
+
     def _retention(self) -> None:
         assert self.logs is not None
         n = self.logs.cleanup_logs()
@@ -232,6 +268,8 @@ class Broker:
             await self.server.stop()
         if self.state is not None and self.state.groups is not None:
             await self.state.groups.close()
+        if self.cleaner is not None:  # a cleaning in progress gives up (its swap may still run here)
+            await asyncio.get_running_loop().run_in_executor(None, self.cleaner.shutdown)
         # wait for background flushes to finish before closing the logs
         for _ in range(500):
             if not self._flushing:

@@ -63,6 +63,14 @@ BROKER_DEFAULTS: dict[str, str] = {
     "group.max.session.timeout.ms": "1800000",
     "group.max.size": "2147483647",
     "group.initial.rebalance.delay.ms": "0",  # ours (Kafka: 3000): fresh groups in tests start at once
+    # the log cleaner (broker/storage/cleaner/): Kafka's names and defaults
+    "log.cleaner.enable": "true",
+    "log.cleaner.threads": "1",
+    "log.cleaner.dedupe.buffer.size": "134217728",
+    "log.cleaner.io.buffer.size": "524288",
+    "log.cleaner.io.buffer.load.factor": "0.9",
+    "log.cleaner.io.max.bytes.per.second": "1.7976931348623157E308",
+    "log.cleaner.backoff.ms": "15000",
     # ours: the opt-in HTTP listeners (broker/http_listener.py); empty = off
     "metrics.listeners": "",  # http://127.0.0.1:9404 -> GET /metrics (Prometheus), GET /healthz
     "fault.injection.listener": "",  # http://127.0.0.1:PORT -> /faults (tests only; loopback only)
@@ -103,13 +111,28 @@ BROKER_TYPES: dict[str, tuple[str, int | None, int | None]] = {
     "group.max.session.timeout.ms": ("int", None, None),
     "group.max.size": ("int", 1, None),
     "group.initial.rebalance.delay.ms": ("int", None, None),
+    "log.cleaner.enable": ("bool", None, None),
+    "log.cleaner.threads": ("int", 0, None),
+    "log.cleaner.dedupe.buffer.size": ("long", None, None),
+    "log.cleaner.io.buffer.size": ("int", 0, None),
+    "log.cleaner.io.buffer.load.factor": ("double", None, None),
+    "log.cleaner.io.max.bytes.per.second": ("double", None, None),
+    "log.cleaner.backoff.ms": ("long", 0, None),
 }
 
 
 def check_value(key: str, value: str, kind: str, lower: int | None, upper: int | None) -> None:
     """Raise ConfigError, worded as Kafka's ConfigException, unless ``value`` is a ``kind``
-    ("int", "long", "bool") within [lower, upper]."""
+    ("int", "long", "bool") within [lower, upper], or a positive "double"."""
     text = value.strip()
+    if kind == "double":
+        try:
+            number = float(text)
+        except ValueError:
+            raise ConfigError(f"Invalid value {value} for configuration {key}: Not a number of type DOUBLE") from None
+        if number != number or number <= 0:
+            raise ConfigError(f"Invalid value {value} for configuration {key}: Value must be above 0")
+        return
     if kind == "bool":
         if text.lower() not in ("true", "false"):
             raise ConfigError(f"Invalid value {value} for configuration {key}: Expected value to be either true or false")

@@ -197,7 +197,7 @@ def _open_batch(buf: memoryview, pos: int, check_crc: bool,
     """Header fields, the records section (decompressed, to at most ``max_decompressed`` bytes;
     None for a control batch) and the batch's next offset."""
     if check_crc:
-        validate_batch(buf, pos)
+        validate_batch(buf, pos, allow_empty=True)  # a compacted log keeps some empty batches
         h = HEADER_STRUCT.unpack_from(buf, pos)
     else:
         h = HEADER_STRUCT.unpack_from(buf, pos)

@@ -24,7 +24,7 @@ INT_MAX = 2**31 - 1
 class ConfigDef:
     name: str            # topic config name, e.g. "segment.bytes"
     field: str           # LogConfig attribute
-    kind: str            # "int", "long", "bool", "str"
+    kind: str            # "int", "long", "double", "bool", "str", "list"
     default: Any
     broker_name: str     # broker-level synonym, e.g. "log.segment.bytes"
     minimum: int | None = None
@@ -54,9 +54,15 @@ TOPIC_CONFIGS: dict[str, ConfigDef] = {
         ConfigDef("flush.ms", "flush_ms", "long", LONG_MAX, "log.flush.interval.ms", 0),
         ConfigDef("message.timestamp.type", "message_timestamp_type", "str", "CreateTime",
                   "log.message.timestamp.type", choices=("CreateTime", "LogAppendTime")),
-        ConfigDef("cleanup.policy", "cleanup_policy", "str", "delete", "log.cleanup.policy",
-                  choices=("delete", "compact", "compact,delete", "delete,compact"),
-                  doc="delete: retention by time and size; compact: no retention deletes"),
+        ConfigDef("cleanup.policy", "cleanup_policy", "list", "delete", "log.cleanup.policy",
+                  choices=("compact", "delete"), doc="delete, compact or both (compact,delete)"),
+        ConfigDef("delete.retention.ms", "delete_retention_ms", "long", 86400000, "log.cleaner.delete.retention.ms", 0,
+                  doc="how long a tombstone stays after the cleaner first kept it"),
+        ConfigDef("min.compaction.lag.ms", "min_compaction_lag_ms", "long", 0, "log.cleaner.min.compaction.lag.ms", 0),
+        ConfigDef("max.compaction.lag.ms", "max_compaction_lag_ms", "long", LONG_MAX,
+                  "log.cleaner.max.compaction.lag.ms", 1),
+        ConfigDef("min.cleanable.dirty.ratio", "min_cleanable_dirty_ratio", "double", 0.5,
+                  "log.cleaner.min.cleanable.ratio", 0, 1),
         ConfigDef("file.delete.delay.ms", "file_delete_delay_ms", "long", 60000, "log.segment.delete.delay.ms", 0),
         ConfigDef("preallocate", "preallocate", "bool", False, "log.preallocate"),
     )
@@ -71,6 +77,24 @@ def _parse(d: ConfigDef, raw: Any) -> Any:
         if s in ("true", "false"):
             return s == "true"
         raise InvalidConfigError(f"Invalid value {raw} for configuration {d.name}: Expected value to be either true or false")
+    if d.kind == "list":  # Kafka's ValidList: comma-separated, each one of the choices
+        items = [i.strip() for i in str(raw).split(",")]
+        if not items or any(i not in (d.choices or ()) for i in items) or len(set(items)) != len(items):
+            raise InvalidConfigError(
+                f"Invalid value {raw} for configuration {d.name}: Invalid value(s) among"
+                f" [{', '.join(items)}]: each must be one of {', '.join(d.choices or ())}"
+            )
+        return ",".join(items)
+    if d.kind == "double":
+        try:
+            number = float(str(raw).strip())
+        except ValueError:
+            raise InvalidConfigError(f"Invalid value {raw} for configuration {d.name}: Not a number of type DOUBLE") from None
+        if number != number or (d.minimum is not None and number < d.minimum) or \
+                (d.maximum is not None and number > d.maximum):
+            raise InvalidConfigError(f"Invalid value {raw} for configuration {d.name}: Value must be at least"
+                                     f" {d.minimum} and at most {d.maximum}")
+        return number
     if d.kind == "str":
         text = str(raw).strip()
         if d.choices is not None and text not in d.choices:
@@ -106,6 +130,10 @@ class LogConfig:
     flush_ms: int = LONG_MAX
     message_timestamp_type: str = "CreateTime"
     cleanup_policy: str = "delete"
+    delete_retention_ms: int = 86400000
+    min_compaction_lag_ms: int = 0
+    max_compaction_lag_ms: int = LONG_MAX
+    min_cleanable_dirty_ratio: float = 0.5
     file_delete_delay_ms: int = 60000
     preallocate: bool = False
 
@@ -162,7 +190,13 @@ class LogConfig:
 
     @property
     def delete_enabled(self) -> bool:
-        return "delete" in self.cleanup_policy
+        return "delete" in self.cleanup_policy.split(",")
+
+    @property
+    def compact(self) -> bool:
+        """``cleanup.policy`` includes ``compact``: the log cleaner keeps the last record of each
+        key, and produce refuses records without a key."""
+        return "compact" in self.cleanup_policy.split(",")
 
     @property
     def log_append_time(self) -> bool:

@@ -105,3 +105,8 @@ class InvalidTxnStateError(StorageError):
 
 class CorruptSnapshotError(StorageError):
     """A producer state snapshot that cannot be trusted (version, CRC, size): it is deleted."""
+
+
+class LogCleaningAbortedError(StorageError):
+    """A cleaning was given up: the log was closed or deleted, its segments changed under the
+    cleaner (retention, truncation), or the cleaner is shutting down. Nothing was swapped in."""

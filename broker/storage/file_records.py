@@ -322,8 +322,14 @@ class FileRecords:
         """``(position, header)`` of each whole batch, read in 4 MiB chunks. With ``validate``
         every batch is checked (magic, length, CRC, count) and the first bad one raises."""
         for pos, buf, off, size in self._whole_batches(start, self._size if end is None else end):
-            header = validate_batch(buf, off, off + size) if validate else RecordBatchHeader(buf, off)
+            header = validate_batch(buf, off, off + size, allow_empty=True) if validate else RecordBatchHeader(buf, off)
             yield pos + off, header
+
+    def iter_batch_views(self, start: int = 0, end: int | None = None) -> Iterator[tuple[int, memoryview]]:
+        """``(position, bytes of the batch)`` of each whole batch in ``[start, end)``, read in
+        4 MiB chunks, unchecked (the log cleaner's reads of inactive segments)."""
+        for pos, buf, off, size in self._whole_batches(start, self._size if end is None else end):
+            yield pos + off, memoryview(buf)[off:off + size]
 
     def iter_valid_batches(self, start: int = 0) -> Iterator[tuple[int, int, int, int, int]]:
         """Recovery's scan: ``(position, size, base_offset, last_offset, max_timestamp)`` of
@@ -335,9 +341,9 @@ class FileRecords:
         crc = _crc32c.crc32c
         for pos, buf, off, size in self._whole_batches(start, self._size):
             (base, _, _, magic, stored_crc, attributes, last_delta, _, max_ts, _, _, _, count) = unpack(buf, off)
-            if (magic != 2 or count < 1 or last_delta < 0 or (attributes & 0x07) > 4
+            if (magic != 2 or count < 0 or last_delta < 0 or (attributes & 0x07) > 4
                     or crc(memoryview(buf)[off + ATTRIBUTES_OFFSET : off + size]) != stored_crc):
-                validate_batch(buf, off, off + size)  # raises the specific error
+                validate_batch(buf, off, off + size, allow_empty=True)  # raises the specific error
             yield pos + off, size, base, base + last_delta, max_ts
 
     def search_for_offset_with_size(self, target_offset: int, start_position: int) -> LogOffsetPosition | None:

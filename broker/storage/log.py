@@ -15,7 +15,10 @@ A request whose batches are not all valid writes nothing.
 Threading: every method runs on the owner's thread (the broker's event loop) except
 ``flush``, which is designed to run in a worker thread concurrently with appends: it
 snapshots the segments to flush under ``_lock`` and fsyncs outside it, so appends never wait
-for the disk. One fsync per file covers every append made before it (group commit).
+for the disk. One fsync per file covers every append made before it (group commit). The log
+cleaner (cleaner/) reads from its own thread only what ``segment_list`` and
+``last_records_of_active_producers`` hand out under ``_lock`` (inactive segments never change)
+and asks the owner's thread to run ``replace_segments``, the one step that changes the map.
 """
 
 from __future__ import annotations
@@ -34,6 +37,7 @@ from client.records.batch import CONTROL_FLAG_MASK, TRANSACTIONAL_FLAG_MASK, Cor
 from .config import LogConfig
 from .errors import (
     KafkaStorageError,
+    LogCleaningAbortedError,
     OffsetOutOfRangeError,
     StorageError,
 )
@@ -337,6 +341,10 @@ class Log:
     def unflushed_messages(self) -> int:
         return self._leo - self.recovery_point
 
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
     def _check_open(self) -> None:
         if self._closed:
             raise KafkaStorageError(f"log {self.topic}-{self.partition} is closed")
@@ -583,6 +591,65 @@ class Log:
                 if found is not None:
                     return found
         return None
+
+    # ---------------------------------------------------------------- cleaner support
+
+    def segment_list(self, from_offset: int | None = None, to_offset: int | None = None) -> list[LogSegment]:
+        """The segments holding offsets in ``[from_offset, to_offset)`` (all by default), oldest
+        first, as one consistent snapshot (Kafka's logSegments(from, to)); any thread."""
+        with self._lock:
+            start = self.segments.first()[0] if from_offset is None else _floor_key(self.segments, from_offset)  # type: ignore[index]
+            return [seg for base, seg in self.segments.items(start) if to_offset is None or base < to_offset]
+
+    def last_records_of_active_producers(self) -> dict[int, int]:
+        """producer id -> offset of its last data batch, for every producer the state knows
+        (Kafka's lastRecordsOfActiveProducers): the cleaner keeps those batches, emptied if
+        need be, so that a producer's next sequence is still checked after cleaning."""
+        with self._lock:
+            return {pid: e.last_data_offset for pid, e in self.producer_state.producers.items()
+                    if e.last_data_offset >= 0}
+
+    def replace_segments(self, new: LogSegment, old: list[LogSegment], old_sizes: list[int],
+                         on_step: Callable[[str], None] | None = None) -> None:
+        """Swap the cleaned segment ``new`` (files ``*.cleaned``, flushed) in for ``old``, in
+        the order that makes a crash at any point recoverable by ``load`` (Kafka's
+        replaceSegments): rename ``new`` to ``*.swap``; put it in the map; take every old
+        segment out of the map, rename its files ``*.deleted`` (removed after
+        ``file.delete.delay.ms``: reads holding them finish) and drop its producer snapshot;
+        rename ``new`` to its final name. A crash before the ``.swap`` rename leaves the old
+        segments (``.cleaned`` files are deleted at load); after it, load deletes every
+        segment in the swap's offset range and completes the renames.
+
+        Runs on the owner's thread. Raises LogCleaningAbortedError (nothing renamed) when the
+        log is closed or an old segment is no longer in the map, became active or changed
+        size (retention, truncation) since the cleaner read it. The caller fsyncs the directory.
+        ``on_step`` (crash tests) is called after the ``.swap`` rename and after the first old
+        segment's ``.deleted`` rename."""
+        with self._lock:
+            if self._closed:
+                raise LogCleaningAbortedError(f"log {self.topic}-{self.partition} is closed")
+            active = self.active_segment
+            for seg, size in zip(old, old_sizes, strict=True):
+                if self.segments.get(seg.base_offset) is not seg or seg is active or seg.size != size:
+                    raise LogCleaningAbortedError(
+                        f"segment {seg.base_offset} of {self.topic}-{self.partition} changed during cleaning")
+            new.change_file_suffixes(CLEANED_FILE_SUFFIX, SWAP_FILE_SUFFIX)
+            if on_step is not None:
+                on_step("swap-renamed")
+            self.segments.put(new.base_offset, new)
+            delete_at = self._now_ms() + self.config.file_delete_delay_ms
+            for i, seg in enumerate(old):
+                if seg.base_offset != new.base_offset:
+                    self.segments.remove(seg.base_offset)
+                    self.producer_state.delete_snapshot(seg.base_offset)
+                seg.change_file_suffixes("", DELETED_FILE_SUFFIX)
+                self._pending_deletes.append((delete_at, seg))
+                if i == 0 and on_step is not None:
+                    on_step("old-renamed")
+            new.change_file_suffixes(SWAP_FILE_SUFFIX, "")
+            self._dir_needs_fsync = True
+            logger.info("%s: swapped in cleaned segment %d (%d bytes) for segments %s", self.dir, new.base_offset,
+                        new.size, [s.base_offset for s in old])
 
     # ---------------------------------------------------------------- retention
 

@@ -31,7 +31,7 @@ import shutil
 import time
 import uuid
 from collections.abc import Callable
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from .checkpoint import (
     CLEAN_SHUTDOWN_FILE,
@@ -143,6 +143,8 @@ class LogManager:
         self._topics: dict[str, dict[str, str]] = {}  # topic -> config overrides
         self.had_clean_shutdown = False
         self._started = False
+        #: the log cleaner (storage/cleaner/), when the broker runs one: told when a topic goes
+        self.cleaner: Any = None
 
     # ---------------------------------------------------------------- startup
 
@@ -297,6 +299,8 @@ class LogManager:
             raise UnknownTopicOrPartitionError(f"This server does not host this topic: {name}")
         doomed = []
         for p in parts:
+            if self.cleaner is not None:
+                self.cleaner.abort_cleaning((name, p))
             log = self.logs.pop((name, p))
             log.close()
             # Kafka's logDirNameWithSuffixCappedLength: cap the name at 255 bytes (NAME_MAX),

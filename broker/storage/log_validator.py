@@ -18,7 +18,9 @@ writes nothing):
   producerId (INVALID_RECORD);
 - every record of a producer's batch parses (``client.records.validate.check_records``): a
   correct CRC only proves the bytes arrived as sent, not that they mean anything; a
-  compressed batch may inflate to at most 64 x ``max.message.bytes`` (MESSAGE_TOO_LARGE).
+  compressed batch may inflate to at most 64 x ``max.message.bytes`` (MESSAGE_TOO_LARGE);
+  on a compacted topic (``cleanup.policy`` with ``compact``) every record has a key
+  (INVALID_RECORD, as Kafka: the cleaner could not tell which record of a key is the last).
 
 Offset assignment patches bytes 0-7 of each batch in place (the CRC does not cover them). With
 ``message.timestamp.type=LogAppendTime`` the attributes' timestamp-type bit and maxTimestamp
@@ -143,7 +145,7 @@ def validate_batches(buf: bytes | bytearray | memoryview, config: LogConfig, *,
         if from_producer:
             try:
                 check_records(buf, pos, b.size, b.record_count, b.attributes & COMPRESSION_CODEC_MASK,
-                              max_decompressed_size(config))
+                              max_decompressed_size(config), require_keys=config.compact)
             except DecompressedSizeError as e:
                 raise RecordTooLargeError(str(e)) from None
         batches.append(b)

@@ -273,13 +273,19 @@ def _codec_name(codec_id: int) -> str:
 
 
 def validate_batch(
-    buf: bytes | bytearray | memoryview, pos: int = 0, end: int | None = None
+    buf: bytes | bytearray | memoryview, pos: int = 0, end: int | None = None, *, allow_empty: bool = False
 ) -> RecordBatchHeader:
     """Check the batch at ``buf[pos]`` and return its header view; raise a RecordError if bad.
 
     Checks, in order: enough bytes for the header, magic == 2, batchLength consistent with the
     bytes available (``end`` defaults to ``len(buf)``; the batch may be followed by others),
-    the CRC-32C over [21, batch end), recordsCount >= 1 and lastOffsetDelta >= 0.
+    the CRC-32C over [21, batch end), recordsCount >= 1 (>= 0 with ``allow_empty``) and
+    lastOffsetDelta >= 0.
+
+    ``allow_empty`` is for batches read from a log: the log cleaner keeps a batch whose records
+    all went as an empty one (recordsCount 0, no records section) when it holds the last
+    sequence of a producer or ends the cleaned range, so that its offsets stay known. A
+    producer never sends one.
     """
     if end is None:
         end = len(buf)
@@ -304,8 +310,8 @@ def validate_batch(
         raise CorruptRecordError(
             f"record batch CRC mismatch: stored {crc:#010x}, computed {actual:#010x}"
         )
-    if count < 1:
-        raise InvalidRecordError(f"record batch has recordsCount {count} (< 1)")
+    if count < (0 if allow_empty else 1):
+        raise InvalidRecordError(f"record batch has recordsCount {count} (< {0 if allow_empty else 1})")
     if last_delta < 0:
         raise InvalidRecordError(f"record batch has lastOffsetDelta {last_delta} (< 0)")
     codec = buf[pos + ATTRIBUTES_OFFSET + 1] & COMPRESSION_CODEC_MASK

@@ -293,7 +293,7 @@ def iter_records(
     False) or its records section does not decode to exactly ``recordsCount`` records.
     """
     if verify_crc:
-        header = validate_batch(batch, pos)
+        header = validate_batch(batch, pos, allow_empty=True)
     else:
         header = RecordBatchHeader(batch, pos)
     (base_offset, batch_length, _, _, _, attributes, _, base_ts, max_ts, _, _, _, count) = (

@@ -235,7 +235,8 @@ BAD_CONFIGS = [
     {"segment.bytes": "abc"},
     {"segment.bytes": str(2**31)},
     {"retention.ms": "-5"},
-    {"cleanup.policy": "compact"},
+    {"cleanup.policy": "compact,purge"},
+    {"min.cleanable.dirty.ratio": "1.5"},
     {"message.timestamp.type": "Foo"},
     {"preallocate": "maybe"},
     {"segment.index.bytes": "8"},  # smaller than one time-index entry

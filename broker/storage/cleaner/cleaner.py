@@ -1,0 +1,324 @@
+"""Cleaner: one cleaning of one log (Kafka's Cleaner), run by a cleaner thread (manager.py).
+
+A log is split at the **first dirty offset** (the cleaner checkpoint: everything below was
+cleaned before) and the **first uncleanable offset** (the active segment's base, or the
+first segment whose largest timestamp is younger than ``min.compaction.lag.ms``). A cleaning:
+
+1. builds the offset map (offset_map.py): key -> last offset over the dirty segments in
+   ``[first dirty, first uncleanable)``, headers and keys only, until the map is full; the map
+   then covers ``[.., map.latest_offset]`` and the cleaning ends at ``end = latest + 1``;
+2. groups the segments below ``end`` (from the log's first segment: the clean part is recopied
+   too, so that records superseded by the new dirty ones go) into runs whose ``.log`` and
+   index sizes stay within ``segment.bytes`` / ``segment.index.bytes`` and whose offsets fit
+   one segment (Kafka's groupSegmentsBySize);
+3. for each group, writes the kept batches (batch_filter.py) into a new segment with the
+   group's first base offset and files ``*.cleaned`` (``.log``, ``.index``, ``.timeindex``),
+   flushes it, gives it the last old segment's modification time, and asks the log's owner
+   thread to swap it in (``Log.replace_segments``: ``.cleaned`` -> ``.swap`` -> final name,
+   old segments -> ``.deleted``), then fsyncs the directory;
+4. returns ``end``: the manager writes it to ``cleaner-offset-checkpoint`` (the next first
+   dirty offset).
+
+Reads of the old segments go through descriptors of the cleaner's own (opened read-only per
+segment): a retention pass renaming or deleting a segment meanwhile makes the swap refuse
+(``LogCleaningAbortedError``), never a torn read. Read and written bytes pass the throttler.
+``check_done`` is called between batches and raises LogCleaningAbortedError when the log was
+closed or deleted, or the cleaner stops.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+from collections.abc import Callable
+from typing import Any, NamedTuple
+
+from client.records.batch import CONTROL_FLAG_MASK, HEADER_STRUCT, RECORDS_OFFSET
+from client.records.codec import decode_lists
+from client.records.compression import decompress
+
+from ..errors import LogCleaningAbortedError
+from ..file_records import FileRecords
+from ..fileutil import fsync_path
+from ..log import CLEANED_FILE_SUFFIX, Log
+from ..segment import LogSegment, log_file_name, offset_index_file_name, time_index_file_name
+from .batch_filter import BatchContext, filter_batch
+from .offset_map import OffsetMap
+from .throttler import Throttler
+
+__all__ = ["Cleaner", "CleanerStats", "LogToClean", "run_inline"]
+
+logger = logging.getLogger(__name__)
+_INT32_MAX = 2**31 - 1
+
+
+def run_inline(fn: Callable[[], Any]) -> Any:
+    """The default way to run the swap: in the calling thread (tools, tests, a process with
+    no event loop). The broker passes one that runs it on its event loop."""
+    return fn()
+
+
+class LogToClean(NamedTuple):
+    """A log the manager chose, with its dirty range and how dirty it is."""
+
+    topic_partition: tuple[str, int]
+    log: Log
+    first_dirty_offset: int
+    first_uncleanable_offset: int
+    clean_bytes: int
+    cleanable_bytes: int
+    need_compaction_now: bool = False
+
+    @property
+    def total_bytes(self) -> int:
+        return self.clean_bytes + self.cleanable_bytes
+
+    @property
+    def cleanable_ratio(self) -> float:
+        return self.cleanable_bytes / self.total_bytes if self.total_bytes else 0.0
+
+
+class CleanerStats:
+    """What one cleaning did (logged by the manager, as Kafka's recordStats)."""
+
+    def __init__(self) -> None:
+        self.start = time.monotonic()
+        self.map_done = self.start
+        self.end = self.start
+        self.bytes_read = 0
+        self.bytes_written = 0
+        self.map_bytes_read = 0
+        self.map_messages_read = 0
+        self.messages_read = 0
+        self.messages_written = 0
+        self.invalid_messages = 0
+        self.buffer_utilization = 0.0
+        self.segments_swapped = 0
+
+    @property
+    def elapsed_s(self) -> float:
+        return self.end - self.start
+
+    def summary(self) -> str:
+        mb = 1024 * 1024
+        secs = max(self.elapsed_s, 1e-9)
+        reduction = 100.0 * (1 - self.bytes_written / self.bytes_read) if self.bytes_read else 0.0
+        return (f"{self.bytes_read / mb:.1f} MB of log processed in {secs:.2f} s ({self.bytes_read / mb / secs:.1f}"
+                f" MB/s); map: {self.map_bytes_read / mb:.1f} MB in {self.map_done - self.start:.2f} s, buffer"
+                f" utilization {100 * self.buffer_utilization:.1f}%; {self.messages_read} -> {self.messages_written}"
+                f" messages, {reduction:.1f}% size reduction; {self.segments_swapped} segments swapped in")
+
+
+class Cleaner:
+    def __init__(self, offset_map: OffsetMap, throttler: Throttler, *,
+                 check_done: Callable[[Log], None] = lambda log: None,
+                 run_swap: Callable[[Callable[[], Any]], Any] = run_inline,
+                 now_ms: Callable[[], int] = lambda: int(time.time() * 1000),
+                 io_buffer_size: int = 512 * 1024,
+                 pause_at: Callable[[str], None] | None = None) -> None:
+        self.offset_map = offset_map
+        self.throttler = throttler
+        self.check_done = check_done
+        self.run_swap = run_swap
+        self.now_ms = now_ms
+        self.io_buffer_size = io_buffer_size
+        #: crash tests: called at each step of a clean ("cleaned-writing", "swap-renamed",
+        #: "old-renamed", "swapped"); None in the broker
+        self.pause_at = pause_at
+
+    def _pause(self, step: str) -> None:
+        if self.pause_at is not None:
+            self.pause_at(step)
+
+    # ------------------------------------------------------------------ the cleaning
+
+    def clean(self, ltc: LogToClean) -> tuple[int, CleanerStats]:
+        """Clean ``ltc.log`` (module docstring); returns the first offset not cleaned."""
+        log = ltc.log
+        stats = CleanerStats()
+        now = self.now_ms()
+        upper = ltc.first_uncleanable_offset
+        self.build_offset_map(log, ltc.first_dirty_offset, upper, stats)
+        end = self.offset_map.latest_offset + 1
+        stats.map_done = time.monotonic()
+        cfg = log.config
+        ctx = BatchContext(self.offset_map, now, cfg.delete_retention_ms, log.last_records_of_active_producers(),
+                           64 * max(cfg.max_message_bytes, 1 << 20))
+        for group in group_segments_by_size(log.segment_list(None, end), cfg.segment_bytes,
+                                            cfg.segment_index_bytes, upper):
+            self.clean_segments(log, group, ctx, upper, stats)
+        stats.buffer_utilization = self.offset_map.utilization
+        stats.end = time.monotonic()
+        return end, stats
+
+    def build_offset_map(self, log: Log, start: int, end: int, stats: CleanerStats) -> None:
+        """Map the keys of the batches in ``[start, end)`` (Kafka's buildOffsetMap)."""
+        m = self.offset_map
+        m.clear()
+        dirty = log.segment_list(start, end)
+        for i, seg in enumerate(dirty):
+            next_start = dirty[i + 1].base_offset if i + 1 < len(dirty) else end
+            if self._map_segment(log, seg, start, next_start, stats):
+                logger.debug("%s: offset map full in segment %d", log.dir, seg.base_offset)
+                return
+
+    def _map_segment(self, log: Log, seg: LogSegment, start: int, next_start: int, stats: CleanerStats) -> bool:
+        """Add ``seg``'s keys at or above ``start``; True when the map filled up."""
+        m = self.offset_map
+        max_decompressed = 64 * max(log.config.max_message_bytes, 1 << 20)
+        with _open_for_cleaning(seg) as records:
+            read = 0
+            for _pos, batch in records.iter_batch_views(0, seg.size):
+                self.check_done(log)
+                fields = HEADER_STRUCT.unpack_from(batch, 0)
+                base, attributes, last_delta, count = fields[0], fields[5], fields[6], fields[12]
+                last = base + last_delta
+                read += len(batch)
+                if last < start:
+                    continue
+                if not attributes & CONTROL_FLAG_MASK and count:  # not a control batch, not empty
+                    codec = attributes & 0x07
+                    section = batch[RECORDS_OFFSET:]
+                    data = decompress(codec, section, max_decompressed) if codec else bytes(section)
+                    offsets, _, keys, _, _ = decode_lists(data, count, base, fields[7])
+                    for off, key in zip(offsets, keys, strict=True):
+                        if key is not None and off >= start and not m.put(key, off):
+                            stats.map_bytes_read += read
+                            return True
+                    stats.map_messages_read += count
+                m.update_latest_offset(last)
+                if read >= self.io_buffer_size:
+                    self.throttler.maybe_throttle(read)
+                    stats.map_bytes_read += read
+                    read = 0
+            stats.map_bytes_read += read
+            self.throttler.maybe_throttle(read)
+        m.update_latest_offset(next_start - 1)  # offset gaps: the segment ends where the next starts
+        return False
+
+    def clean_segments(self, log: Log, group: list[LogSegment], ctx: BatchContext, upper: int,
+                       stats: CleanerStats) -> None:
+        """Write ``group``'s kept batches into one ``.cleaned`` segment and swap it in."""
+        cfg = log.config
+        base = group[0].base_offset
+        for path in (log_file_name(log.dir, base, CLEANED_FILE_SUFFIX),
+                     offset_index_file_name(log.dir, base, CLEANED_FILE_SUFFIX),
+                     time_index_file_name(log.dir, base, CLEANED_FILE_SUFFIX)):
+            if os.path.exists(path):
+                os.unlink(path)  # left by an aborted cleaning
+        cleaned = LogSegment.open(log.dir, base, index_interval_bytes=cfg.index_interval_bytes,
+                                  max_index_size=cfg.segment_index_bytes, file_suffix=CLEANED_FILE_SUFFIX)
+        sizes = [seg.size for seg in group]
+        try:
+            for i, seg in enumerate(group):
+                self._clean_into(log, seg, sizes[i], cleaned, ctx, upper, i == len(group) - 1, stats)
+            cleaned.on_become_inactive_segment()
+            cleaned.flush()
+            mtime = os.stat(group[-1].log.path).st_mtime
+            os.utime(cleaned.log.path, (mtime, mtime))
+            self.check_done(log)
+            self.run_swap(lambda: log.replace_segments(cleaned, group, sizes, self.pause_at))
+        except BaseException:
+            cleaned.delete_if_exists()
+            raise
+        fsync_path(log.dir)
+        stats.segments_swapped += len(group)
+        self._pause("swapped")
+
+    def _clean_into(self, log: Log, seg: LogSegment, size: int, dest: LogSegment, ctx: BatchContext, upper: int,
+                    last_of_group: bool, stats: CleanerStats) -> None:
+        out = bytearray()
+        written_any = False
+        read = 0
+        with _open_for_cleaning(seg) as records:
+            for pos, batch in records.iter_batch_views(0, size):
+                self.check_done(log)
+                fields = HEADER_STRUCT.unpack_from(batch, 0)
+                nxt = fields[0] + fields[6] + 1
+                retain_empty = nxt == upper or (last_of_group and pos + len(batch) == size)
+                result = filter_batch(batch, ctx, retain_empty=retain_empty)
+                read += len(batch)
+                stats.bytes_read += len(batch)
+                stats.messages_read += result.records_read
+                stats.messages_written += result.records_kept
+                stats.invalid_messages += result.invalid
+                if result.output is not None:
+                    out += result.output
+                if len(out) >= self.io_buffer_size or read >= self.io_buffer_size:
+                    written_any |= self._flush_out(dest, out, stats)
+                    self.throttler.maybe_throttle(read)
+                    read = 0
+                    if written_any:
+                        self._pause("cleaned-writing")
+            written_any |= self._flush_out(dest, out, stats)
+            self.throttler.maybe_throttle(read)
+        if written_any:
+            self._pause("cleaned-writing")
+
+    def _flush_out(self, dest: LogSegment, out: bytearray, stats: CleanerStats) -> bool:
+        if not out:
+            return False
+        dest.append(bytes(out))
+        stats.bytes_written += len(out)
+        self.throttler.maybe_throttle(len(out))
+        out.clear()
+        return True
+
+
+# -------------------------------------------------------------------- helpers
+
+class _open_for_cleaning:  # noqa: N801 - a context manager used as a function
+    """A read-only descriptor of the cleaner's own on ``seg``'s ``.log``: closed at exit. A
+    file renamed or removed since the segment list was taken aborts the cleaning."""
+
+    def __init__(self, seg: LogSegment) -> None:
+        self.seg = seg
+        self.records: FileRecords | None = None
+
+    def __enter__(self) -> FileRecords:
+        try:
+            self.records = FileRecords.open(self.seg.log.path, writable=False)
+        except FileNotFoundError:
+            raise LogCleaningAbortedError(f"segment {self.seg.log.path} went away during cleaning") from None
+        return self.records
+
+    def __exit__(self, *exc: object) -> None:
+        if self.records is not None:
+            self.records.close_handlers()
+
+
+def group_segments_by_size(segments: list[LogSegment], max_size: int, max_index_size: int,
+                           first_uncleanable_offset: int) -> list[list[LogSegment]]:
+    """Consecutive runs of ``segments`` whose ``.log`` sizes add up to at most ``max_size``,
+    whose index file sizes each add up to at most ``max_index_size``, and whose offsets stay
+    within 2^31 - 1 of the run's first base offset (an empty segment is always taken)."""
+    def index_sizes(seg: LogSegment) -> tuple[int, int]:
+        try:
+            return (os.path.getsize(offset_index_file_name(os.path.dirname(seg.log.path), seg.base_offset)),
+                    os.path.getsize(time_index_file_name(os.path.dirname(seg.log.path), seg.base_offset)))
+        except OSError:
+            return 0, 0
+
+    groups: list[list[LogSegment]] = []
+    i = 0
+    n = len(segments)
+    while i < n:
+        group = [segments[i]]
+        log_size = segments[i].size
+        idx, tidx = index_sizes(segments[i])
+        i += 1
+        while i < n:
+            seg = segments[i]
+            s_idx, s_tidx = index_sizes(seg)
+            last_offset = (segments[i + 1].base_offset if i + 1 < n else first_uncleanable_offset) - 1
+            if (log_size + seg.size > max_size or idx + s_idx > max_index_size or tidx + s_tidx > max_index_size
+                    or (seg.size > 0 and last_offset - group[0].base_offset > _INT32_MAX)):
+                break
+            group.append(seg)
+            log_size += seg.size
+            idx += s_idx
+            tidx += s_tidx
+            i += 1
+        groups.append(group)
+    return groups
