@@ -29,9 +29,10 @@ __all__ = ["check_records"]
 
 
 def check_records(buf: bytes | bytearray | memoryview, pos: int, size: int, count: int, codec: int,
-                  max_decompressed: int = DEFAULT_MAX_DECOMPRESSED) -> None:
+                  max_decompressed: int = DEFAULT_MAX_DECOMPRESSED) -> list[int]:
     """Check the records of the (header-validated) batch ``buf[pos:pos + size]``; a compressed
-    one may inflate to at most ``max_decompressed`` bytes (DecompressedSizeError above)."""
+    one may inflate to at most ``max_decompressed`` bytes (DecompressedSizeError above).
+    Returns the records' timestamp deltas (from the batch's baseTimestamp), in record order."""
     section = memoryview(buf)[pos + RECORDS_OFFSET:pos + size]
     try:
         data = decompress(codec, section, max_decompressed) if codec else section
@@ -40,10 +41,12 @@ def check_records(buf: bytes | bytearray | memoryview, pos: int, size: int, coun
     except Exception as e:  # noqa: BLE001 - each codec library has its own error for undecodable input
         raise InvalidRecordError(f"record batch cannot be decompressed: {type(e).__name__}: {e}") from None
     try:
-        offsets = decode_lists(data, count)[0]  # type: ignore[arg-type]  # memoryview too
+        decoded = decode_lists(data, count)  # type: ignore[arg-type]  # memoryview too
     except CorruptRecordError as e:
         raise InvalidRecordError(f"record batch has invalid records: {e}") from None
+    offsets = decoded[0]
     if offsets != list(range(count)):
         first = next(i for i, d in enumerate(offsets) if d != i)
         raise InvalidRecordError(f"record {first} of the batch has offset delta {offsets[first]}: inner record"
                                  " offsets must be 0, 1, 2, ...")
+    return decoded[1]
