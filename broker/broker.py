@@ -33,6 +33,7 @@ from time import perf_counter
 from typing import Any
 
 from .config import BrokerConfig
+from .dynamic_config import DynamicBrokerConfig
 from .http_listener import HttpListener, Response
 from .socket_server import BrokerServer, handle_request
 from .state import BrokerState
@@ -69,11 +70,13 @@ class Broker:
     async def start(self) -> None:
         t0 = time.perf_counter()
         cfg = self.config
-        self.logs = LogManager(cfg.log_dir, cfg.log_config, node_id=cfg.node_id, flush_scheduler=self._schedule_flush,
+        dynamic = DynamicBrokerConfig(cfg, cfg.log_dir)  # broker configs altered at run time
+        self.logs = LogManager(cfg.log_dir, dynamic.log_config(), node_id=cfg.node_id,
+                               flush_scheduler=self._schedule_flush,
                                producer_id_expiration_ms=cfg.int("producer.id.expiration.ms"))
         self.logs.startup()
         self.pending.discard("logs")
-        self.state = BrokerState(cfg, self.logs)
+        self.state = BrokerState(cfg, self.logs, dynamic)
         host, port = cfg.listener
         self.server = BrokerServer(self.state, host, port)
         await self.server.start()
