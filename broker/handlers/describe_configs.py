@@ -14,7 +14,7 @@ from typing import Any
 
 from client.protocol.api import ApiKey, ErrorCode
 
-from ..dynamic_config import ConfigSourceId, DynamicConfigError, Entry
+from ..dynamic_config import ConfigSourceId, Entry
 from ..storage.errors import InvalidTopicError
 from ..storage.log_manager import validate_topic_name
 
@@ -38,11 +38,12 @@ def _entries(state: Any, rtype: int, rname: str) -> list[Entry]:
             raise _Failure(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"Topic {rname} does not exist")
         return state.dynamic.describe_topic(info.overrides, info.config)  # type: ignore[no-any-return]
     if rtype == BROKER:
-        try:
-            per_broker = state.dynamic.check_resource(rname)
-        except DynamicConfigError as e:
-            raise _Failure(e.error_code, str(e).replace(", but received", " or empty string, but received")) from None
-        return state.dynamic.describe_broker(per_broker)  # type: ignore[no-any-return]
+        if rname and not rname.lstrip("-").isdigit():
+            raise _Failure(ErrorCode.INVALID_REQUEST, f"Broker id must be an integer, but it is: {rname}")
+        if rname and int(rname) != state.node_id:
+            raise _Failure(ErrorCode.INVALID_REQUEST,
+                           f"Unexpected broker id, expected {state.node_id} or empty string, but received {rname}")
+        return state.dynamic.describe_broker(bool(rname))  # type: ignore[no-any-return]
     raise _Failure(ErrorCode.INVALID_REQUEST, f"Unsupported resource type: {rtype}")
 
 
