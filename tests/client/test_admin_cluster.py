@@ -153,7 +153,7 @@ async def test_describe_cluster_and_log_dirs(module_broker) -> None:
         assert (await admin.describe_cluster()).authorized_operations is None
         await admin.create_topic(name, 2)
         async with Producer(module_broker.bootstrap) as producer:
-            for i in range(100):
+            for _ in range(100):
                 producer.send_nowait(name, b"x" * 100, partition=1)
             await producer.flush()
         dirs = await admin.describe_log_dirs([(name, 0), (name, 1), (name, 9)])
