@@ -116,7 +116,7 @@ def test_delete_records_three_clients(module_broker: Any, ck_admin: Any, kp_admi
 
     create_topic(module_broker.bootstrap, topic, 3, {"segment.bytes": "3000"})
     for p in range(3):
-        for chunk in range(6):  # small batches: several segments
+        for _ in range(6):  # small batches: several segments
             ck_produce(module_broker.bootstrap, topic, p, [Msg(None, b"%03d" % i * 30) for i in range(10)],
                        **{"linger.ms": 0})
     before = len(glob.glob(os.path.join(module_broker.data_dir, f"{topic}-0", "*.log")))
