@@ -19,8 +19,9 @@ writes nothing):
 - every record of a producer's batch parses (``client.records.validate.check_records``): a
   correct CRC only proves the bytes arrived as sent, not that they mean anything; a
   compressed batch may inflate to at most 64 x ``max.message.bytes`` (MESSAGE_TOO_LARGE);
-- with ``message.timestamp.type=CreateTime``: a producer's batch is not marked LogAppendTime,
-  and every record's timestamp (other than -1, none) lies within
+- a producer's batch is not marked LogAppendTime, unless the topic uses CreateTime and the
+  batch has a maxTimestamp (which then is its records' timestamp), as Kafka;
+- with ``message.timestamp.type=CreateTime``: every record's timestamp (other than -1, none) lies within
   [now - ``message.timestamp.before.max.ms``, now + ``message.timestamp.after.max.ms``]
   (INVALID_TIMESTAMP; the deprecated ``message.timestamp.difference.max.ms`` stands in for
   either bound left unset). Both default to unbounded, and the check costs nothing then.
@@ -159,10 +160,11 @@ def validate_batches(buf: bytes | bytearray | memoryview, config: LogConfig, *,
         if b.last_offset_delta != b.record_count - 1:
             raise InvalidRecordError(
                 f"record batch has lastOffsetDelta {b.last_offset_delta} but {b.record_count} records")
-        if from_producer and create_time and b.attributes & TIMESTAMP_TYPE_MASK:
-            raise InvalidTimestampError(
-                "Invalid timestamp type in message: the topic uses CreateTime. Producer should not set timestamp"
-                " type to LogAppendTime.")
+        if from_producer and b.attributes & TIMESTAMP_TYPE_MASK and (not create_time or b.max_timestamp == NO_TIMESTAMP):
+            # Kafka's rule: a producer may not ask for LogAppendTime, except that a CreateTime
+            # topic takes such a batch's timestamp (its maxTimestamp) as the records' CreateTime.
+            raise InvalidTimestampError("Invalid timestamp type in message. Producer should not set timestamp type"
+                                        " to LogAppendTime.")
         if from_producer:
             try:
                 deltas = check_records(buf, pos, b.size, b.record_count, b.attributes & COMPRESSION_CODEC_MASK,
@@ -170,7 +172,12 @@ def validate_batches(buf: bytes | bytearray | memoryview, config: LogConfig, *,
             except DecompressedSizeError as e:
                 raise RecordTooLargeError(str(e)) from None
             if bounded:
-                _check_timestamps(buf, pos, deltas, now_ms, before, after)
+                if b.attributes & TIMESTAMP_TYPE_MASK:  # every record has the batch's maxTimestamp
+                    deltas = [0] * b.record_count
+                    base = b.max_timestamp
+                else:
+                    (base,) = _Q.unpack_from(buf, pos + BASE_TIMESTAMP_OFFSET)
+                _check_timestamps(base, deltas, now_ms, before, after)
         batches.append(b)
         pos += b.size
     if n > config.segment_bytes:
@@ -180,10 +187,8 @@ def validate_batches(buf: bytes | bytearray | memoryview, config: LogConfig, *,
     return batches
 
 
-def _check_timestamps(buf: bytes | bytearray | memoryview, pos: int, deltas: list[int], now_ms: int,
-                      before: int, after: int) -> None:
+def _check_timestamps(base_ts: int, deltas: list[int], now_ms: int, before: int, after: int) -> None:
     """Every record timestamp (but -1) within [now - before, now + after] (INVALID_TIMESTAMP)."""
-    (base_ts,) = _Q.unpack_from(buf, pos + BASE_TIMESTAMP_OFFSET)
     for i, delta in enumerate(deltas):
         ts = base_ts + delta
         if ts != NO_TIMESTAMP and (now_ms - ts > before or ts - now_ms > after):

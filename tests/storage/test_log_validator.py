@@ -91,7 +91,13 @@ def test_deprecated_difference_bounds_both_sides_and_log_append_time_ignores_bou
     stamped.append(producer_batch(n=1, ts=0))
 
 
-def test_log_append_time_batch_to_a_create_time_topic_is_refused(make_log) -> None:
-    log = make_log()
+def test_producer_batches_marked_log_append_time(make_log) -> None:
+    """Kafka's rule: refused by a LogAppendTime topic; a CreateTime topic takes the batch's
+    maxTimestamp as its records' timestamp (and checks it against the bounds)."""
+    stamped = make_log(Clock(NOW), message_timestamp_type="LogAppendTime")
     with pytest.raises(InvalidTimestampError, match="should not set timestamp type to LogAppendTime"):
-        log.append(producer_batch(n=1, log_append_time=True))
+        stamped.append(producer_batch(n=1, log_append_time=True))
+    log = make_log(Clock(NOW), name="t-1", message_timestamp_before_max_ms=6000)
+    assert log.append(producer_batch(n=3, ts=NOW - 5000, log_append_time=True)).last_offset == 2  # max ts NOW - 4998
+    with pytest.raises(InvalidTimestampError, match=f"Timestamp {NOW - 9998} of message with offset 0"):
+        log.append(producer_batch(n=3, ts=NOW - 10000, log_append_time=True))
