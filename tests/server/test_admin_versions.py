@@ -99,7 +99,7 @@ def test_every_advertised_version_of_the_admin_apis(module_broker) -> None:
         return done
 
     done = asyncio.run(go())
-    assert len(done) == sum(SUPPORTED_VERSIONS[k][1] - SUPPORTED_VERSIONS[k][0] + 1 for k in REQUESTS) == 28
+    assert len(done) == sum(SUPPORTED_VERSIONS[k][1] - SUPPORTED_VERSIONS[k][0] + 1 for k in REQUESTS) == 35
 
 
 @pytest.mark.parametrize("key", list(REQUESTS))
