@@ -34,6 +34,7 @@ from typing import Any
 
 from .config import BrokerConfig
 from .dynamic_config import DynamicBrokerConfig
+from .group.runtime import GroupRuntime
 from .http_listener import HttpListener, Response
 from .socket_server import BrokerServer, handle_request
 from .state import BrokerState
@@ -77,12 +78,14 @@ class Broker:
         self.logs.startup()
         self.pending.discard("logs")
         self.state = BrokerState(cfg, self.logs, dynamic)
+        self.state.groups = GroupRuntime(self.state)
         host, port = cfg.listener
         self.server = BrokerServer(self.state, host, port)
         await self.server.start()
         if self.state.port == 0 or (cfg.props.get("advertised.listeners", "") == "" and port == 0):
             self.state.port = self.server.port
         await self._start_operator_endpoints()
+        self._start_groups()
         self._periodic = [
             asyncio.ensure_future(self._every(cfg.int("log.retention.check.interval.ms") / 1000, self._retention)),
             asyncio.ensure_future(self._every(1.0, self._housekeeping)),
@@ -90,6 +93,8 @@ class Broker:
                                               self._checkpoint)),
             asyncio.ensure_future(self._every(cfg.int("producer.id.expiration.check.interval.ms") / 1000,
                                               self._expire_producers)),
+            asyncio.ensure_future(self._every(cfg.int("offsets.retention.check.interval.ms") / 1000,
+                                              self.state.groups.expire_offsets)),
         ]
         logger.info("minibroker listening on %s:%d (advertised %s:%d), data in %s, %d partitions, started in %.3f s",
                     host, self.server.port, self.state.host, self.state.port, self.logs.log_dir,
@@ -116,6 +121,18 @@ class Broker:
         if self.faults is not None:
             self.faults.on_change = self._install_hook
         self._install_hook(self.faults is not None and self.faults.armed)
+
+    def _start_groups(self) -> None:
+        """Load ``__consumer_offsets`` in the background; /healthz says "groups" until done."""
+        assert self.state is not None
+        groups = self.state.groups
+        if self.metrics is not None:
+            self.metrics.group_offsets = groups.group_offsets
+            self.metrics.group_members = groups.group_members
+        groups.start_loading()
+        if groups.load_task is not None:
+            self.pending.add("groups")
+            groups.load_task.add_done_callback(lambda _: self.pending.discard("groups"))
 
     def _healthz(self, method: str, body: bytes) -> Response:
         if self.pending:
@@ -216,6 +233,8 @@ class Broker:
             await listener.stop()
         if self.server is not None:
             await self.server.stop()
+        if self.state is not None and self.state.groups is not None:
+            await self.state.groups.close()
         # wait for background flushes to finish before closing the logs
         for _ in range(500):
             if not self._flushing:

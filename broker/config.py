@@ -51,6 +51,18 @@ BROKER_DEFAULTS: dict[str, str] = {
     "connections.max.idle.ms": "600000",
     "producer.id.expiration.ms": "86400000",
     "producer.id.expiration.check.interval.ms": "600000",
+    # the group coordinator (broker/group)
+    "offsets.topic.num.partitions": "50",
+    "offsets.topic.segment.bytes": "104857600",
+    "offsets.topic.replication.factor": "1",  # ours (Kafka: 3); one node can hold one replica
+    "offsets.retention.minutes": "10080",
+    "offsets.retention.check.interval.ms": "600000",
+    "offsets.load.buffer.size": "5242880",
+    "offset.metadata.max.bytes": "4096",
+    "group.min.session.timeout.ms": "6000",
+    "group.max.session.timeout.ms": "1800000",
+    "group.max.size": "2147483647",
+    "group.initial.rebalance.delay.ms": "0",  # ours (Kafka: 3000): fresh groups in tests start at once
     # ours: the opt-in HTTP listeners (broker/http_listener.py); empty = off
     "metrics.listeners": "",  # http://127.0.0.1:9404 -> GET /metrics (Prometheus), GET /healthz
     "fault.injection.listener": "",  # http://127.0.0.1:PORT -> /faults (tests only; loopback only)
@@ -80,6 +92,17 @@ BROKER_TYPES: dict[str, tuple[str, int | None, int | None]] = {
     "connections.max.idle.ms": ("long", 1, None),
     "producer.id.expiration.ms": ("int", 1, None),
     "producer.id.expiration.check.interval.ms": ("int", 1, None),
+    "offsets.topic.num.partitions": ("int", 1, None),
+    "offsets.topic.segment.bytes": ("int", 1, None),
+    "offsets.topic.replication.factor": ("int", 1, 1),
+    "offsets.retention.minutes": ("int", 1, None),
+    "offsets.retention.check.interval.ms": ("long", 1, None),
+    "offsets.load.buffer.size": ("int", 1, None),
+    "offset.metadata.max.bytes": ("int", None, None),
+    "group.min.session.timeout.ms": ("int", None, None),
+    "group.max.session.timeout.ms": ("int", None, None),
+    "group.max.size": ("int", 1, None),
+    "group.initial.rebalance.delay.ms": ("int", None, None),
 }
 
 

@@ -265,6 +265,9 @@ class Connection:
             raise _Close(f"malformed {ApiKey(key).name} v{version} request body: {e}") from None
         if reader.remaining:
             logger.debug("%d trailing bytes after %s v%d from %s", reader.remaining, ApiKey(key).name, version, self.peer)
+        if key == ApiKey.JOIN_GROUP:  # the member's client id and host are part of the group's state
+            request["_client_id"] = header.client_id or ""
+            request["_client_host"] = "/" + self.peer.rpartition(":")[0]
         hook = self.server.request_hook
         if hook is not None:
             result = hook(self, key, version, cid, request)

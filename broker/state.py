@@ -72,6 +72,8 @@ class BrokerState:
         self.num_partitions = config.int("num.partitions")
         self.auto_create_topics = config.bool("auto.create.topics.enable")
         self.producer_ids = ProducerIdManager(logs.log_dir)
+        #: the group coordinator (broker/group/runtime.py), set by Broker.start
+        self.groups: Any = None
         #: BrokerMetrics when ``metrics.listeners`` is set, else None (handlers test for None)
         self.metrics: Any = None
         self._flushes: dict[int, asyncio.Future[Any]] = {}

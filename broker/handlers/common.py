@@ -1,9 +1,11 @@
-"""Shared handler vocabulary: reply markers and error-code mapping."""
+"""Shared handler vocabulary: reply markers, error-code mapping, and answers that come later."""
 
 from __future__ import annotations
 
+import asyncio
 import logging
-from typing import NamedTuple
+from collections.abc import Callable
+from typing import Any, NamedTuple
 
 from client.protocol.api import ErrorCode
 from client.records.batch import RecordError
@@ -43,3 +45,27 @@ def error_code_of(exc: BaseException) -> int:
         return int(ErrorCode.KAFKA_STORAGE_ERROR)
     logger.exception("unexpected error", exc_info=exc)
     return int(ErrorCode.UNKNOWN_SERVER_ERROR)
+
+
+def reply_when_ready(start: Callable[[Callable[[Any], None]], None]) -> Any:
+    """Call ``start(respond)``: the handler's result is what ``respond`` receives — returned
+    as is when ``start`` answered at once, else a coroutine the server awaits (a JoinGroup
+    parked until the rebalance completes, an OffsetCommit until its record is durable)."""
+    box: list[Any] = []
+    fut: asyncio.Future[Any] | None = None
+
+    def respond(value: Any) -> None:
+        if fut is None:
+            box.append(value)
+        elif not fut.done():
+            fut.set_result(value)
+
+    start(respond)
+    if box:
+        return box[0]
+    fut = asyncio.get_running_loop().create_future()
+    return _wait(fut)
+
+
+async def _wait(fut: asyncio.Future[Any]) -> Any:
+    return await fut

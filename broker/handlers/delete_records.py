@@ -8,7 +8,8 @@ sent only once ``log-start-offset-checkpoint`` records the new offsets (fsync'd)
 deletion survives a crash right after it. Fetches below the new start get
 OFFSET_OUT_OF_RANGE; ListOffsets EARLIEST answers it.
 
-Errors per partition: UNKNOWN_TOPIC_OR_PARTITION, OFFSET_OUT_OF_RANGE (above the high
+Errors per partition: UNKNOWN_TOPIC_OR_PARTITION, INVALID_TOPIC_EXCEPTION (an internal topic
+such as ``__consumer_offsets``), OFFSET_OUT_OF_RANGE (above the high
 watermark, or negative other than -1), POLICY_VIOLATION (``cleanup.policy=compact`` without
 ``delete``, as Kafka)."""
 
@@ -21,6 +22,7 @@ from typing import Any
 from client.protocol.api import ApiKey, ErrorCode
 
 from .common import error_code_of
+from .metadata import INTERNAL_TOPICS
 
 API_KEY = ApiKey.DELETE_RECORDS
 
@@ -34,6 +36,8 @@ def _delete(state: Any, topic: str, partition: int, offset: int) -> tuple[int, i
     log = state.logs.get_log(topic, partition)
     if log is None:
         return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, -1
+    if topic in INTERNAL_TOPICS:  # Kafka: "Cannot delete records of internal topic"
+        return ErrorCode.INVALID_TOPIC_EXCEPTION, -1
     if not log.config.delete_enabled:
         logger.info("DeleteRecords %s-%d: refused, cleanup.policy is %s", topic, partition, log.config.cleanup_policy)
         return ErrorCode.POLICY_VIOLATION, -1

@@ -8,6 +8,7 @@ from typing import Any
 from client.protocol.api import ApiKey, ErrorCode
 
 from .common import error_code_of
+from .metadata import INTERNAL_TOPICS
 
 API_KEY = ApiKey.DELETE_TOPICS
 
@@ -18,6 +19,9 @@ def handle(request: dict[str, Any], version: int, state: Any) -> dict[str, Any]:
     for name in request["topic_names"]:
         if name not in topics:
             out.append({"name": name, "error_code": ErrorCode.UNKNOWN_TOPIC_OR_PARTITION})
+            continue
+        if name in INTERNAL_TOPICS:
+            out.append({"name": name, "error_code": ErrorCode.INVALID_TOPIC_EXCEPTION})
             continue
         try:
             state.logs.delete_topic(name)

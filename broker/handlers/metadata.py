@@ -16,13 +16,16 @@ from ..storage.log_manager import validate_topic_name
 
 API_KEY = ApiKey.METADATA
 
+#: topics the broker writes itself: clients may read them, not produce to or delete them
+INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
+
 logger = logging.getLogger(__name__)
 
 
 def _topic(state: Any, name: str, partitions: int) -> dict[str, Any]:
     node = state.node_id
     return {
-        "error_code": 0, "name": name, "is_internal": False,
+        "error_code": 0, "name": name, "is_internal": name in INTERNAL_TOPICS,
         "partitions": [{"error_code": 0, "partition_index": p, "leader_id": node,
                         "replica_nodes": [node], "isr_nodes": [node]} for p in range(partitions)],
     }

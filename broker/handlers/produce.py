@@ -23,6 +23,7 @@ from typing import Any
 from client.protocol.api import ApiKey, ErrorCode
 
 from .common import CLOSE, NO_RESPONSE, error_code_of
+from .metadata import INTERNAL_TOPICS
 
 API_KEY = ApiKey.PRODUCE
 
@@ -52,6 +53,8 @@ def handle(request: dict[str, Any], version: int, state: Any) -> Any:
                 resp["error_code"] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
             elif records is None or len(records) == 0:
                 resp["error_code"] = ErrorCode.CORRUPT_MESSAGE
+            elif name in INTERNAL_TOPICS:  # written by the broker only, as in Kafka
+                resp["error_code"] = ErrorCode.INVALID_TOPIC_EXCEPTION
             elif acks == -1 and log.config.min_insync_replicas > 1:
                 # Kafka refuses acks=all before writing when the ISR (here: this broker alone)
                 # is smaller than min.insync.replicas.

@@ -19,7 +19,9 @@ The output matches Kafka's line for line:
   batch has the delete-horizon flag; ``crc`` is the stored CRC (unsigned decimal) and
   ``isvalid`` whether it matches the bytes. Keys and payloads are decoded as UTF-8 (invalid
   sequences become U+FFFD, as Java's StringDecoder does); control batches show the marker
-  (`` endTxnMarker: COMMIT coordinatorEpoch: 5``) instead of key and payload.
+  (`` endTxnMarker: COMMIT coordinatorEpoch: 5``) instead of key and payload. With
+  ``--offsets-decoder`` (``__consumer_offsets``), keys and payloads are printed as JSON
+  (broker/tools/offsets_decoder.py).
 
 ``.index``: ``offset: O position: P`` per entry, or ``<file> is empty.``
 ``.timeindex``: ``timestamp: T offset: O`` per entry.
@@ -74,6 +76,7 @@ from broker.storage.offset_index import OffsetIndex
 from broker.storage.producer_state import SNAPSHOT_FILE_SUFFIX, read_snapshot
 from broker.storage.segment import INDEX_FILE_SUFFIX, LOG_FILE_SUFFIX, TIME_INDEX_FILE_SUFFIX
 from broker.storage.time_index import TimeIndex
+from broker.tools.offsets_decoder import describe_offsets_record
 from client.cli import positive_int
 from client.records.batch import (
     CONTROL_FLAG_MASK,
@@ -160,7 +163,8 @@ def _control_description(rec: Record) -> str:
     return f" controlType: {name}({type_id})"
 
 
-def _record_line(rec: Record, h: RecordBatchHeader, ts_type: str, print_data: bool) -> str:
+def _record_line(rec: Record, h: RecordBatchHeader, ts_type: str, print_data: bool, offsets_decoder: bool = False
+                 ) -> str:
     base_seq = h.base_sequence
     seq = -1 if base_seq == -1 else (base_seq + rec.offset - h.base_offset) % _SEQUENCE_MODULUS
     key_size = -1 if rec.key is None else len(rec.key)
@@ -172,6 +176,8 @@ def _record_line(rec: Record, h: RecordBatchHeader, ts_type: str, print_data: bo
     )
     if h.is_control:
         line += _control_description(rec)
+    elif offsets_decoder:
+        line += describe_offsets_record(rec.key, rec.value, rec.offset)
     elif print_data:
         if rec.key is not None:
             line += f" key: {rec.key.decode('utf-8', 'replace')}"
@@ -224,10 +230,11 @@ class _Dumper:
     def __init__(
         self, *, deep_iteration: bool, print_data_log: bool, verify_index_only: bool,
         index_sanity_check: bool, max_message_size: int, max_bytes: int | None,
-        out: TextIO, err: TextIO,
+        out: TextIO, err: TextIO, offsets_decoder: bool = False,
     ) -> None:
-        self.print_data = print_data_log
-        self.deep = deep_iteration or print_data_log  # Kafka: --print-data-log implies deep
+        self.offsets_decoder = offsets_decoder
+        self.print_data = print_data_log or offsets_decoder  # Kafka: a decoder implies --print-data-log
+        self.deep = deep_iteration or self.print_data  # Kafka: --print-data-log implies deep
         self.verify_only = verify_index_only
         self.sanity_only = index_sanity_check
         self.max_message_size = max_message_size
@@ -331,7 +338,7 @@ class _Dumper:
                 if last_offset != -1 and rec.offset != last_offset + 1:
                     non_consecutive.append((last_offset, rec.offset))
                 last_offset = rec.offset
-                self.print(_record_line(rec, h, ts_type, self.print_data))
+                self.print(_record_line(rec, h, ts_type, self.print_data, self.offsets_decoder))
         except ValueError as e:
             self.error(f"Cannot decode the records of the batch at position {pos} of {path}: {e}")
         return last_offset
@@ -479,6 +486,7 @@ def dump_files(
     max_bytes: int | None = None,
     out: TextIO | None = None,
     err: TextIO | None = None,
+    offsets_decoder: bool = False,
 ) -> int:
     """Dump each file as Kafka's DumpLogSegments does; return the exit status (see module doc).
 
@@ -490,6 +498,7 @@ def dump_files(
         verify_index_only=verify_index_only, index_sanity_check=index_sanity_check,
         max_message_size=max_message_size, max_bytes=max_bytes,
         out=sys.stdout if out is None else out, err=sys.stderr if err is None else err,
+        offsets_decoder=offsets_decoder,
     )
     for path in paths:
         dumper.dump(os.fspath(path))
@@ -520,6 +529,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         " (default %(default)s)")
     parser.add_argument("--max-bytes", type=positive_int, default=None, metavar="N",
                         help="read at most N bytes of each .log")
+    parser.add_argument("--offsets-decoder", action="store_true",
+                        help="decode __consumer_offsets records (committed offsets, group metadata) as JSON;"
+                        " implies --print-data-log")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -531,4 +543,5 @@ def run(args: argparse.Namespace) -> int:
         index_sanity_check=args.index_sanity_check,
         max_message_size=args.max_message_size,
         max_bytes=args.max_bytes,
+        offsets_decoder=args.offsets_decoder,
     )

@@ -39,9 +39,10 @@ NULL: Any = _Null()
 
 
 def parse_versions(spec: str | None) -> tuple[int, int]:
-    """``"3+"`` -> (3, inf); ``"0-4"`` -> (0, 4); ``"2"`` -> (2, 2); ``"none"``/None -> empty."""
+    """``"3+"`` -> (3, inf); ``"0-4"`` -> (0, 4); ``"2"`` -> (2, 2); ``"none"``/None -> empty
+    (starting at inf, as ``FLEXIBLE_FROM`` marks an API with no flexible version)."""
     if spec is None or spec == "none":
-        return (1, 0)
+        return (_INF, _INF - 1)
     if spec.endswith("+"):
         return (int(spec[:-1]), _INF)
     if "-" in spec:

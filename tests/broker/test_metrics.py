@@ -160,23 +160,24 @@ def test_errors_latency_connections_and_health(tmp_path: Any) -> None:
         assert e.value.code == 503 and e.value.read() == b"loading: groups\n"
 
 
-def test_consumer_group_hook(tmp_path: Any) -> None:
-    """The group coordinator fills kafka_consumergroup_* through BrokerMetrics.group_offsets:
-    lag = high watermark - committed offset, -1 where nothing is committed."""
+def test_consumer_group_families(tmp_path: Any) -> None:
+    """The group coordinator fills kafka_consumergroup_*: lag = high watermark - committed
+    offset, for each committed partition; members per group."""
     with bt.run("inprocess", data_dir=str(tmp_path / "data"), metrics=True) as b:
         bt.create_topic(b.bootstrap_servers, "g", 2)
         with Conn(b.port) as c:
             c.call(ApiKey.PRODUCE, 7, produce("g", 0, build_batch([(None, b"x")] * 10)))
-        m = b.broker.metrics
-        assert "kafka_consumergroup_lag" not in b.scrape()  # no groups, no families
-        m.group_offsets = lambda: [("grp", "g", 0, 3), ("grp", "g", 1, -1)]
-        m.group_members = lambda: {"grp": 2}
+            assert "kafka_consumergroup_lag{" not in b.scrape()  # no groups, no samples
+            resp = c.call(ApiKey.OFFSET_COMMIT, 2, {
+                "group_id": "grp", "generation_id_or_member_epoch": -1, "member_id": "", "retention_time_ms": -1,
+                "topics": [{"name": "g", "partitions": [{"partition_index": 0, "committed_offset": 3,
+                                                          "committed_metadata": ""}]}]})
+            assert resp["topics"][0]["partitions"][0]["error_code"] == 0
         s = bt.parse_metrics(b.scrape())
         assert value(s, "kafka_consumergroup_current_offset", consumergroup="grp", topic="g", partition="0") == 3
         assert value(s, "kafka_consumergroup_lag", consumergroup="grp", topic="g", partition="0") == 7
-        assert value(s, "kafka_consumergroup_lag", consumergroup="grp", topic="g", partition="1") == -1
         assert value(s, "kafka_consumergroup_lag_sum", consumergroup="grp", topic="g") == 7
-        assert value(s, "kafka_consumergroup_members", consumergroup="grp") == 2
+        assert value(s, "kafka_consumergroup_members", consumergroup="grp") == 0
 
 
 def test_metrics_port_flag_and_bad_listener(tmp_path: Any) -> None:

@@ -22,8 +22,8 @@ from .strategies import message_values
     ("3+", (3, 1 << 30)),
     ("0-4", (0, 4)),
     ("2", (2, 2)),
-    ("none", (1, 0)),
-    (None, (1, 0)),
+    ("none", (1 << 30, (1 << 30) - 1)),
+    (None, (1 << 30, (1 << 30) - 1)),
 ])
 def test_parse_versions(spec: str | None, expected: tuple[int, int]) -> None:
     assert parse_versions(spec) == expected

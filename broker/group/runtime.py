@@ -1,0 +1,248 @@
+"""GroupRuntime: the group coordinator bound to the broker — its timers on the event loop, its
+records appended to ``__consumer_offsets`` and answered once fsync'd, and the loading of that
+topic at start-up.
+
+``__consumer_offsets`` is created when a client first looks for a group coordinator (or a
+group record must be written), as Kafka does: ``offsets.topic.num.partitions`` partitions,
+``cleanup.policy=compact``, ``segment.bytes=offsets.topic.segment.bytes``, no compression.
+Records are ordinary magic-v2 batches (producer id -1), one batch per coordinator write.
+
+Durability: a write returns once the batch is appended (the in-memory state then follows it);
+``on_durable`` is called once an fsync covers the batch, by the same group commit as
+acks=all produce requests (one fsync per file covers every waiter). OffsetCommit, SyncGroup
+and DeleteGroups answer only then, so an answered commit survives a crash.
+
+Loading: at start-up every partition of the topic is marked loading; a background task reads
+each partition in ``offsets.load.buffer.size`` chunks in a worker thread (file reads, CRC checks
+and record decoding off the event loop) and replays them on the loop: the last value of a key
+wins, a tombstone deletes. Until a partition is replayed its groups answer
+COORDINATOR_LOAD_IN_PROGRESS, which clients retry. Then each loaded member's session timer
+starts: a member that does not come back within its session timeout is removed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Callable, Hashable
+from typing import Any
+
+from client.protocol.primitives import DecodeError
+from client.records.batch import RecordError, iter_batch_headers
+from client.records.record import build_batch, iter_records
+
+from ..handlers.common import error_code_of
+from ..storage.errors import TopicExistsError
+from ..storage.log import Log
+from .coordinator import GroupConfig, GroupCoordinator, Record
+from .records import (
+    CONSUMER_OFFSETS,
+    GroupMetadata,
+    GroupMetadataKey,
+    OffsetAndMetadata,
+    OffsetCommitKey,
+    decode_group_metadata_value,
+    decode_key,
+    decode_offset_commit_value,
+)
+
+__all__ = ["GroupRuntime", "AsyncioTimer"]
+
+logger = logging.getLogger("broker.group")
+
+
+class AsyncioTimer:
+    """``Timer`` on the running event loop: one ``call_later`` handle per key."""
+
+    def __init__(self) -> None:
+        self._handles: dict[Hashable, asyncio.TimerHandle] = {}
+
+    def schedule(self, key: Hashable, delay_ms: int, fn: Callable[[], None]) -> None:
+        old = self._handles.pop(key, None)
+        if old is not None:
+            old.cancel()
+        self._handles[key] = asyncio.get_running_loop().call_later(max(delay_ms, 0) / 1000, self._fire, key, fn)
+
+    def _fire(self, key: Hashable, fn: Callable[[], None]) -> None:
+        self._handles.pop(key, None)
+        try:
+            fn()
+        except Exception:  # noqa: BLE001 - one group's bug must not stop the others' timers
+            logger.exception("group timer %s failed", key)
+
+    def cancel(self, key: Hashable) -> None:
+        h = self._handles.pop(key, None)
+        if h is not None:
+            h.cancel()
+
+    def close(self) -> None:
+        for h in self._handles.values():
+            h.cancel()
+        self._handles.clear()
+
+
+def group_config(cfg: Any) -> GroupConfig:
+    return GroupConfig(
+        num_partitions=cfg.int("offsets.topic.num.partitions"),
+        min_session_timeout_ms=cfg.int("group.min.session.timeout.ms"),
+        max_session_timeout_ms=cfg.int("group.max.session.timeout.ms"),
+        max_size=cfg.int("group.max.size"),
+        initial_rebalance_delay_ms=cfg.int("group.initial.rebalance.delay.ms"),
+        offset_metadata_max_bytes=cfg.int("offset.metadata.max.bytes"),
+        offsets_retention_ms=cfg.int("offsets.retention.minutes") * 60_000,
+    )
+
+
+class GroupRuntime:
+    def __init__(self, state: Any) -> None:
+        self.state = state
+        cfg = state.config
+        self.timer = AsyncioTimer()
+        self.coordinator = GroupCoordinator(group_config(cfg), self.timer, self._write, lambda: int(time.time() * 1000))
+        self.segment_bytes = cfg.int("offsets.topic.segment.bytes")
+        self.load_buffer_size = cfg.int("offsets.load.buffer.size")
+        self._durable_tasks: set[asyncio.Future[Any]] = set()
+        self.load_task: asyncio.Task[None] | None = None
+        #: seconds the last start-up load took (None while loading or with nothing to load)
+        self.load_seconds: float | None = None
+
+    # -- the topic --
+
+    @property
+    def num_partitions(self) -> int:
+        return self.coordinator.config.num_partitions
+
+    def ensure_topic(self) -> None:
+        """Create ``__consumer_offsets`` unless it exists (raises a StorageError if it cannot)."""
+        logs = self.state.logs
+        if CONSUMER_OFFSETS in logs.topics():
+            return
+        try:
+            logs.create_topic(CONSUMER_OFFSETS, self.num_partitions, {
+                "cleanup.policy": "compact", "segment.bytes": str(self.segment_bytes)})
+        except TopicExistsError:
+            pass
+
+    def _log_for(self, group_id: str) -> Log:
+        self.ensure_topic()
+        log: Log = self.state.logs.log_or_raise(CONSUMER_OFFSETS, self.coordinator.partition_for(group_id))
+        return log
+
+    def _write(self, group_id: str, records: list[Record], on_durable: Callable[[int], None]) -> int:
+        try:
+            log = self._log_for(group_id)
+            info = log.append(build_batch(records))
+        except Exception as e:  # noqa: BLE001 - the caller answers with the error code
+            return error_code_of(e)
+        fut = asyncio.ensure_future(self.state.durable(log, info.last_offset + 1))
+        self._durable_tasks.add(fut)
+
+        def done(f: asyncio.Future[Any]) -> None:
+            self._durable_tasks.discard(f)
+            if f.cancelled():
+                return
+            exc = f.exception()
+            on_durable(error_code_of(exc) if exc is not None else 0)
+
+        fut.add_done_callback(done)
+        return 0
+
+    # -- loading --
+
+    def start_loading(self) -> None:
+        """Replay ``__consumer_offsets`` in the background (if it exists)."""
+        logs = self.state.logs
+        info = logs.topics().get(CONSUMER_OFFSETS)
+        if info is None:
+            self.load_seconds = 0.0
+            return
+        if info.partitions != self.num_partitions:
+            logger.warning("%s has %d partitions but offsets.topic.num.partitions is %d: groups are placed by"
+                           " the topic's count", CONSUMER_OFFSETS, info.partitions, self.num_partitions)
+            self.coordinator.config = self.coordinator.config._replace(num_partitions=info.partitions)
+        self.coordinator.loading = set(range(info.partitions))
+        self.load_task = asyncio.ensure_future(self._load_all(info.partitions))
+
+    async def _load_all(self, partitions: int) -> None:
+        t0 = time.perf_counter()
+        loop = asyncio.get_running_loop()
+        records = 0
+        for p in range(partitions):
+            log = self.state.logs.get_log(CONSUMER_OFFSETS, p)
+            offset = log.log_start_offset if log is not None else 0
+            while log is not None and offset < log.log_end_offset:
+                try:
+                    parsed, offset = await loop.run_in_executor(None, _read_chunk, log, offset, self.load_buffer_size)
+                except (RecordError, OSError) as e:
+                    logger.error("%s-%d: cannot load past offset %d: %s", CONSUMER_OFFSETS, p, offset, e)
+                    break
+                records += len(parsed)
+                self._replay(parsed)
+            self.coordinator.on_loaded(p)
+        self.load_seconds = time.perf_counter() - t0
+        logger.info("loaded %d groups (%d records) from %s in %.3f s", len(self.coordinator.groups), records,
+                    CONSUMER_OFFSETS, self.load_seconds)
+
+    def _replay(self, parsed: list[tuple[Any, Any]]) -> None:
+        c = self.coordinator
+        for key, value in parsed:
+            if isinstance(key, OffsetCommitKey):
+                c.replay_offset(key.group, key.topic, key.partition, value)
+            else:
+                c.replay_group(key.group, value)
+
+    # -- periodic work and shutdown --
+
+    def expire_offsets(self) -> int:
+        return self.coordinator.expire_offsets()
+
+    def group_offsets(self) -> list[tuple[str, str, int, int]]:
+        """(group, topic, partition, committed offset) for the metrics' lag families."""
+        return [(g.group_id, t, p, om.offset) for g in self.coordinator.groups.values()
+                for (t, p), om in g.offsets.items()]
+
+    def group_members(self) -> dict[str, int]:
+        return {g.group_id: len(g.members) for g in self.coordinator.groups.values()}
+
+    async def close(self) -> None:
+        if self.load_task is not None:
+            self.load_task.cancel()
+        self.timer.close()
+        if self._durable_tasks:
+            await asyncio.wait(list(self._durable_tasks), timeout=5)
+
+
+def _read_chunk(log: Log, offset: int, max_bytes: int) -> tuple[list[tuple[Any, Any]], int]:
+    """Decode the records of about ``max_bytes`` from ``offset`` (at least one batch): the
+    (key, value) pairs, values None for tombstones, and the offset to continue from. Records of
+    unknown types and control batches are skipped."""
+    data = log.read_bytes(offset, max_bytes, min_one_batch=True)
+    out: list[tuple[Any, Any]] = []
+    next_offset = offset
+    for header in iter_batch_headers(data):
+        next_offset = header.last_offset + 1
+        if header.is_control:
+            continue
+        for record in iter_records(data, header.pos):
+            if record.offset < offset or record.key is None:
+                continue
+            try:
+                key = decode_key(record.key)
+                if key is None:
+                    continue
+                value: GroupMetadata | OffsetAndMetadata | None
+                if record.value is None:
+                    value = None
+                elif isinstance(key, GroupMetadataKey):
+                    value = decode_group_metadata_value(record.value)
+                else:
+                    value = decode_offset_commit_value(record.value)
+            except DecodeError as e:
+                logger.warning("%s-%d: skipping undecodable record at offset %d: %s", CONSUMER_OFFSETS,
+                               log.partition, record.offset, e)
+                continue
+            out.append((key, value))
+    if next_offset == offset:  # nothing readable: stop rather than spin
+        raise RecordError(f"no complete batch at offset {offset}")
+    return out, next_offset

@@ -1,0 +1,35 @@
+"""DeleteGroups (42), v0-2: delete Empty groups and their committed offsets (NON_EMPTY_GROUP
+while members remain, GROUP_ID_NOT_FOUND for an unknown group). Answered once the tombstones
+are durable."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from client.protocol.api import ApiKey
+
+API_KEY = ApiKey.DELETE_GROUPS
+
+
+async def _answer(results: list[dict[str, Any]], waits: list[asyncio.Future[int]]) -> dict[str, Any]:
+    codes = await asyncio.gather(*waits)
+    for r, code in zip([r for r in results if r["error_code"] == 0], codes, strict=True):
+        r["error_code"] = code
+    return {"throttle_time_ms": 0, "results": results}
+
+
+def handle(request: dict[str, Any], version: int, state: Any) -> Any:
+    coordinator = state.groups.coordinator
+    loop = asyncio.get_running_loop()
+    results = []
+    waits: list[asyncio.Future[int]] = []
+    for group_id in request["groups_names"]:
+        fut: asyncio.Future[int] = loop.create_future()
+        code = coordinator.delete_group(group_id, lambda c, f=fut: f.done() or f.set_result(c))
+        if code == 0:
+            waits.append(fut)
+        results.append({"group_id": group_id, "error_code": code})
+    if not waits:
+        return {"throttle_time_ms": 0, "results": results}
+    return _answer(results, waits)

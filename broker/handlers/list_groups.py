@@ -1,0 +1,16 @@
+"""ListGroups (16), v0-5: every group, optionally only those in the given states (v4+,
+case-insensitive) or of the given types (v5+; minibroker's groups are all "classic")."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from client.protocol.api import ApiKey
+
+API_KEY = ApiKey.LIST_GROUPS
+
+
+def handle(request: dict[str, Any], version: int, state: Any) -> dict[str, Any]:
+    groups = state.groups.coordinator.list_groups(request.get("states_filter") or (),
+                                                  request.get("types_filter") or ())
+    return {"throttle_time_ms": 0, "error_code": 0, "groups": groups}

@@ -1,0 +1,47 @@
+"""OffsetFetch (9), v0-9: committed offsets of a group (v8+: of several groups). An unknown
+group or partition answers offset -1 with no error; ``topics`` null (v2+) asks for every
+committed offset of the group. A group still loading answers COORDINATOR_LOAD_IN_PROGRESS:
+per partition in v0-1, for the whole response in v2-7, per group in v8+.
+
+``require_stable`` (v7+) asks for UNSTABLE_OFFSET_COMMIT where a transactional commit is
+pending; without transactions no commit is ever pending, so every answer is stable.
+``member_id``/``member_epoch`` (v9) only apply to KIP-848 consumer groups; minibroker's groups
+are classic, for which Kafka does not check them either."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from client.protocol.api import ApiKey
+
+API_KEY = ApiKey.OFFSET_FETCH
+
+
+def _fetch(state: Any, group_id: str, topics: list[dict[str, Any]] | None) -> tuple[int, list[dict[str, Any]]]:
+    wanted = None if topics is None else [(t["name"], list(t["partition_indexes"])) for t in topics]
+    code, found = state.groups.coordinator.fetch_offsets(group_id, wanted)
+    if code and wanted is not None:
+        found = [(t, [(p, None) for p in parts]) for t, parts in wanted]
+    out = []
+    for topic, parts in found:
+        out.append({"name": topic, "partitions": [
+            {"partition_index": p, "committed_offset": om.offset if om is not None else -1,
+             "committed_leader_epoch": om.leader_epoch if om is not None else -1,
+             "metadata": om.metadata if om is not None else "", "error_code": 0} for p, om in parts]})
+    return code, out
+
+
+def handle(request: dict[str, Any], version: int, state: Any) -> dict[str, Any]:
+    if version >= 8:
+        groups = []
+        for g in request["groups"]:
+            code, topics = _fetch(state, g["group_id"], g["topics"])
+            groups.append({"group_id": g["group_id"], "topics": topics if not code else [], "error_code": code})
+        return {"throttle_time_ms": 0, "groups": groups}
+    code, topics = _fetch(state, request["group_id"], request["topics"])
+    if code and version < 2:
+        for t in topics:
+            for p in t["partitions"]:
+                p["error_code"] = code
+        code = 0
+    return {"throttle_time_ms": 0, "topics": topics if not code else [], "error_code": code}

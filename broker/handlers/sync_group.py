@@ -1,0 +1,19 @@
+"""SyncGroup (14), v0-5: the leader hands in the assignment, every member gets its part once
+it is stored (see broker/group/coordinator.py)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from client.protocol.api import ApiKey
+
+from .common import reply_when_ready
+
+API_KEY = ApiKey.SYNC_GROUP
+
+
+def handle(request: dict[str, Any], version: int, state: Any) -> Any:
+    def start(respond: Any) -> None:
+        state.groups.coordinator.sync_group(request, lambda body: respond({"throttle_time_ms": 0, **body}))
+
+    return reply_when_ready(start)

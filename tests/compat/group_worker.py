@@ -1,0 +1,157 @@
+"""A group consumer in its own process, for tests/compat/test_groups.py: subscribes with one
+of the Kafka client libraries, processes records (appends ``partition offset`` lines to
+``--out``, flushed), commits after each poll, and writes its current assignment to
+``--out``.assignment at every rebalance. It stops cleanly (commit, close, LeaveGroup) when
+``--stop`` appears, and can be SIGKILLed to play a crashed member.
+
+    python -m tests.compat.group_worker confluent BOOTSTRAP TOPIC GROUP --out F --stop F [--instance ID]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import time
+from typing import Any
+
+
+class Sink:
+    def __init__(self, path: str) -> None:
+        self.f = open(path, "a", buffering=1)  # noqa: SIM115 - lives as long as the process
+        self.path = path
+        self.revocations = 0
+
+    def record(self, partition: int, offset: int) -> None:
+        self.f.write(f"{partition} {offset}\n")
+
+    def assignment(self, parts: list[int], revoked: bool = False) -> None:
+        if revoked:
+            self.revocations += 1
+        tmp = self.path + ".assignment.tmp"
+        with open(tmp, "w") as f:
+            f.write(" ".join(map(str, sorted(parts))) + f"\nrevocations {self.revocations}\n")
+        os.replace(tmp, self.path + ".assignment")
+
+
+def run_confluent(a: argparse.Namespace, sink: Sink) -> None:
+    from confluent_kafka import Consumer
+
+    conf: dict[str, Any] = {"bootstrap.servers": a.bootstrap, "group.id": a.group, "auto.offset.reset": "earliest",
+                            "enable.auto.commit": False, "session.timeout.ms": a.session_ms,
+                            "heartbeat.interval.ms": 500, "client.id": a.name,
+                            "partition.assignment.strategy": a.assignor}
+    if a.instance:
+        conf["group.instance.id"] = a.instance
+    c = Consumer(conf)
+    current: set[int] = set()
+
+    def on_assign(consumer: Any, parts: list[Any]) -> None:
+        current.clear()
+        current.update(p.partition for p in parts)
+        sink.assignment(sorted(current))
+
+    def on_revoke(consumer: Any, parts: list[Any]) -> None:
+        current.difference_update(p.partition for p in parts)
+        sink.assignment(sorted(current), revoked=bool(parts))
+
+    c.subscribe([a.topic], on_assign=on_assign, on_revoke=on_revoke)
+    while not os.path.exists(a.stop):
+        msgs = c.consume(100, timeout=0.2)
+        good = [m for m in msgs if m.error() is None]
+        for m in good:
+            sink.record(m.partition(), m.offset())
+        if good:
+            c.commit(asynchronous=False)
+    c.close()
+
+
+def run_kafka_python(a: argparse.Namespace, sink: Sink) -> None:
+    from kafka import ConsumerRebalanceListener, KafkaConsumer
+    from kafka.coordinator.assignors.range import RangePartitionAssignor
+    from kafka.coordinator.assignors.roundrobin import RoundRobinPartitionAssignor
+
+    assignor = {"range": RangePartitionAssignor, "roundrobin": RoundRobinPartitionAssignor}[a.assignor]
+    c = KafkaConsumer(bootstrap_servers=a.bootstrap, group_id=a.group, auto_offset_reset="earliest",
+                      enable_auto_commit=False, session_timeout_ms=a.session_ms, heartbeat_interval_ms=500,
+                      client_id=a.name, partition_assignment_strategy=[assignor], request_timeout_ms=30000)
+
+    class Listener(ConsumerRebalanceListener):
+        def on_partitions_revoked(self, revoked: Any) -> None:
+            sink.assignment([], revoked=bool(revoked))
+
+        def on_partitions_assigned(self, assigned: Any) -> None:
+            sink.assignment([tp.partition for tp in assigned])
+
+    c.subscribe([a.topic], listener=Listener())
+    while not os.path.exists(a.stop):
+        batch = c.poll(timeout_ms=200)
+        n = 0
+        for records in batch.values():
+            for r in records:
+                sink.record(r.partition, r.offset)
+                n += 1
+        if n:
+            c.commit()
+    c.close()
+
+
+async def run_aiokafka(a: argparse.Namespace, sink: Sink) -> None:
+    from aiokafka import AIOKafkaConsumer, ConsumerRebalanceListener
+    from aiokafka.coordinator.assignors.range import RangePartitionAssignor
+    from aiokafka.coordinator.assignors.roundrobin import RoundRobinPartitionAssignor
+
+    assignor = {"range": RangePartitionAssignor, "roundrobin": RoundRobinPartitionAssignor}[a.assignor]
+    c = AIOKafkaConsumer(bootstrap_servers=a.bootstrap, group_id=a.group, auto_offset_reset="earliest",
+                         enable_auto_commit=False, session_timeout_ms=a.session_ms, heartbeat_interval_ms=500,
+                         client_id=a.name, partition_assignment_strategy=[assignor])
+
+    class Listener(ConsumerRebalanceListener):
+        async def on_partitions_revoked(self, revoked: Any) -> None:
+            sink.assignment([], revoked=bool(revoked))
+
+        async def on_partitions_assigned(self, assigned: Any) -> None:
+            sink.assignment([tp.partition for tp in assigned])
+
+    await c.start()
+    c.subscribe([a.topic], listener=Listener())
+    try:
+        while not os.path.exists(a.stop):
+            batch = await c.getmany(timeout_ms=200)
+            n = 0
+            for records in batch.values():
+                for r in records:
+                    sink.record(r.partition, r.offset)
+                    n += 1
+            if n:
+                await c.commit()
+    finally:
+        await c.stop()
+
+
+def main() -> None:
+    p = argparse.ArgumentParser()
+    p.add_argument("client", choices=("confluent", "kafka-python", "aiokafka"))
+    p.add_argument("bootstrap")
+    p.add_argument("topic")
+    p.add_argument("group")
+    p.add_argument("--out", required=True)
+    p.add_argument("--stop", required=True)
+    p.add_argument("--name", default="worker")
+    p.add_argument("--instance", default=None)
+    p.add_argument("--session-ms", type=int, default=6000)
+    p.add_argument("--assignor", default="range")
+    a = p.parse_args()
+    sink = Sink(a.out)
+    t0 = time.time()
+    if a.client == "confluent":
+        run_confluent(a, sink)
+    elif a.client == "kafka-python":
+        run_kafka_python(a, sink)
+    else:
+        asyncio.run(run_aiokafka(a, sink))
+    sink.f.write(f"# closed after {time.time() - t0:.1f} s\n")
+
+
+if __name__ == "__main__":
+    main()
