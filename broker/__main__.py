@@ -24,6 +24,9 @@ SUBCOMMANDS: dict[str, str] = {
     "produce": "client.cli.produce",
     "consume": "client.cli.consume",
     "offsets": "client.cli.offsets",
+    "configs": "client.cli.configs",
+    "delete-records": "client.cli.delete_records",
+    "log-dirs": "client.cli.log_dirs",
 }
 
 

@@ -38,6 +38,7 @@ from time import perf_counter
 from typing import Any
 
 from .config import BrokerConfig
+from .dynamic_config import DynamicBrokerConfig
 from .group.runtime import GroupRuntime
 from .http_listener import HttpListener, Response
 from .socket_server import BrokerServer, handle_request
@@ -79,7 +80,9 @@ class Broker:
     async def start(self) -> None:
         t0 = time.perf_counter()
         cfg = self.config
-        self.logs = LogManager(cfg.log_dir, cfg.log_config, node_id=cfg.node_id, flush_scheduler=self._schedule_flush,
+        dynamic = DynamicBrokerConfig(cfg, cfg.log_dir)  # broker configs altered at run time
+        self.logs = LogManager(cfg.log_dir, dynamic.log_config(), node_id=cfg.node_id,
+                               flush_scheduler=self._schedule_flush,
                                producer_id_expiration_ms=cfg.int("producer.id.expiration.ms"))
         self.logs.startup()
         self.pending.discard("logs")
@@ -91,7 +94,7 @@ class Broker:
             self.cleaner = logs.cleaner = LogCleaner(cleaner_config, logs.log_dir, lambda: logs.logs,
                                                      run_swap=self._run_on_loop)
             self.cleaner.start()
-        self.state = BrokerState(cfg, self.logs)
+        self.state = BrokerState(cfg, self.logs, dynamic)
         self.state.groups = GroupRuntime(self.state)
         host, port = cfg.listener
         self.server = BrokerServer(self.state, host, port)

@@ -17,7 +17,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
-from .storage.config import TOPIC_CONFIGS, LogConfig
+from .storage.config import BROKER_SYNONYMS, TOPIC_CONFIGS, LogConfig
 from .storage.errors import InvalidConfigError
 
 __all__ = ["BrokerConfig", "parse_properties", "parse_listener", "ConfigError"]
@@ -149,9 +149,7 @@ def check_value(key: str, value: str, kind: str, lower: int | None, upper: int |
         raise ConfigError(f"Invalid value {value} for configuration {key}: Value must be no more than {upper}")
 
 
-_LOG_PROPS = {d.broker_name for d in TOPIC_CONFIGS.values()} | {
-    "log.roll.hours", "log.roll.jitter.hours", "log.retention.minutes", "log.retention.hours",
-}
+_LOG_PROPS = set(BROKER_SYNONYMS)
 
 
 def parse_properties(text: str) -> dict[str, str]:

@@ -15,6 +15,7 @@ import os
 from typing import Any
 
 from .config import BrokerConfig
+from .dynamic_config import DynamicBrokerConfig
 from .storage.fileutil import atomic_write
 from .storage.log import Log
 from .storage.log_manager import LogManager
@@ -60,9 +61,11 @@ class ProducerIdManager:
 
 
 class BrokerState:
-    def __init__(self, config: BrokerConfig, logs: LogManager) -> None:
+    def __init__(self, config: BrokerConfig, logs: LogManager, dynamic: DynamicBrokerConfig | None = None) -> None:
         self.config = config
         self.logs = logs
+        #: dynamic broker configs (AlterConfigs on the broker resource) and DescribeConfigs' view
+        self.dynamic = dynamic if dynamic is not None else DynamicBrokerConfig(config, logs.log_dir)
         self.node_id = config.node_id
         self.host, self.port = config.advertised_listener
         self.cluster_id = logs.cluster_id

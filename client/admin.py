@@ -1,4 +1,6 @@
-"""Admin: create, delete, list and describe topics; list offsets; describe configs.
+"""Admin: create, delete, list and describe topics; list offsets; describe and alter configs;
+and (``client/admin_cluster.py``) partitions, records, log dirs, leaders, reassignments,
+producers.
 
 ::
 
@@ -9,7 +11,8 @@
         offsets = await admin.list_offsets({("events", 0): OffsetSpec.LATEST})
 
 Requests go where Kafka sends them: CreateTopics and DeleteTopics to the controller, ListOffsets
-to each partition's leader, Metadata and DescribeConfigs to any broker. Broker errors are raised
+to each partition's leader, Metadata to any broker, DescribeConfigs / AlterConfigs /
+IncrementalAlterConfigs of a topic to any broker and of a broker to that broker. Broker errors are raised
 as the ``KafkaError`` subclass of their code (``client.errors``: TopicAlreadyExistsError,
 UnknownTopicOrPartitionError, InvalidTopicExceptionError, InvalidPartitionsError,
 InvalidConfigError, ...) with the broker's message when it sent one. A request that names
@@ -23,6 +26,17 @@ import enum
 from collections.abc import Iterable, Mapping
 from typing import Any, NamedTuple
 
+from client.admin_cluster import (
+    BrokerInfo,
+    ClusterAdmin,
+    ClusterDescription,
+    ElectionType,
+    EpochEndOffset,
+    LogDirDescription,
+    PartitionReassignment,
+    ProducerState,
+    ReplicaInfo,
+)
 from client.cluster import Cluster, TopicMetadata
 from client.conn import BrokerConnection
 from client.errors import KafkaConnectionError, KafkaError, error_for_code
@@ -30,7 +44,9 @@ from client.protocol.api import ApiKey, ErrorCode
 from client.structs import OffsetAndTimestamp, OffsetSpec, TopicPartition
 
 __all__ = ["Admin", "NewTopic", "TopicDescription", "PartitionInfo", "ConfigEntry", "ConfigResourceType",
-           "ConfigSource", "OffsetSpec", "OffsetAndTimestamp", "TopicPartition"]
+           "ConfigSource", "ConfigSynonym", "AlterConfigOp", "AlterConfigOpType", "OffsetSpec", "OffsetAndTimestamp",
+           "TopicPartition", "BrokerInfo", "ClusterDescription", "LogDirDescription", "ReplicaInfo",
+           "PartitionReassignment", "ProducerState", "EpochEndOffset", "ElectionType"]
 
 
 class NewTopic(NamedTuple):
@@ -68,13 +84,42 @@ class ConfigResourceType(enum.IntEnum):
     BROKER = 4
 
 
+class ConfigSynonym(NamedTuple):
+    name: str
+    value: str | None
+    source: ConfigSource
+
+
 class ConfigEntry(NamedTuple):
+    """One config of a resource. ``synonyms`` (when asked for): the settings that could give
+    it its value, highest precedence first; ``config_type``: Kafka's ConfigType id (1 boolean,
+    2 string, 3 int, 5 long, 6 double, 7 list; 0 unknown or not told); ``documentation`` when
+    asked for."""
+
     name: str
     value: str | None
     source: ConfigSource
     is_default: bool
     read_only: bool
     is_sensitive: bool
+    synonyms: tuple[ConfigSynonym, ...] = ()
+    config_type: int = 0
+    documentation: str | None = None
+
+
+class AlterConfigOpType(enum.IntEnum):
+    SET = 0
+    DELETE = 1
+    APPEND = 2    # list configs: add items
+    SUBTRACT = 3  # list configs: remove items
+
+
+class AlterConfigOp(NamedTuple):
+    """One change of ``incremental_alter_configs``."""
+
+    name: str
+    value: str | None = None
+    op: AlterConfigOpType = AlterConfigOpType.SET
 
 
 class TopicDescription(NamedTuple):
@@ -91,7 +136,19 @@ def _err(code: int, what: str, message: str | None = None) -> KafkaError:
     return error_for_code(code, f"{what}: {message or name}")
 
 
-class Admin:
+def _source(src: int | None, is_default: bool) -> ConfigSource:
+    if src is None or src < 0:  # v0: only is_default
+        return ConfigSource.DEFAULT_CONFIG if is_default else ConfigSource.UNKNOWN
+    return ConfigSource(src) if src in ConfigSource._value2member_map_ else ConfigSource.UNKNOWN
+
+
+def _resource(resource_type: ConfigResourceType | int | str, name: str | int) -> tuple[ConfigResourceType, str]:
+    if isinstance(resource_type, str):
+        resource_type = ConfigResourceType[resource_type.upper()]
+    return ConfigResourceType(resource_type), str(name)
+
+
+class Admin(ClusterAdmin):
     """Asyncio admin client. Options: ``client_id``, ``request_timeout_ms`` (default 30000),
     ``connect_timeout_ms`` (10000), ``retry_backoff_ms`` (100)."""
 
@@ -240,20 +297,24 @@ class Admin:
     # ------------------------------------------------------------------ configs
 
     async def describe_configs(self, resource_type: ConfigResourceType | int | str, name: str | int = "",
-                               keys: Iterable[str] | None = None) -> dict[str, ConfigEntry]:
-        """Configs of one resource: ``("topic", "events")`` or ``("broker", 0)``; ``keys``
-        limits the answer to those names. Returns name -> ConfigEntry."""
-        if isinstance(resource_type, str):
-            resource_type = ConfigResourceType[resource_type.upper()]
-        rt = ConfigResourceType(resource_type)
-        result = await self._describe_configs([(rt, str(name), None if keys is None else list(keys))])
+                               keys: Iterable[str] | None = None, *, include_synonyms: bool = False,
+                               include_documentation: bool = False) -> dict[str, ConfigEntry]:
+        """Configs of one resource: ``("topic", "events")`` or ``("broker", 0)`` (``("broker",
+        "")``: the cluster-wide dynamic defaults); ``keys`` limits the answer to those names.
+        Returns name -> ConfigEntry."""
+        rt, rname = _resource(resource_type, name)
+        result = await self._describe_configs([(rt, rname, None if keys is None else list(keys))],
+                                              include_synonyms, include_documentation)
         return next(iter(result.values()))
 
-    async def _describe_configs(self, resources: list[tuple[ConfigResourceType, str, list[str] | None]]
+    async def _describe_configs(self, resources: list[tuple[ConfigResourceType, str, list[str] | None]],
+                                include_synonyms: bool = False, include_documentation: bool = False
                                 ) -> dict[tuple[ConfigResourceType, str], dict[str, ConfigEntry]]:
         body = {"resources": [{"resource_type": int(rt), "resource_name": n, "configuration_keys": k}
-                              for rt, n, k in resources], "include_synonyms": False}
-        resp = await self._request(self._cluster.any_connection, ApiKey.DESCRIBE_CONFIGS, body)
+                              for rt, n, k in resources],
+                "include_synonyms": include_synonyms, "include_documentation": include_documentation}
+        broker = next((n for rt, n, _ in resources if rt == ConfigResourceType.BROKER and n), None)
+        resp = await self._request(self._config_connection(broker), ApiKey.DESCRIBE_CONFIGS, body)
         out: dict[tuple[ConfigResourceType, str], dict[str, ConfigEntry]] = {}
         for r in resp["results"]:
             rt = ConfigResourceType(r["resource_type"])
@@ -262,15 +323,55 @@ class Admin:
                            r.get("error_message"))
             entries = {}
             for c in r["configs"]:
-                src = c.get("config_source", -1)
-                if src is None or src < 0:  # v0: only is_default
-                    src = ConfigSource.DEFAULT_CONFIG if c.get("is_default") else ConfigSource.UNKNOWN
-                source = ConfigSource(src) if src in ConfigSource._value2member_map_ else ConfigSource.UNKNOWN
+                source = _source(c.get("config_source"), bool(c.get("is_default")))
+                synonyms = tuple(ConfigSynonym(s["name"], s["value"], _source(s["source"], False))
+                                 for s in c.get("synonyms") or ())
                 entries[c["name"]] = ConfigEntry(c["name"], c["value"], source,
                                                  source == ConfigSource.DEFAULT_CONFIG or bool(c.get("is_default")),
-                                                 bool(c["read_only"]), bool(c["is_sensitive"]))
+                                                 bool(c["read_only"]), bool(c["is_sensitive"]), synonyms,
+                                                 c.get("config_type") or 0, c.get("documentation"))
             out[(rt, r["resource_name"])] = entries
         return out
+
+    def _config_connection(self, broker: str | None) -> Any:
+        """A broker resource's configs are asked of that broker; the rest of any broker."""
+        if broker is not None and broker.lstrip("-").isdigit():
+            node = int(broker)
+            return lambda: self._cluster.node_connection(node)
+        return self._cluster.any_connection
+
+    async def alter_configs(self, resource_type: ConfigResourceType | int | str, name: str | int,
+                            configs: Mapping[str, str], *, validate_only: bool = False) -> None:
+        """Replace a resource's whole set of configs (AlterConfigs: configs left out go back to
+        their defaults). Prefer ``incremental_alter_configs``, which touches only what it names."""
+        rt, rname = _resource(resource_type, name)
+        body = {"resources": [{"resource_type": int(rt), "resource_name": rname,
+                               "configs": [{"name": k, "value": str(v)} for k, v in configs.items()]}],
+                "validate_only": validate_only}
+        await self._alter(ApiKey.ALTER_CONFIGS, body, rt, rname)
+
+    async def incremental_alter_configs(self, resource_type: ConfigResourceType | int | str, name: str | int,
+                                        ops: Iterable[AlterConfigOp] | Mapping[str, str | None], *,
+                                        validate_only: bool = False) -> None:
+        """Change some configs of a resource: ``AlterConfigOp(name, value, op)`` items, or a
+        mapping where a value sets the config and None deletes it (back to its default)."""
+        rt, rname = _resource(resource_type, name)
+        if isinstance(ops, Mapping):
+            ops = [AlterConfigOp(k, v, AlterConfigOpType.SET if v is not None else AlterConfigOpType.DELETE)
+                   for k, v in ops.items()]
+        body = {"resources": [{"resource_type": int(rt), "resource_name": rname,
+                               "configs": [{"name": o.name, "config_operation": int(o.op),
+                                            "value": None if o.value is None else str(o.value)} for o in ops]}],
+                "validate_only": validate_only}
+        await self._alter(ApiKey.INCREMENTAL_ALTER_CONFIGS, body, rt, rname)
+
+    async def _alter(self, api_key: ApiKey, body: dict[str, Any], rt: ConfigResourceType, rname: str) -> None:
+        conn = self._config_connection(rname if rt == ConfigResourceType.BROKER else None)
+        resp = await self._request(conn, api_key, body)
+        for r in resp["responses"]:
+            if r["error_code"]:
+                raise _err(r["error_code"], f"cannot alter configs of {rt.name.lower()} {r['resource_name']!r}",
+                           r.get("error_message"))
 
     # ------------------------------------------------------------------ offsets
 

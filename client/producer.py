@@ -172,6 +172,7 @@ class Producer:
         self._acc.wake_at = self._sender.wake_at
         self._loop: asyncio.AbstractEventLoop | None = None
         self._metadata_tasks: dict[str, asyncio.Task[Any]] = {}
+        self._refresher: asyncio.Future[None] | None = None
         self._started = False
         self._closed = False
         self._plain = False  # started, not closed, no serializers: send_nowait's fast path
@@ -190,6 +191,26 @@ class Producer:
             await self._txn.init_producer_id()
         self._started = True
         self._plain = self.key_serializer is None and self.value_serializer is None
+        self._refresher = asyncio.ensure_future(self._keep_metadata_fresh())
+
+    async def _keep_metadata_fresh(self) -> None:
+        """Kafka's ``metadata.max.age.ms``: refresh the metadata of the topics in use that
+        often, so that partitions added to a topic get records (from the partitioner, and
+        explicitly) without waiting for an error. One Metadata request per period."""
+        period = self._cluster.metadata_max_age_ms / 1000
+        while True:
+            await asyncio.sleep(period)
+            topics = list(self._acc.topics)
+            if not topics:
+                continue
+            try:
+                got = await self._cluster.refresh_metadata(topics)
+            except KafkaError as e:
+                logger.debug("periodic metadata refresh failed: %s", e)
+                continue
+            for name, tm in got.items():
+                if tm.error_code == 0 and tm.partitions and name in self._acc.topics:
+                    self._acc.add_topic(name, len(tm.partitions))
 
     async def __aenter__(self) -> Producer:
         await self.start()
@@ -241,6 +262,8 @@ class Producer:
             self._sender.close()
             for t in list(self._metadata_tasks.values()):
                 t.cancel()
+            if self._refresher is not None:
+                self._refresher.cancel()
             await self._cluster.close()
 
     def _check_started(self) -> None:
@@ -392,4 +415,6 @@ class Producer:
         """The partition ids of ``topic`` (fetching metadata, and so maybe auto-creating it)."""
         self._check_started()
         tm = await self._cluster.topic(topic, timeout_ms=int(self.max_block * 1000))
+        if topic in self._acc.topics:
+            self._acc.add_topic(topic, len(tm.partitions))  # partitions may have been added
         return sorted(tm.partitions)

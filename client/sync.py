@@ -30,7 +30,16 @@ import threading
 from collections.abc import Callable, Coroutine, Iterable, Iterator, Mapping, Sequence
 from typing import Any, Self, TypeVar
 
-from client.admin import Admin, ConfigEntry, ConfigResourceType, NewTopic, TopicDescription
+from client.admin import (
+    Admin,
+    AlterConfigOp,
+    ClusterDescription,
+    ConfigEntry,
+    ConfigResourceType,
+    LogDirDescription,
+    NewTopic,
+    TopicDescription,
+)
 from client.consumer import Consumer
 from client.consumer_records import ColumnBatch, ConsumerRecord
 from client.producer import Producer, RecordMetadata
@@ -211,8 +220,34 @@ class SyncAdmin(SyncClient):
                                                       include_configs=include_configs))
 
     def describe_configs(self, resource_type: ConfigResourceType | int | str, name: str | int = "",
-                         keys: Iterable[str] | None = None) -> dict[str, ConfigEntry]:
-        return self._run(self._client.describe_configs(resource_type, name, None if keys is None else list(keys)))
+                         keys: Iterable[str] | None = None, *, include_synonyms: bool = False,
+                         include_documentation: bool = False) -> dict[str, ConfigEntry]:
+        return self._run(self._client.describe_configs(resource_type, name, None if keys is None else list(keys),
+                                                       include_synonyms=include_synonyms,
+                                                       include_documentation=include_documentation))
+
+    def alter_configs(self, resource_type: ConfigResourceType | int | str, name: str | int,
+                      configs: Mapping[str, str], *, validate_only: bool = False) -> None:
+        self._run(self._client.alter_configs(resource_type, name, dict(configs), validate_only=validate_only))
+
+    def incremental_alter_configs(self, resource_type: ConfigResourceType | int | str, name: str | int,
+                                  ops: Iterable[AlterConfigOp] | Mapping[str, str | None], *,
+                                  validate_only: bool = False) -> None:
+        ops = dict(ops) if isinstance(ops, Mapping) else list(ops)
+        self._run(self._client.incremental_alter_configs(resource_type, name, ops, validate_only=validate_only))
+
+    def create_partitions(self, new_counts: Mapping[str, int], *, validate_only: bool = False) -> None:
+        self._run(self._client.create_partitions(dict(new_counts), validate_only=validate_only))
+
+    def delete_records(self, before: Mapping[TopicPartition | tuple[str, int], int]) -> dict[TopicPartition, int]:
+        return self._run(self._client.delete_records(dict(before)))
+
+    def describe_cluster(self, *, include_authorized_operations: bool = False) -> ClusterDescription:
+        return self._run(self._client.describe_cluster(include_authorized_operations=include_authorized_operations))
+
+    def describe_log_dirs(self, partitions: Iterable[TopicPartition | tuple[str, int]] | None = None
+                          ) -> dict[int, list[LogDirDescription]]:
+        return self._run(self._client.describe_log_dirs(None if partitions is None else list(partitions)))
 
     def list_offsets(self, specs: Mapping[TopicPartition | tuple[str, int], OffsetSpec | int]
                      ) -> dict[TopicPartition, OffsetAndTimestamp]:

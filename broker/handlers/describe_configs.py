@@ -1,9 +1,12 @@
-"""DescribeConfigs (32), v0-1, for topics (resource type 2) and this broker (type 4).
+"""DescribeConfigs (32), v0-4, for topics (resource type 2) and this broker (type 4).
 
-Config sources (Kafka's ConfigSource): 1 TOPIC_CONFIG for a topic override, 4
-STATIC_BROKER_CONFIG for a value set in the broker's properties (file or ``--override``), 5
-DEFAULT_CONFIG otherwise. A broker is described with every property it knows, the ``log.*``
-topic defaults included; all are read-only (no dynamic broker configs)."""
+Each config: its value, ``config_source`` (v1+) and, when asked for, its synonyms (v1+) and
+documentation (v3+), and its type (v3+), by Kafka's rules (dynamic_config.py says them). A
+topic lists every topic config; the broker resource ``"<node id>"`` lists every broker
+property (the dynamic ones, the broker defaults of topic configs, are not read-only), ``""``
+the cluster-wide dynamic configs. ``configuration_keys`` null or empty: every config.
+Errors per resource: UNKNOWN_TOPIC_OR_PARTITION, INVALID_TOPIC_EXCEPTION, INVALID_REQUEST (a
+broker id other than this one, another resource type)."""
 
 from __future__ import annotations
 
@@ -11,59 +14,60 @@ from typing import Any
 
 from client.protocol.api import ApiKey, ErrorCode
 
-from ..storage.config import TOPIC_CONFIGS
+from ..dynamic_config import ConfigSourceId, Entry
+from ..storage.errors import InvalidTopicError
+from ..storage.log_manager import validate_topic_name
 
 API_KEY = ApiKey.DESCRIBE_CONFIGS
 
 TOPIC, BROKER = 2, 4
-TOPIC_CONFIG, STATIC_BROKER_CONFIG, DEFAULT_CONFIG = 1, 4, 5
 
 
-def _entry(name: str, value: str | None, source: int, keys: list[str] | None, version: int) -> dict[str, Any] | None:
-    if keys is not None and name not in keys:
-        return None
-    return {"name": name, "value": value, "read_only": False,
-            "is_default": source == DEFAULT_CONFIG, "config_source": source, "is_sensitive": False,
-            "synonyms": []}
+def _wire(e: Entry, synonyms: bool, documentation: bool) -> dict[str, Any]:
+    return {"name": e.name, "value": e.value, "read_only": e.read_only,
+            "is_default": e.source == ConfigSourceId.DEFAULT, "config_source": e.source, "is_sensitive": False,
+            "synonyms": [{"name": n, "value": v, "source": s} for n, v, s in e.synonyms] if synonyms else [],
+            "config_type": e.config_type, "documentation": e.documentation if documentation else None}
+
+
+def _entries(state: Any, rtype: int, rname: str) -> list[Entry]:
+    if rtype == TOPIC:
+        validate_topic_name(rname)
+        info = state.logs.topics().get(rname)
+        if info is None:
+            raise _Failure(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"Topic {rname} does not exist")
+        return state.dynamic.describe_topic(info.overrides, info.config)  # type: ignore[no-any-return]
+    if rtype == BROKER:
+        if rname and not rname.lstrip("-").isdigit():
+            raise _Failure(ErrorCode.INVALID_REQUEST, f"Broker id must be an integer, but it is: {rname}")
+        if rname and int(rname) != state.node_id:
+            raise _Failure(ErrorCode.INVALID_REQUEST,
+                           f"Unexpected broker id, expected {state.node_id} or empty string, but received {rname}")
+        return state.dynamic.describe_broker(bool(rname))  # type: ignore[no-any-return]
+    raise _Failure(ErrorCode.INVALID_REQUEST, f"Unsupported resource type: {rtype}")
+
+
+class _Failure(Exception):
+    def __init__(self, error_code: int, message: str) -> None:
+        super().__init__(message)
+        self.error_code = error_code
 
 
 def handle(request: dict[str, Any], version: int, state: Any) -> dict[str, Any]:
+    synonyms = bool(request.get("include_synonyms"))
+    documentation = bool(request.get("include_documentation"))
     results = []
     for r in request["resources"]:
         rtype, rname, keys = r["resource_type"], r["resource_name"], r["configuration_keys"]
-        res = {"error_code": 0, "error_message": None, "resource_type": rtype, "resource_name": rname, "configs": []}
-        if rtype == TOPIC:
-            info = state.logs.topics().get(rname)
-            if info is None:
-                res["error_code"] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
-                res["error_message"] = f"Topic {rname} does not exist"
-            else:
-                props = info.config.to_properties()
-                broker_set = state.config.props
-                for name, value in props.items():
-                    if name in info.overrides:
-                        source = TOPIC_CONFIG
-                    elif TOPIC_CONFIGS[name].broker_name in broker_set:
-                        source = STATIC_BROKER_CONFIG
-                    else:
-                        source = DEFAULT_CONFIG
-                    e = _entry(name, value, source, keys, version)
-                    if e:
-                        res["configs"].append(e)
-        elif rtype == BROKER:
-            if rname not in ("", str(state.node_id)):
-                res["error_code"] = ErrorCode.INVALID_REQUEST
-                res["error_message"] = f"Unexpected broker id, expected {state.node_id} but received {rname}"
-            else:
-                explicit = state.config.explicit
-                for name, value in state.config.describe().items():
-                    e = _entry(name, value, STATIC_BROKER_CONFIG if name in explicit else DEFAULT_CONFIG, keys,
-                               version)
-                    if e:
-                        e["read_only"] = True
-                        res["configs"].append(e)
+        res: dict[str, Any] = {"error_code": 0, "error_message": None, "resource_type": rtype,
+                               "resource_name": rname, "configs": []}
+        try:
+            entries = _entries(state, rtype, rname)
+        except InvalidTopicError as e:
+            res["error_code"], res["error_message"] = ErrorCode.INVALID_TOPIC_EXCEPTION, str(e)
+        except _Failure as e:
+            res["error_code"], res["error_message"] = e.error_code, str(e)
         else:
-            res["error_code"] = ErrorCode.INVALID_REQUEST
-            res["error_message"] = f"Unsupported resource type {rtype}"
+            res["configs"] = [_wire(e, synonyms, documentation) for e in entries if not keys or e.name in keys]
         results.append(res)
     return {"throttle_time_ms": 0, "results": results}

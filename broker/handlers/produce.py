@@ -7,7 +7,10 @@ UNSUPPORTED_FOR_MESSAGE_FORMAT, INVALID_REQUIRED_ACKS, ...); a partition that fa
 nothing. Batches of an idempotent producer are checked against the partition's producer state
 (storage/producer_state.py): a retry of one of its last 5 batches is answered with the offsets
 it got the first time and not written again (no error, as Kafka >= 2.x); a gap answers
-OUT_OF_ORDER_SEQUENCE_NUMBER and an old epoch INVALID_PRODUCER_EPOCH. acks=0: no response (the connection is closed if anything failed, as Kafka does);
+OUT_OF_ORDER_SEQUENCE_NUMBER and an old epoch INVALID_PRODUCER_EPOCH. acks=-1 to a topic whose
+``min.insync.replicas`` is above 1 (the one replica here) gets NOT_ENOUGH_REPLICAS and writes
+nothing, as in Kafka; a record timestamp out of the ``message.timestamp.*`` bounds,
+INVALID_TIMESTAMP. acks=0: no response (the connection is closed if anything failed, as Kafka does);
 acks=1: answered after the append (page cache); acks=-1: answered once the appended offsets
 are fsync'd (group commit, see state.py).
 """
@@ -52,6 +55,12 @@ def handle(request: dict[str, Any], version: int, state: Any) -> Any:
                 resp["error_code"] = ErrorCode.CORRUPT_MESSAGE
             elif name in INTERNAL_TOPICS:  # written by the broker only, as in Kafka
                 resp["error_code"] = ErrorCode.INVALID_TOPIC_EXCEPTION
+            elif acks == -1 and log.config.min_insync_replicas > 1:
+                # Kafka refuses acks=all before writing when the ISR (here: this broker alone)
+                # is smaller than min.insync.replicas.
+                resp["error_code"] = ErrorCode.NOT_ENOUGH_REPLICAS
+                logger.info("produce to %s-%d rejected: the ISR of 1 is insufficient to satisfy the min.isr"
+                            " requirement of %d", name, p["index"], log.config.min_insync_replicas)
             else:
                 try:
                     info = log.append(records)

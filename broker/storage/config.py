@@ -1,23 +1,53 @@
 """LogConfig: per-topic log settings, with Kafka's topic config names, broker synonyms and defaults.
 
-A topic's effective config is the broker defaults (``log.*`` properties) overlaid with the
-topic's overrides (``segment.bytes`` ...). Overrides are validated by name and range before
-anything touches the disk; the LogManager persists them so they survive a restart.
+A topic's effective config is the broker defaults (``log.*`` properties, static or changed at
+run time) overlaid with the topic's overrides (``segment.bytes`` ...). Overrides are validated
+by name, type and range (Kafka's ConfigDef rules and wording: ``Invalid value X for
+configuration NAME: reason``) before anything touches the disk; the LogManager persists them so
+they survive a restart.
+
+Every topic config Kafka 3.9 defines is here (``TOPIC_CONFIGS``). What each one does on this
+single-node broker is in its ``doc``; a few have no effect here but are accepted and reported
+(replication throttles, ``message.downconversion.enable``, ``message.format.version``), as a
+Kafka broker without that feature in use would.
+
+Kinds: ``int`` (32-bit), ``long`` (64-bit), ``double``, ``bool``, ``str`` and ``list`` (a comma
+separated list, kept normalised as ``"a,b"``). ``synonyms`` are the broker properties that set
+the default, first match wins (``log.retention.ms`` before ``log.retention.minutes`` before
+``log.retention.hours``), each with the factor that turns it into the topic config's unit and
+Kafka's default for it (None: no default, i.e. absent unless set).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from .errors import InvalidConfigError
 
-__all__ = ["LogConfig", "TOPIC_CONFIGS", "ConfigDef", "LONG_MAX"]
+__all__ = ["LogConfig", "TOPIC_CONFIGS", "ConfigDef", "Synonym", "LONG_MAX", "INT_MAX", "parse_value",
+           "BROKER_SYNONYMS", "config_error"]
 
 LONG_MAX = 2**63 - 1
 INT_MAX = 2**31 - 1
+_HOUR, _MINUTE = 3600_000, 60_000
+
+
+def config_error(name: str, value: Any, reason: str) -> InvalidConfigError:
+    """Kafka's ConfigException wording."""
+    return InvalidConfigError(f"Invalid value {value} for configuration {name}: {reason}")
+
+
+@dataclass(frozen=True)
+class Synonym:
+    """A broker property that gives a topic config its default: value x ``factor``."""
+
+    name: str
+    factor: int = 1
+    default: str | None = None
 
 
 @dataclass(frozen=True)
@@ -26,94 +56,219 @@ class ConfigDef:
     field: str           # LogConfig attribute
     kind: str            # "int", "long", "double", "bool", "str", "list"
     default: Any
-    broker_name: str     # broker-level synonym, e.g. "log.segment.bytes"
-    minimum: int | None = None
-    maximum: int | None = None
+    synonyms: tuple[Synonym, ...] = ()
+    minimum: float | None = None
+    maximum: float | None = None
     choices: tuple[str, ...] | None = None
+    #: an extra check on the parsed value: raises InvalidConfigError
+    check: Callable[[str, Any], None] | None = None
     doc: str = ""
 
+    @property
+    def broker_name(self) -> str:
+        """The broker property with the highest precedence ("" when the config has none)."""
+        return self.synonyms[0].name if self.synonyms else ""
 
+
+def _text(value: Any) -> str:
+    """A value as Kafka prints it (ConfigDef.convertToString)."""
+    if isinstance(value, bool):
+        return str(value).lower()
+    return str(value)
+
+
+def _same(name: str, default: Any) -> tuple[Synonym, ...]:
+    return (Synonym(name, 1, _text(default)),)
+
+
+def _gzip_level(name: str, value: Any) -> None:
+    if value > 9 or (value < 1 and value != -1):
+        raise config_error(name, value, "Value must be between 1 and 9 or equal to -1")
+
+
+_THROTTLED = re.compile(r"([0-9]+:[0-9]+)?")
+
+
+def _throttled_replicas(name: str, value: Any) -> None:
+    items = value.split(",") if value else [""]
+    if not (all(_THROTTLED.fullmatch(s) for s in items) or "".join(items) == "*"):
+        raise config_error(name, value, f"{name} must be the literal '*' or a list of replicas in the following"
+                                        " format: [partitionId]:[brokerId],[partitionId]:[brokerId],...")
+
+
+_METADATA_VERSION = re.compile(r"(0\.(8\.[0-2]|9\.0|10\.[0-2]|11\.0)|[123]\.[0-9])(\.[0-9]+)?(-IV[0-9]+)?")
+
+
+def _message_format_version(name: str, value: Any) -> None:
+    # Kafka accepts any of its metadata versions here (the config is ignored since 3.0).
+    if not _METADATA_VERSION.fullmatch(value):
+        raise config_error(name, value, f"Version {value} is not a valid version")
+
+
+def _remote_storage(name: str, value: Any) -> None:
+    if value:
+        raise InvalidConfigError("Tiered Storage functionality is disabled in the broker. Topic cannot be"
+                                 " configured with remote log storage.")
+
+
+_D = ConfigDef
 TOPIC_CONFIGS: dict[str, ConfigDef] = {
     d.name: d
     for d in (
-        ConfigDef("segment.bytes", "segment_bytes", "int", 1073741824, "log.segment.bytes", 14, INT_MAX,
-                  doc="maximum size of a segment file"),
-        ConfigDef("segment.ms", "segment_ms", "long", 604800000, "log.roll.ms", 1,
-                  doc="roll a segment when its first batch is this old (record time)"),
-        ConfigDef("segment.jitter.ms", "segment_jitter_ms", "long", 0, "log.roll.jitter.ms", 0),
+        _D("segment.bytes", "segment_bytes", "int", 1073741824, _same("log.segment.bytes", 1073741824), 14, INT_MAX,
+           doc="The largest a segment file grows before a new one is rolled."),
+        _D("segment.ms", "segment_ms", "long", 604800000,
+           (Synonym("log.roll.ms"), Synonym("log.roll.hours", _HOUR, "168")), 1,
+           doc="Roll a new segment once the active one's first batch is this old (record time), even if not full."),
+        _D("segment.jitter.ms", "segment_jitter_ms", "long", 0,
+           (Synonym("log.roll.jitter.ms"), Synonym("log.roll.jitter.hours", _HOUR, "0")), 0,
+           doc="A random amount up to this is taken off segment.ms per segment, so partitions do not all roll at once."),
         # Kafka accepts >= 4, but an index file smaller than one entry (12 bytes for the time
-        # index) cannot be created: reject it here, before anything is written.
-        ConfigDef("segment.index.bytes", "segment_index_bytes", "int", 10485760, "log.index.size.max.bytes", 12, INT_MAX),
-        ConfigDef("index.interval.bytes", "index_interval_bytes", "int", 4096, "log.index.interval.bytes", 0, INT_MAX),
-        ConfigDef("retention.ms", "retention_ms", "long", 604800000, "log.retention.ms", -1,
-                  doc="-1 = unlimited"),
-        ConfigDef("retention.bytes", "retention_bytes", "long", -1, "log.retention.bytes",
-                  doc="-1 = unlimited"),
-        ConfigDef("max.message.bytes", "max_message_bytes", "int", 1048588, "message.max.bytes", 0, INT_MAX),
-        ConfigDef("flush.messages", "flush_messages", "long", LONG_MAX, "log.flush.interval.messages", 1),
-        ConfigDef("flush.ms", "flush_ms", "long", LONG_MAX, "log.flush.interval.ms", 0),
-        ConfigDef("message.timestamp.type", "message_timestamp_type", "str", "CreateTime",
-                  "log.message.timestamp.type", choices=("CreateTime", "LogAppendTime")),
-        ConfigDef("cleanup.policy", "cleanup_policy", "list", "delete", "log.cleanup.policy",
-                  choices=("compact", "delete"), doc="delete, compact or both (compact,delete)"),
-        ConfigDef("delete.retention.ms", "delete_retention_ms", "long", 86400000, "log.cleaner.delete.retention.ms", 0,
-                  doc="how long a tombstone stays after the cleaner first kept it"),
-        ConfigDef("min.compaction.lag.ms", "min_compaction_lag_ms", "long", 0, "log.cleaner.min.compaction.lag.ms", 0),
-        ConfigDef("max.compaction.lag.ms", "max_compaction_lag_ms", "long", LONG_MAX,
-                  "log.cleaner.max.compaction.lag.ms", 1),
-        ConfigDef("min.cleanable.dirty.ratio", "min_cleanable_dirty_ratio", "double", 0.5,
-                  "log.cleaner.min.cleanable.ratio", 0, 1),
-        ConfigDef("file.delete.delay.ms", "file_delete_delay_ms", "long", 60000, "log.segment.delete.delay.ms", 0),
-        ConfigDef("preallocate", "preallocate", "bool", False, "log.preallocate"),
+        # index) cannot be created: refused here, before anything is written.
+        _D("segment.index.bytes", "segment_index_bytes", "int", 10485760,
+           _same("log.index.size.max.bytes", 10485760), 12, INT_MAX,
+           doc="The size the offset and time index files are preallocated to; a segment rolls when either is full."),
+        _D("index.interval.bytes", "index_interval_bytes", "int", 4096, _same("log.index.interval.bytes", 4096), 0,
+           INT_MAX, doc="Bytes of batches between two entries of the sparse offset index."),
+        _D("retention.ms", "retention_ms", "long", 604800000,
+           (Synonym("log.retention.ms"), Synonym("log.retention.minutes", _MINUTE),
+            Synonym("log.retention.hours", _HOUR, "168")), -1,
+           doc="Segments whose newest record is older than this are deleted (with cleanup.policy delete); -1: keep"
+               " forever."),
+        _D("retention.bytes", "retention_bytes", "long", -1, _same("log.retention.bytes", -1),
+           doc="Oldest segments are deleted while the partition is larger than this (cleanup.policy delete); -1: no"
+               " limit."),
+        _D("max.message.bytes", "max_message_bytes", "int", 1048588, _same("message.max.bytes", 1048588), 0, INT_MAX,
+           doc="The largest record batch the partition accepts (after any broker-side recompression)."),
+        _D("flush.messages", "flush_messages", "long", LONG_MAX, _same("log.flush.interval.messages", LONG_MAX), 1,
+           doc="fsync the partition after this many records have been appended since the last fsync."),
+        _D("flush.ms", "flush_ms", "long", LONG_MAX,
+           (Synonym("log.flush.interval.ms"), Synonym("log.flush.scheduler.interval.ms", 1, str(LONG_MAX))), 0,
+           doc="fsync the partition when its unflushed data is this old."),
+        _D("message.timestamp.type", "message_timestamp_type", "str", "CreateTime",
+           _same("log.message.timestamp.type", "CreateTime"), choices=("CreateTime", "LogAppendTime"),
+           doc="CreateTime keeps the producer's timestamps; LogAppendTime stamps batches with the broker's clock."),
+        _D("cleanup.policy", "cleanup_policy", "list", "delete", _same("log.cleanup.policy", "delete"),
+           choices=("compact", "delete"),
+           doc="delete: retention.ms / retention.bytes remove old segments. compact: keep the latest record per key."),
+        _D("file.delete.delay.ms", "file_delete_delay_ms", "long", 60000, _same("log.segment.delete.delay.ms", 60000), 0,
+           doc="How long a deleted segment's files stay (renamed .deleted) so reads in progress can finish."),
+        _D("preallocate", "preallocate", "bool", False, _same("log.preallocate", False),
+           doc="Create new segment files at their full size."),
+        _D("compression.type", "compression_type", "str", "producer", _same("compression.type", "producer"),
+           choices=("uncompressed", "zstd", "lz4", "snappy", "gzip", "producer"),
+           doc="producer: store batches as the producer compressed them. Any other value: the broker rewrites"
+               " batches in that codec (uncompressed: none) before storing them."),
+        _D("compression.gzip.level", "compression_gzip_level", "int", -1, _same("compression.gzip.level", -1),
+           check=_gzip_level, doc="gzip level when compression.type is gzip: 1-9, or -1 for the codec's default."),
+        _D("compression.lz4.level", "compression_lz4_level", "int", 9, _same("compression.lz4.level", 9), 1, 17,
+           doc="lz4 level when compression.type is lz4."),
+        _D("compression.zstd.level", "compression_zstd_level", "int", 3, _same("compression.zstd.level", 3),
+           -131072, 22, doc="zstd level when compression.type is zstd."),
+        _D("delete.retention.ms", "delete_retention_ms", "long", 86400000,
+           _same("log.cleaner.delete.retention.ms", 86400000), 0,
+           doc="How long a compacted topic keeps tombstones (null values) after cleaning."),
+        _D("min.compaction.lag.ms", "min_compaction_lag_ms", "long", 0,
+           _same("log.cleaner.min.compaction.lag.ms", 0), 0,
+           doc="A record stays uncompacted at least this long after it was written."),
+        _D("max.compaction.lag.ms", "max_compaction_lag_ms", "long", LONG_MAX,
+           _same("log.cleaner.max.compaction.lag.ms", LONG_MAX), 1,
+           doc="A record becomes eligible for compaction at the latest this long after it was written."),
+        _D("min.cleanable.dirty.ratio", "min_cleanable_dirty_ratio", "double", 0.5,
+           _same("log.cleaner.min.cleanable.ratio", 0.5), 0, 1,
+           doc="Compact a partition once this fraction of its log has not been cleaned yet."),
+        _D("unclean.leader.election.enable", "unclean_leader_election_enable", "bool", False,
+           _same("unclean.leader.election.enable", False),
+           doc="Whether a replica outside the ISR may become leader. One replica here: it is always the leader."),
+        _D("min.insync.replicas", "min_insync_replicas", "int", 1, _same("min.insync.replicas", 1), 1,
+           doc="acks=all produces need this many in-sync replicas. This broker has one: above 1, acks=all produces"
+               " fail with NOT_ENOUGH_REPLICAS (acks=0/1 are unaffected), as on a one-replica Kafka topic."),
+        _D("message.format.version", "message_format_version", "str", "3.0-IV1",
+           _same("log.message.format.version", "3.0-IV1"), check=_message_format_version,
+           doc="Deprecated and ignored: batches are always stored in format v2."),
+        _D("message.timestamp.difference.max.ms", "message_timestamp_difference_max_ms", "long", LONG_MAX,
+           _same("log.message.timestamp.difference.max.ms", LONG_MAX), 0,
+           doc="Deprecated: the default of message.timestamp.before.max.ms and .after.max.ms when they are not set."),
+        _D("message.timestamp.before.max.ms", "message_timestamp_before_max_ms", "long", LONG_MAX,
+           _same("log.message.timestamp.before.max.ms", LONG_MAX), 0,
+           doc="With CreateTime, a record whose timestamp is more than this before the broker's clock is refused"
+               " (INVALID_TIMESTAMP)."),
+        _D("message.timestamp.after.max.ms", "message_timestamp_after_max_ms", "long", LONG_MAX,
+           _same("log.message.timestamp.after.max.ms", LONG_MAX), 0,
+           doc="With CreateTime, a record whose timestamp is more than this after the broker's clock is refused"
+               " (INVALID_TIMESTAMP)."),
+        _D("leader.replication.throttled.replicas", "leader_replication_throttled_replicas", "list", "",
+           check=_throttled_replicas, doc="Replication throttling; no replication here, accepted and unused."),
+        _D("follower.replication.throttled.replicas", "follower_replication_throttled_replicas", "list", "",
+           check=_throttled_replicas, doc="Replication throttling; no replication here, accepted and unused."),
+        _D("message.downconversion.enable", "message_downconversion_enable", "bool", True,
+           _same("log.message.downconversion.enable", True),
+           doc="Whether old fetch versions get down-converted batches; this broker serves fetch v4+ only."),
+        _D("remote.storage.enable", "remote_storage_enable", "bool", False, check=_remote_storage,
+           doc="Tiered storage; not available on this broker (true is refused)."),
+        _D("local.retention.ms", "local_retention_ms", "long", -2, _same("log.local.retention.ms", -2), -2,
+           doc="Tiered storage's local retention; unused (-2: follow retention.ms)."),
+        _D("local.retention.bytes", "local_retention_bytes", "long", -2, _same("log.local.retention.bytes", -2), -2,
+           doc="Tiered storage's local retention; unused (-2: follow retention.bytes)."),
+        _D("remote.log.copy.disable", "remote_log_copy_disable", "bool", False,
+           doc="Tiered storage; unused."),
+        _D("remote.log.delete.on.disable", "remote_log_delete_on_disable", "bool", False,
+           doc="Tiered storage; unused."),
     )
 }
 
+#: broker property -> the topic config it is a synonym of
+BROKER_SYNONYMS: dict[str, ConfigDef] = {s.name: d for d in TOPIC_CONFIGS.values() for s in d.synonyms}
 
-def _parse(d: ConfigDef, raw: Any) -> Any:
+
+def parse_value(d: ConfigDef, raw: Any, name: str | None = None) -> Any:
+    """Parse and check one value of config ``d`` (reported under ``name``, default its own)."""
+    name = name or d.name
     if d.kind == "bool":
         if isinstance(raw, bool):
             return raw
         s = str(raw).strip().lower()
         if s in ("true", "false"):
-            return s == "true"
-        raise InvalidConfigError(f"Invalid value {raw} for configuration {d.name}: Expected value to be either true or false")
-    if d.kind == "list":  # Kafka's ValidList: comma-separated, each one of the choices
-        items = [i.strip() for i in str(raw).split(",")]
-        if not items or any(i not in (d.choices or ()) for i in items) or len(set(items)) != len(items):
-            raise InvalidConfigError(
-                f"Invalid value {raw} for configuration {d.name}: Invalid value(s) among"
-                f" [{', '.join(items)}]: each must be one of {', '.join(d.choices or ())}"
-            )
-        return ",".join(items)
-    if d.kind == "double":
-        try:
-            number = float(str(raw).strip())
-        except ValueError:
-            raise InvalidConfigError(f"Invalid value {raw} for configuration {d.name}: Not a number of type DOUBLE") from None
-        if number != number or (d.minimum is not None and number < d.minimum) or \
-                (d.maximum is not None and number > d.maximum):
-            raise InvalidConfigError(f"Invalid value {raw} for configuration {d.name}: Value must be at least"
-                                     f" {d.minimum} and at most {d.maximum}")
-        return number
-    if d.kind == "str":
+            value: Any = s == "true"
+        else:
+            raise config_error(name, raw, "Expected value to be either true or false")
+    elif d.kind == "str":
+        value = str(raw).strip()
+        if d.choices is not None and value not in d.choices:
+            raise config_error(name, value, f"String must be one of: {', '.join(d.choices)}")
+    elif d.kind == "list":
         text = str(raw).strip()
-        if d.choices is not None and text not in d.choices:
-            raise InvalidConfigError(
-                f"Invalid value {text} for configuration {d.name}: String must be one of: {', '.join(d.choices)}"
-            )
-        return text
-    try:
-        value = int(str(raw).strip()) if not isinstance(raw, int) or isinstance(raw, bool) else raw
-    except ValueError:
-        raise InvalidConfigError(f"Invalid value {raw} for configuration {d.name}: Not a number of type {d.kind.upper()}") from None
-    upper = d.maximum if d.maximum is not None else (INT_MAX if d.kind == "int" else LONG_MAX)
-    lower = d.minimum if d.minimum is not None else -(upper + 1)
-    if value < lower or value > upper:
-        raise InvalidConfigError(
-            f"Invalid value {value} for configuration {d.name}: Value must be at least {lower}"
-            + (f" and at most {upper}" if d.maximum is not None else "")
-        )
+        items = [s.strip() for s in text.split(",")] if text else []
+        if d.choices is not None:
+            for item in items:
+                if item not in d.choices:
+                    raise config_error(name, item, f"String must be one of: {', '.join(d.choices)}")
+        value = ",".join(items)
+    elif d.kind == "double":
+        try:
+            value = float(str(raw).strip()) if not isinstance(raw, float) else raw
+        except ValueError:
+            raise config_error(name, raw, "Not a number of type DOUBLE") from None
+    else:
+        try:
+            value = int(str(raw).strip()) if not isinstance(raw, int) or isinstance(raw, bool) else raw
+        except ValueError:
+            raise config_error(name, raw, f"Not a number of type {d.kind.upper()}") from None
+        top = INT_MAX if d.kind == "int" else LONG_MAX
+        if not -top - 1 <= value <= top:
+            raise config_error(name, raw, f"Not a number of type {d.kind.upper()}")
+    if d.kind in ("int", "long", "double"):
+        if d.minimum is not None and value < d.minimum:
+            raise config_error(name, value, f"Value must be at least {_number(d.minimum)}")
+        if d.maximum is not None and value > d.maximum:
+            raise config_error(name, value, f"Value must be no more than {_number(d.maximum)}")
+    if d.check is not None:
+        d.check(name, value)
     return value
+
+
+def _number(x: float) -> str:
+    return str(int(x)) if float(x).is_integer() else str(x)
 
 
 @dataclass(frozen=True)
@@ -130,12 +285,30 @@ class LogConfig:
     flush_ms: int = LONG_MAX
     message_timestamp_type: str = "CreateTime"
     cleanup_policy: str = "delete"
+    file_delete_delay_ms: int = 60000
+    preallocate: bool = False
+    compression_type: str = "producer"
+    compression_gzip_level: int = -1
+    compression_lz4_level: int = 9
+    compression_zstd_level: int = 3
     delete_retention_ms: int = 86400000
     min_compaction_lag_ms: int = 0
     max_compaction_lag_ms: int = LONG_MAX
     min_cleanable_dirty_ratio: float = 0.5
-    file_delete_delay_ms: int = 60000
-    preallocate: bool = False
+    unclean_leader_election_enable: bool = False
+    min_insync_replicas: int = 1
+    message_format_version: str = "3.0-IV1"
+    message_timestamp_difference_max_ms: int = LONG_MAX
+    message_timestamp_before_max_ms: int = LONG_MAX
+    message_timestamp_after_max_ms: int = LONG_MAX
+    leader_replication_throttled_replicas: str = ""
+    follower_replication_throttled_replicas: str = ""
+    message_downconversion_enable: bool = True
+    remote_storage_enable: bool = False
+    local_retention_ms: int = -2
+    local_retention_bytes: int = -2
+    remote_log_copy_disable: bool = False
+    remote_log_delete_on_disable: bool = False
 
     @staticmethod
     def validate(overrides: Mapping[str, Any]) -> dict[str, Any]:
@@ -144,36 +317,38 @@ class LogConfig:
         for name, raw in overrides.items():
             d = TOPIC_CONFIGS.get(name)
             if d is None:
-                raise InvalidConfigError(
-                    f"Unknown topic config name: {name}. Supported: {', '.join(sorted(TOPIC_CONFIGS))}"
-                )
-            parsed[name] = _parse(d, raw)
+                raise InvalidConfigError(f"Unknown topic config name: {name}")
+            parsed[name] = parse_value(d, raw)
         return parsed
 
     def with_overrides(self, overrides: Mapping[str, Any]) -> LogConfig:
-        """This config with topic-level overrides (Kafka names) applied, validated."""
+        """This config with topic-level overrides (Kafka names) applied, validated, including
+        the checks across configs (min.compaction.lag.ms <= max.compaction.lag.ms)."""
         parsed = self.validate(overrides)
-        return dataclasses.replace(self, **{TOPIC_CONFIGS[n].field: v for n, v in parsed.items()})
+        out = dataclasses.replace(self, **{TOPIC_CONFIGS[n].field: v for n, v in parsed.items()})
+        if out.min_compaction_lag_ms > out.max_compaction_lag_ms:
+            raise InvalidConfigError(
+                f"conflict topic config setting min.compaction.lag.ms ({out.min_compaction_lag_ms}) >"
+                f" max.compaction.lag.ms ({out.max_compaction_lag_ms})")
+        return out
 
     @classmethod
     def from_broker_properties(cls, props: Mapping[str, str]) -> LogConfig:
-        """Defaults from broker properties (``log.segment.bytes``, ``log.retention.hours`` ...)."""
+        """Defaults from broker properties (``log.segment.bytes``, ``log.retention.hours`` ...):
+        for each topic config the first of its synonyms that is set wins."""
         values: dict[str, Any] = {}
         for d in TOPIC_CONFIGS.values():
-            if d.broker_name in props:
-                values[d.field] = _parse(d, props[d.broker_name])
-        # Kafka's coarser synonyms, used when the finer one is absent.
-        if "log.roll.ms" not in props and "log.roll.hours" in props:
-            values["segment_ms"] = int(props["log.roll.hours"]) * 3600_000
-        if "log.roll.jitter.ms" not in props and "log.roll.jitter.hours" in props:
-            values["segment_jitter_ms"] = int(props["log.roll.jitter.hours"]) * 3600_000
-        if "log.retention.ms" not in props:
-            if "log.retention.minutes" in props:
-                values["retention_ms"] = int(props["log.retention.minutes"]) * 60_000
-            elif "log.retention.hours" in props:
-                values["retention_ms"] = int(props["log.retention.hours"]) * 3600_000
-        if "log.flush.interval.ms" not in props and "log.flush.scheduler.interval.ms" in props:
-            values["flush_ms"] = int(props["log.flush.scheduler.interval.ms"])
+            for s in d.synonyms:
+                if s.name in props:
+                    if s.factor == 1:
+                        values[d.field] = parse_value(d, props[s.name], s.name)
+                    else:
+                        try:
+                            n = int(str(props[s.name]).strip())
+                        except ValueError:
+                            raise config_error(s.name, props[s.name], "Not a number of type INT") from None
+                        values[d.field] = parse_value(d, n * s.factor, s.name)
+                    break
         return cls(**values)
 
     def get(self, name: str) -> Any:
@@ -182,11 +357,7 @@ class LogConfig:
 
     def to_properties(self) -> dict[str, str]:
         """Every topic config as Kafka name -> string value (DescribeConfigs)."""
-        out = {}
-        for d in TOPIC_CONFIGS.values():
-            v = getattr(self, d.field)
-            out[d.name] = str(v).lower() if isinstance(v, bool) else str(v)
-        return out
+        return {d.name: _text(getattr(self, d.field)) for d in TOPIC_CONFIGS.values()}
 
     @property
     def delete_enabled(self) -> bool:
@@ -201,6 +372,19 @@ class LogConfig:
     @property
     def log_append_time(self) -> bool:
         return self.message_timestamp_type == "LogAppendTime"
+
+    @property
+    def timestamp_before_max_ms(self) -> int:
+        """message.timestamp.before.max.ms, or the deprecated difference.max.ms when it is unset."""
+        if self.message_timestamp_before_max_ms != LONG_MAX:
+            return self.message_timestamp_before_max_ms
+        return self.message_timestamp_difference_max_ms
+
+    @property
+    def timestamp_after_max_ms(self) -> int:
+        if self.message_timestamp_after_max_ms != LONG_MAX:
+            return self.message_timestamp_after_max_ms
+        return self.message_timestamp_difference_max_ms
 
     def random_segment_jitter(self, rng: Callable[[], float]) -> int:
         """Kafka: abs(random) % min(segment.jitter.ms, segment.ms); drawn once per segment."""

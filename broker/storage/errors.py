@@ -53,6 +53,19 @@ class RecordBatchTooLargeError(StorageError):
     error_code = ErrorCode.RECORD_LIST_TOO_LARGE
 
 
+class InvalidTimestampError(StorageError):
+    """A record timestamp outside the topic's message.timestamp.* bounds, or a producer batch
+    marked LogAppendTime for a CreateTime topic (INVALID_TIMESTAMP)."""
+
+    error_code = ErrorCode.INVALID_TIMESTAMP
+
+
+class PolicyViolationError(StorageError):
+    """A request the topic's configuration forbids (DeleteRecords on a compact-only topic)."""
+
+    error_code = ErrorCode.POLICY_VIOLATION
+
+
 class InvalidTopicError(StorageError):
     """A topic name that Kafka would reject (INVALID_TOPIC_EXCEPTION)."""
 
@@ -63,6 +76,12 @@ class InvalidConfigError(StorageError):
     """An unknown config name or an out-of-range value (INVALID_CONFIG)."""
 
     error_code = ErrorCode.INVALID_CONFIG
+
+
+class InvalidPartitionsError(StorageError):
+    """A partition count that is not allowed (CreatePartitions: not an increase)."""
+
+    error_code = ErrorCode.INVALID_PARTITIONS
 
 
 class UnknownTopicOrPartitionError(StorageError):

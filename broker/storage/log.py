@@ -43,7 +43,7 @@ from .errors import (
 )
 from .file_records import FileSlice, TimestampAndOffset
 from .fileutil import fsync_path
-from .log_validator import BatchMetadata, offsets_as_given, validate_batches
+from .log_validator import BatchMetadata, offsets_as_given, recompress, validate_batches
 from .log_validator import assign_offsets as assign_offsets_to
 from .producer_state import (
     DEFAULT_PRODUCER_ID_EXPIRATION_MS,
@@ -366,7 +366,12 @@ class Log:
         else:
             buf = bytearray(records)
         cfg = self.config
-        batches = validate_batches(buf, cfg, from_producer=assign_offsets)
+        batches = validate_batches(buf, cfg, from_producer=assign_offsets, now_ms=self._now_ms())
+        if assign_offsets:
+            rewritten = recompress(buf, batches, cfg)  # compression.type other than producer
+            if rewritten is not None:
+                buf = rewritten
+                batches = validate_batches(buf, cfg, now_ms=self._now_ms())
         has_producer = any(b.producer_id >= 0 for b in batches)
         with self._lock:
             self._check_open()
@@ -656,9 +661,7 @@ class Log:
     def delete_old_segments(self) -> int:
         """One retention pass (Kafka's order): log-start-offset breach, then size, then time.
         Returns the number of segments deleted."""
-        deleted = self._delete_segments_where(
-            lambda seg, nxt: nxt is not None and nxt.base_offset <= self.log_start_offset,
-            "log start offset breach")
+        deleted = self.delete_segments_below_log_start()
         if not self.config.delete_enabled:
             return deleted
         cfg = self.config
@@ -736,9 +739,17 @@ class Log:
             self.log_start_offset = new_start
             self.producer_state.on_log_start_offset_incremented(new_start)
 
+    def delete_segments_below_log_start(self) -> int:
+        """Delete the segments that hold only offsets below the log start offset (the first step
+        of every retention pass; DeleteRecords runs it at once). Returns how many."""
+        return self._delete_segments_where(
+            lambda seg, nxt: nxt is not None and nxt.base_offset <= self.log_start_offset,
+            "log start offset breach")
+
     def delete_records_before(self, offset: int) -> int:
-        """Raise the log start offset to ``offset`` (DeleteRecords); segments wholly below it go
-        at the next retention pass. Returns the new log start offset."""
+        """Raise the log start offset to ``offset`` (DeleteRecords; never lowers it): reads below
+        it fail with OFFSET_OUT_OF_RANGE from now on. Segments wholly below it are removed by
+        ``delete_segments_below_log_start``. Returns the new log start offset."""
         with self._lock:
             self._check_open()
             if offset > self.high_watermark or offset < 0:

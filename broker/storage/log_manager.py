@@ -9,8 +9,16 @@ Layout::
       log-start-offset-checkpoint
       .kafka_cleanshutdown                 present only between a clean shutdown and the next start
       meta.properties                      version, cluster.id, node.id (Kafka's, informative)
-      topic-configs.json                   minibroker's own: per-topic config overrides, so they
-                                           survive restarts (Kafka keeps them in its metadata log)
+      topic-configs.json                   minibroker's own: per-topic config overrides and partition
+                                           counts, so they survive restarts (Kafka keeps them in its
+                                           metadata log)
+
+Growing a topic (``create_partitions``): the new partition count is written to
+``topic-configs.json`` first (atomically: the commit point), then the new directories are
+created. A start that finds fewer partition directories than the recorded count creates the
+missing ones (empty), so a crash in between leaves either the old topic or the whole new one.
+Config changes (``alter_topic_config``, ``set_default_config``) apply to the live logs at once:
+each Log reads its ``config`` on every append, roll and retention pass.
 
 Startup: if the clean-shutdown marker exists it is deleted at once (KAFKA-10471) and the logs
 load without any scan; otherwise every log recovers from floor(recovery point). Shutdown:
@@ -28,6 +36,7 @@ import os
 import re
 import resource
 import shutil
+import threading
 import time
 import uuid
 from collections.abc import Callable
@@ -44,6 +53,8 @@ from .checkpoint import (
 from .config import LogConfig
 from .errors import (
     InconsistentMetaPropertiesError,
+    InvalidConfigError,
+    InvalidPartitionsError,
     InvalidTopicError,
     KafkaStorageError,
     StorageError,
@@ -141,10 +152,13 @@ class LogManager:
         self._now_ms = now_ms
         self.logs: dict[tuple[str, int], Log] = {}
         self._topics: dict[str, dict[str, str]] = {}  # topic -> config overrides
+        self._partition_counts: dict[str, int] = {}  # topic -> partitions (the commit point of growth)
         self.had_clean_shutdown = False
         self._started = False
         #: the log cleaner (storage/cleaner/), when the broker runs one: told when a topic goes
         self.cleaner: Any = None
+        #: the checkpoint files are written from worker threads (periodic, DeleteRecords)
+        self._checkpoint_lock = threading.Lock()
 
     # ---------------------------------------------------------------- startup
 
@@ -182,6 +196,7 @@ class LogManager:
                            flush_scheduler=self.flush_scheduler,
                            producer_id_expiration_ms=self.producer_id_expiration_ms)
             self.logs[parsed] = log
+        self._complete_partition_creation()
         self._started = True
         logger.info("loaded %d partitions of %d topics from %s (%s shutdown)", len(self.logs),
                     len(self.topics()), self.log_dir,
@@ -219,20 +234,40 @@ class LogManager:
         return props["cluster.id"]
 
     def _read_topic_configs(self) -> dict[str, dict[str, str]]:
+        """The topics' overrides; also fills ``_partition_counts`` (absent in files written
+        before partitions could be added: the directories are the count then)."""
         path = os.path.join(self.log_dir, TOPIC_CONFIGS_FILE)
         try:
             with open(path, encoding="utf-8") as f:
                 data = json.load(f)
+            self._partition_counts = {t: int(n) for t, n in data.get("partitions", {}).items()}
             return {t: {k: str(v) for k, v in c.items()} for t, c in data.get("topics", {}).items()}
         except FileNotFoundError:
             return {}
-        except (OSError, ValueError, AttributeError) as e:
+        except (OSError, ValueError, AttributeError, TypeError) as e:
             logger.error("cannot read %s (%s); topics use the broker defaults", path, e)
             return {}
 
     def _write_topic_configs(self) -> None:
+        partitions = {t: n for t, n in self._partition_counts.items() if t in self._topics}
         atomic_write(os.path.join(self.log_dir, TOPIC_CONFIGS_FILE),
-                     json.dumps({"version": 1, "topics": self._topics}, sort_keys=True, indent=1).encode())
+                     json.dumps({"version": 1, "topics": self._topics, "partitions": partitions},
+                                sort_keys=True, indent=1).encode())
+
+    def _complete_partition_creation(self) -> None:
+        """Create the partitions recorded in ``topic-configs.json`` whose directories are missing
+        (a crash during ``create_partitions``, after its commit point)."""
+        present: dict[str, set[int]] = {}
+        for t, p in self.logs:
+            present.setdefault(t, set()).add(p)
+        for topic, count in sorted(self._partition_counts.items()):
+            if topic not in present:
+                continue
+            for p in range(count):
+                if p not in present[topic]:
+                    logger.warning("completing the creation of partition %s-%d (interrupted before a restart)",
+                                   topic, p)
+                    self.logs[(topic, p)] = self._new_log(topic, p, self.topic_config(topic))
 
     # ---------------------------------------------------------------- topics
 
@@ -264,22 +299,9 @@ class LogManager:
         info = TopicInfo(name, partitions, overrides, config)
         if validate_only:
             return info
-        created: list[Log] = []
-        try:
-            for p in range(partitions):
-                path = os.path.join(self.log_dir, f"{name}-{p}")
-                created.append(Log.load(path, name, p, config, had_clean_shutdown=True, now_ms=self._now_ms,
-                                        producer_id_expiration_ms=self.producer_id_expiration_ms,
-                                        flush_scheduler=self.flush_scheduler))
-        except (OSError, StorageError) as e:
-            # All partitions or none (out of file descriptors, a full disk): remove what was made.
-            for log in created:
-                log.delete()
-            for p in range(partitions):
-                shutil.rmtree(os.path.join(self.log_dir, f"{name}-{p}"), ignore_errors=True)
-            logger.error("cannot create topic %s with %d partitions: %s", name, partitions, e)
-            raise KafkaStorageError(f"cannot create topic {name}: {e}") from e
+        created = self._create_logs(name, range(partitions), config)
         self._topics[name] = overrides
+        self._partition_counts[name] = partitions
         self._write_topic_configs()
         for log in created:
             self.logs[(name, log.partition)] = log
@@ -289,6 +311,98 @@ class LogManager:
         logger.info("created topic %s with %d partitions%s", name, partitions,
                     f" and configs {overrides}" if overrides else "")
         return info
+
+    def _new_log(self, topic: str, partition: int, config: LogConfig) -> Log:
+        return Log.load(os.path.join(self.log_dir, f"{topic}-{partition}"), topic, partition, config,
+                        had_clean_shutdown=True, now_ms=self._now_ms,
+                        producer_id_expiration_ms=self.producer_id_expiration_ms,
+                        flush_scheduler=self.flush_scheduler)
+
+    def _create_logs(self, topic: str, partitions: range, config: LogConfig) -> list[Log]:
+        """Empty logs for ``partitions``: all of them, or none (KafkaStorageError, e.g. out of
+        file descriptors or a full disk, with whatever was made removed)."""
+        created: list[Log] = []
+        try:
+            for p in partitions:
+                created.append(self._new_log(topic, p, config))
+        except (OSError, StorageError) as e:
+            for log in created:
+                log.delete()
+            for p in partitions:
+                shutil.rmtree(os.path.join(self.log_dir, f"{topic}-{p}"), ignore_errors=True)
+            logger.error("cannot create partitions %s of topic %s: %s", list(partitions), topic, e)
+            raise KafkaStorageError(f"cannot create partitions of topic {topic}: {e}") from e
+        return created
+
+    def create_partitions(self, name: str, count: int, *, validate_only: bool = False) -> int:
+        """Grow topic ``name`` to ``count`` partitions (never shrink): InvalidPartitionsError
+        when ``count`` is not above the current count, UnknownTopicOrPartitionError for a topic
+        that does not exist. The count is recorded before the new directories are made (see
+        the module docstring). Returns how many partitions were added (or would be)."""
+        current = sum(1 for t, _ in self.logs if t == name)
+        if current == 0:
+            raise UnknownTopicOrPartitionError(f"This server does not host this topic: {name}")
+        if count == current:
+            raise InvalidPartitionsError(f"Topic already has {current} partition(s).")
+        if count < current:
+            raise InvalidPartitionsError(f"The topic {name} currently has {current} partition(s); {count} would"
+                                         " not be an increase.")
+        if validate_only:
+            return count - current
+        config = self.topic_config(name)
+        self._partition_counts[name] = count
+        self._write_topic_configs()  # the commit point
+        try:
+            created = self._create_logs(name, range(current, count), config)
+        except KafkaStorageError:
+            self._partition_counts[name] = current
+            self._write_topic_configs()
+            raise
+        for log in created:
+            self.logs[(name, log.partition)] = log
+        fsync_path(self.log_dir)
+        logger.info("added partitions %d-%d to topic %s", current, count - 1, name)
+        return count - current
+
+    def alter_topic_config(self, name: str, overrides: dict[str, str], *, validate_only: bool = False) -> LogConfig:
+        """Replace the topic's overrides with ``overrides`` (validated first: InvalidConfigError,
+        nothing changed), persist them and apply the new config to its live logs at once.
+        Returns the topic's new effective config."""
+        if name not in self._topics or not any(t == name for t, _ in self.logs):
+            raise UnknownTopicOrPartitionError(f"Topic {name} does not exist")
+        clean = {k: str(v) for k, v in overrides.items()}
+        config = self.default_config.with_overrides(clean)  # raises InvalidConfigError
+        if validate_only:
+            return config
+        self._topics[name] = clean
+        self._write_topic_configs()
+        for (t, _), log in self.logs.items():
+            if t == name:
+                log.config = config
+        logger.info("topic %s configs are now %s", name, clean or "the broker defaults")
+        return config
+
+    def set_default_config(self, config: LogConfig) -> None:
+        """New broker-level defaults (dynamic broker configs): every topic's effective config
+        is recomputed and applied to its logs at once. A topic whose overrides no longer combine
+        with the new defaults (min.compaction.lag.ms > max.compaction.lag.ms) keeps its config."""
+        configs: dict[str, LogConfig] = {}
+        for topic, overrides in self._topics.items():
+            try:
+                configs[topic] = config.with_overrides(overrides)
+            except InvalidConfigError as e:
+                logger.error("topic %s keeps its config: %s", topic, e)
+        self.default_config = config
+        for (t, _), log in self.logs.items():
+            if t in configs:
+                log.config = configs[t]
+
+    def checkpoint_log_start_offsets(self) -> None:
+        """Write ``log-start-offset-checkpoint`` now (DeleteRecords: durable before it answers)."""
+        logs = list(self.logs.items())
+        with self._checkpoint_lock:
+            write_offset_checkpoint(os.path.join(self.log_dir, LOG_START_OFFSET_CHECKPOINT),
+                                    {k: log.log_start_offset for k, log in logs})
 
     def delete_topic(self, name: str) -> None:
         """Close the topic's logs, rename their directories ``<dir>.<id>-delete`` and remove
@@ -311,6 +425,7 @@ class LogManager:
             os.rename(log.dir, target)
             doomed.append(target)
         self._topics.pop(name, None)
+        self._partition_counts.pop(name, None)
         self._write_topic_configs()
         for path in doomed:
             shutil.rmtree(path, ignore_errors=True)
@@ -345,11 +460,13 @@ class LogManager:
         return sum(log.producer_state.remove_expired_producers(now) for log in list(self.logs.values()))
 
     def checkpoint_logs(self) -> None:
-        """Write both checkpoint files (atomically)."""
-        write_offset_checkpoint(os.path.join(self.log_dir, RECOVERY_POINT_CHECKPOINT),
-                                {k: log.recovery_point for k, log in self.logs.items()})
-        write_offset_checkpoint(os.path.join(self.log_dir, LOG_START_OFFSET_CHECKPOINT),
-                                {k: log.log_start_offset for k, log in self.logs.items()})
+        """Write both checkpoint files (atomically; may run in a worker thread)."""
+        logs = list(self.logs.items())
+        with self._checkpoint_lock:
+            write_offset_checkpoint(os.path.join(self.log_dir, RECOVERY_POINT_CHECKPOINT),
+                                    {k: log.recovery_point for k, log in logs})
+            write_offset_checkpoint(os.path.join(self.log_dir, LOG_START_OFFSET_CHECKPOINT),
+                                    {k: log.log_start_offset for k, log in logs})
 
     def logs_due_for_flush(self) -> list[Log]:
         now = self._now_ms()

@@ -20,7 +20,19 @@ writes nothing):
   correct CRC only proves the bytes arrived as sent, not that they mean anything; a
   compressed batch may inflate to at most 64 x ``max.message.bytes`` (MESSAGE_TOO_LARGE);
   on a compacted topic (``cleanup.policy`` with ``compact``) every record has a key
-  (INVALID_RECORD, as Kafka: the cleaner could not tell which record of a key is the last).
+  (INVALID_RECORD, as Kafka: the cleaner could not tell which record of a key is the last);
+- a producer's batch is not marked LogAppendTime, unless the topic uses CreateTime and the
+  batch has a maxTimestamp (which then is its records' timestamp), as Kafka;
+- with ``message.timestamp.type=CreateTime``: every record's timestamp (other than -1, none) lies within
+  [now - ``message.timestamp.before.max.ms``, now + ``message.timestamp.after.max.ms``]
+  (INVALID_TIMESTAMP; the deprecated ``message.timestamp.difference.max.ms`` stands in for
+  either bound left unset). Both default to unbounded, and the check costs nothing then.
+
+``compression.type`` other than ``producer``: ``recompress`` rewrites each producer batch whose
+codec differs into the topic's codec (``uncompressed`` = none) before offsets are assigned,
+keeping its records (offset deltas, timestamps, keys, values, headers) and its producer fields;
+the rewritten batches are validated again (``max.message.bytes`` applies to what is stored).
+This is the one path where the broker re-encodes records, as Kafka does for the same setting.
 
 Offset assignment patches bytes 0-7 of each batch in place (the CRC does not cover them). With
 ``message.timestamp.type=LogAppendTime`` the attributes' timestamp-type bit and maxTimestamp
@@ -34,11 +46,13 @@ from typing import NamedTuple
 
 from client.records.batch import (
     ATTRIBUTES_OFFSET,
+    BASE_TIMESTAMP_OFFSET,
     COMPRESSION_CODEC_MASK,
     CONTROL_FLAG_MASK,
     CRC_OFFSET,
     LOG_OVERHEAD,
     MAX_TIMESTAMP_OFFSET,
+    NO_TIMESTAMP,
     TIMESTAMP_TYPE_MASK,
     TRANSACTIONAL_FLAG_MASK,
     CorruptRecordError,
@@ -46,13 +60,15 @@ from client.records.batch import (
     compute_crc,
     validate_batch,
 )
-from client.records.compression import DecompressedSizeError
+from client.records.compression import Compression, DecompressedSizeError
+from client.records.record import RecordBatchBuilder, iter_records
 from client.records.validate import check_records
 
-from .config import LogConfig
-from .errors import RecordBatchTooLargeError, RecordTooLargeError
+from .config import LONG_MAX, LogConfig
+from .errors import InvalidTimestampError, RecordBatchTooLargeError, RecordTooLargeError
 
-__all__ = ["BatchMetadata", "AssignedOffsets", "validate_batches", "assign_offsets", "batch_metadata"]
+__all__ = ["BatchMetadata", "AssignedOffsets", "validate_batches", "assign_offsets", "batch_metadata",
+           "recompress", "target_codec"]
 
 _Q = struct.Struct(">q")
 _I = struct.Struct(">I")
@@ -116,11 +132,15 @@ def batch_metadata(buf: bytes | bytearray | memoryview, pos: int) -> BatchMetada
 
 
 def validate_batches(buf: bytes | bytearray | memoryview, config: LogConfig, *,
-                     from_producer: bool = True) -> list[BatchMetadata]:
+                     from_producer: bool = True, now_ms: int = 0) -> list[BatchMetadata]:
     """Check every batch of ``buf`` (see the module docstring); ``from_producer=False`` is for
     batches that already carry their offsets (a follower-style append), whose records were
-    checked when they were first written."""
+    checked when they were first written. ``now_ms`` is the broker's clock for the timestamp
+    bounds."""
     n = len(buf)
+    create_time = not config.log_append_time
+    before, after = config.timestamp_before_max_ms, config.timestamp_after_max_ms
+    bounded = from_producer and create_time and (before != LONG_MAX or after != LONG_MAX)
     if n == 0:
         raise CorruptRecordError("empty record set")
     batches: list[BatchMetadata] = []
@@ -142,12 +162,24 @@ def validate_batches(buf: bytes | bytearray | memoryview, config: LogConfig, *,
         if b.last_offset_delta != b.record_count - 1:
             raise InvalidRecordError(
                 f"record batch has lastOffsetDelta {b.last_offset_delta} but {b.record_count} records")
+        if from_producer and b.attributes & TIMESTAMP_TYPE_MASK and (not create_time or b.max_timestamp == NO_TIMESTAMP):
+            # Kafka's rule: a producer may not ask for LogAppendTime, except that a CreateTime
+            # topic takes such a batch's timestamp (its maxTimestamp) as the records' CreateTime.
+            raise InvalidTimestampError("Invalid timestamp type in message. Producer should not set timestamp type"
+                                        " to LogAppendTime.")
         if from_producer:
             try:
-                check_records(buf, pos, b.size, b.record_count, b.attributes & COMPRESSION_CODEC_MASK,
-                              max_decompressed_size(config), require_keys=config.compact)
+                deltas = check_records(buf, pos, b.size, b.record_count, b.attributes & COMPRESSION_CODEC_MASK,
+                                       max_decompressed_size(config), require_keys=config.compact)
             except DecompressedSizeError as e:
                 raise RecordTooLargeError(str(e)) from None
+            if bounded:
+                if b.attributes & TIMESTAMP_TYPE_MASK:  # every record has the batch's maxTimestamp
+                    deltas = [0] * b.record_count
+                    base = b.max_timestamp
+                else:
+                    (base,) = _Q.unpack_from(buf, pos + BASE_TIMESTAMP_OFFSET)
+                _check_timestamps(base, deltas, now_ms, before, after)
         batches.append(b)
         pos += b.size
     if n > config.segment_bytes:
@@ -155,6 +187,57 @@ def validate_batches(buf: bytes | bytearray | memoryview, config: LogConfig, *,
             f"the request includes {n} bytes of records, larger than segment.bytes ({config.segment_bytes})"
         )
     return batches
+
+
+def _check_timestamps(base_ts: int, deltas: list[int], now_ms: int, before: int, after: int) -> None:
+    """Every record timestamp (but -1) within [now - before, now + after] (INVALID_TIMESTAMP)."""
+    for i, delta in enumerate(deltas):
+        ts = base_ts + delta
+        if ts != NO_TIMESTAMP and (now_ms - ts > before or ts - now_ms > after):
+            raise InvalidTimestampError(
+                f"Timestamp {ts} of message with offset {i} is out of range. The timestamp should be within"
+                f" [{now_ms - before}, {now_ms + after}]")
+
+
+_TARGET_CODECS = {"uncompressed": Compression.NONE, "gzip": Compression.GZIP, "snappy": Compression.SNAPPY,
+                  "lz4": Compression.LZ4, "zstd": Compression.ZSTD}
+
+
+def target_codec(config: LogConfig) -> tuple[Compression, int | None] | None:
+    """The codec (and level) batches are stored in, or None for ``compression.type=producer``."""
+    codec = _TARGET_CODECS.get(config.compression_type)
+    if codec is None:
+        return None
+    level = {Compression.GZIP: config.compression_gzip_level, Compression.LZ4: config.compression_lz4_level,
+             Compression.ZSTD: config.compression_zstd_level}.get(codec)
+    return codec, level
+
+
+def recompress(buf: bytes | bytearray | memoryview, batches: list[BatchMetadata],
+               config: LogConfig) -> bytearray | None:
+    """The producer batches of ``buf`` rewritten in the topic's codec, or None when every batch
+    already uses it (or ``compression.type=producer``). ``batches`` come from
+    ``validate_batches``, so every record is known to parse."""
+    target = target_codec(config)
+    if target is None:
+        return None
+    codec, level = target
+    if all(b.attributes & COMPRESSION_CODEC_MASK == codec for b in batches):
+        return None
+    out = bytearray()
+    view = memoryview(buf)
+    for b in batches:
+        raw = view[b.position:b.position + b.size]
+        if b.attributes & COMPRESSION_CODEC_MASK == codec:
+            out += raw
+            continue
+        builder = RecordBatchBuilder(codec, producer_id=b.producer_id, producer_epoch=b.producer_epoch,
+                                     base_sequence=b.base_sequence, is_transactional=b.is_transactional,
+                                     compression_level=level)
+        for r in iter_records(raw, verify_crc=False):
+            builder.append(r.value, r.key, r.headers, r.timestamp, r.offset)
+        out += builder.build()
+    return out
 
 
 def assign_offsets(buf: bytearray | memoryview, batches: list[BatchMetadata], first_offset: int,

@@ -1,8 +1,9 @@
-"""``minibroker topics``: create, list, describe and delete topics (like ``kafka-topics.sh``).
+"""``minibroker topics``: create, list, describe, alter and delete topics (like ``kafka-topics.sh``).
 
 ::
 
     minibroker topics --create events --partitions 3 --config retention.ms=3600000
+    minibroker topics --alter events --partitions 6       # add partitions (never fewer)
     minibroker topics --list
     minibroker topics --describe [events]
     minibroker topics --delete events
@@ -18,7 +19,7 @@ import sys
 
 from . import add_common, client_options, fail, run_client
 
-HELP = "create, list, describe or delete topics on a running broker"
+HELP = "create, list, describe, alter or delete topics on a running broker"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -28,8 +29,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     action.add_argument("--describe", metavar="NAME", nargs="?", const="", default=None,
                         help="describe topic NAME (every topic without a name)")
     action.add_argument("--delete", metavar="NAME", help="delete topic NAME and its data")
+    action.add_argument("--alter", metavar="NAME", help="add partitions to topic NAME (with --partitions)")
     parser.add_argument("--partitions", type=int, default=-1, metavar="N",
-                        help="with --create: number of partitions (default: the broker's num.partitions)")
+                        help="with --create: number of partitions (default: the broker's num.partitions);"
+                             " with --alter: the new partition count")
     parser.add_argument("--replication-factor", type=int, default=-1, metavar="N",
                         help="with --create: replicas per partition (a single broker has 1; default: broker's)")
     parser.add_argument("--config", action="append", default=[], metavar="KEY=VALUE",
@@ -50,7 +53,10 @@ def _configs(items: list[str]) -> dict[str, str]:
 
 
 def run(args: argparse.Namespace) -> int:
-    if args.create is None and (args.config or args.partitions != -1 or args.replication_factor != -1):
+    if args.alter is not None and (args.partitions < 1 or args.config or args.replication_factor != -1):
+        return fail("topics", "--alter takes --partitions N (the new count); change configs with `minibroker configs`")
+    if args.create is None and args.alter is None and (args.config or args.partitions != -1
+                                                       or args.replication_factor != -1):
         return fail("topics", "--partitions, --replication-factor and --config go with --create")
     try:
         configs = _configs(args.config)
@@ -77,6 +83,12 @@ def run(args: argparse.Namespace) -> int:
                         return 0
                     return fail("topics", f"topic {args.create!r} already exists")
                 out.write(f"Created topic {args.create}.\n")
+            elif args.alter is not None:
+                try:
+                    await admin.create_partitions({args.alter: args.partitions})
+                except unknown_error:
+                    return fail("topics", f"topic {args.alter!r} does not exist")
+                out.write(f"Topic {args.alter} now has {args.partitions} partitions.\n")
             elif args.list:
                 for name in await admin.list_topics():
                     out.write(name + "\n")

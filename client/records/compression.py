@@ -54,12 +54,15 @@ class UnsupportedCodecError(ValueError):
     """The attributes name a codec id we do not know (5-7)."""
 
 
-def compress(codec: Compression | int, data: bytes | bytearray | memoryview) -> bytes:
-    """Compress a records section with ``codec``."""
+def compress(codec: Compression | int, data: bytes | bytearray | memoryview, level: int | None = None) -> bytes:
+    """Compress a records section with ``codec``; ``level`` (gzip 1-9, lz4 1-17, zstd -131072..22,
+    Kafka's ``compression.*.level``) or None for the codec's default (snappy has none)."""
     if codec == Compression.NONE:
         return bytes(data)
     if codec == Compression.GZIP:
-        return bytes(cramjam.gzip.compress(data))
+        if level is None or level == -1:
+            return bytes(cramjam.gzip.compress(data))
+        return bytes(cramjam.gzip.compress(data, level=level))
     if codec == Compression.SNAPPY:
         return bytes(cramjam.snappy.compress_raw(data))
     if codec == Compression.LZ4:
@@ -67,11 +70,14 @@ def compress(codec: Compression | int, data: bytes | bytearray | memoryview) -> 
         # (KIP-57), and cramjam.lz4.compress links them by default, which breaks Java readers
         # as soon as the records section exceeds one 64 KiB block. Compressor.compress takes
         # only ``bytes``, hence the copy (small next to the compression itself).
-        c = cramjam.lz4.Compressor(block_linked=False)
+        c = (cramjam.lz4.Compressor(block_linked=False) if level is None
+             else cramjam.lz4.Compressor(level=level, block_linked=False))
         c.compress(bytes(data))
         return bytes(c.finish())
     if codec == Compression.ZSTD:
-        return bytes(cramjam.zstd.compress(data))
+        if level is None:
+            return bytes(cramjam.zstd.compress(data))
+        return bytes(cramjam.zstd.compress(data, level=level))
     raise UnsupportedCodecError(f"unsupported compression codec id {int(codec)}")
 
 

@@ -82,8 +82,10 @@ class RecordBatchBuilder:
         is_transactional: bool = False,
         is_control: bool = False,
         log_append_time: bool = False,
+        compression_level: int | None = None,
     ) -> None:
         self.compression = Compression.from_name(compression)
+        self.compression_level = compression_level  # None: the codec's default
         self.base_offset = base_offset
         self.partition_leader_epoch = partition_leader_epoch
         self.producer_id = producer_id
@@ -135,7 +137,7 @@ class RecordBatchBuilder:
         payload = (
             self._records
             if self.compression == Compression.NONE
-            else compress(self.compression, self._records)
+            else compress(self.compression, self._records, self.compression_level)
         )
         attributes = int(self.compression)
         if self.log_append_time:

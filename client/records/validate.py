@@ -29,10 +29,11 @@ __all__ = ["check_records"]
 
 
 def check_records(buf: bytes | bytearray | memoryview, pos: int, size: int, count: int, codec: int,
-                  max_decompressed: int = DEFAULT_MAX_DECOMPRESSED, *, require_keys: bool = False) -> None:
+                  max_decompressed: int = DEFAULT_MAX_DECOMPRESSED, *, require_keys: bool = False) -> list[int]:
     """Check the records of the (header-validated) batch ``buf[pos:pos + size]``; a compressed
     one may inflate to at most ``max_decompressed`` bytes (DecompressedSizeError above). With
-    ``require_keys`` (a compacted topic) a record without a key is invalid too."""
+    ``require_keys`` (a compacted topic) a record without a key is invalid too. Returns the
+    records' timestamp deltas (from the batch's baseTimestamp), in record order."""
     section = memoryview(buf)[pos + RECORDS_OFFSET:pos + size]
     try:
         data = decompress(codec, section, max_decompressed) if codec else section
@@ -51,3 +52,4 @@ def check_records(buf: bytes | bytearray | memoryview, pos: int, size: int, coun
         first = next(i for i, d in enumerate(offsets) if d != i)
         raise InvalidRecordError(f"record {first} of the batch has offset delta {offsets[first]}: inner record"
                                  " offsets must be 0, 1, 2, ...")
+    return decoded[1]

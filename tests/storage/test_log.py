@@ -676,6 +676,18 @@ def test_delete_records_before_then_retention_deletes_segments_below(make_log) -
     assert read_all(log) == [] and log.read(18, 100).slices == []
 
 
+def test_delete_segments_below_log_start_runs_without_a_retention_pass(make_log) -> None:
+    """DeleteRecords' own step: only the segments wholly below the log start offset, whatever
+    retention.ms says."""
+    log = _three_segments(make_log, retention_ms=1)
+    log.delete_records_before(13)
+    assert log.delete_segments_below_log_start() == 2
+    assert bases(log) == [12] and log.log_start_offset == 13
+    with pytest.raises(OffsetOutOfRangeError):
+        log.read(12, 100)
+    assert read_all(log, 13) == list(range(13, 18))
+
+
 # ------------------------------------------------------------------------------- truncation
 
 

@@ -18,11 +18,13 @@ from broker.storage.checkpoint import (
     CLEAN_SHUTDOWN_FILE,
     LOG_START_OFFSET_CHECKPOINT,
     RECOVERY_POINT_CHECKPOINT,
+    read_offset_checkpoint,
     write_offset_checkpoint,
 )
 from broker.storage.config import LogConfig
 from broker.storage.errors import (
     InvalidConfigError,
+    InvalidPartitionsError,
     InvalidTopicError,
     KafkaStorageError,
     TopicExistsError,
@@ -235,8 +237,16 @@ BAD_CONFIGS = [
     {"segment.bytes": "abc"},
     {"segment.bytes": str(2**31)},
     {"retention.ms": "-5"},
-    {"cleanup.policy": "compact,purge"},
+    {"cleanup.policy": "compact,nope"},
+    {"compression.type": "brotli"},
+    {"compression.gzip.level": "0"},
+    {"compression.zstd.level": "23"},
+    {"min.insync.replicas": "0"},
     {"min.cleanable.dirty.ratio": "1.5"},
+    {"remote.storage.enable": "true"},
+    {"min.compaction.lag.ms": "10", "max.compaction.lag.ms": "5"},
+    {"leader.replication.throttled.replicas": "0:x"},
+    {"message.format.version": "banana"},
     {"message.timestamp.type": "Foo"},
     {"preallocate": "maybe"},
     {"segment.index.bytes": "8"},  # smaller than one time-index entry
@@ -564,3 +574,86 @@ def test_create_topic_is_all_or_nothing_when_files_run_out(tmp_path) -> None:
     m.create_topic("big", 100)
     assert len([d for d in os.listdir(tmp_path) if d.startswith("big-")]) == 100
     m.shutdown()
+
+
+# ------------------------------------------------------------------------------- admin: partitions, configs
+
+
+def test_create_partitions_grows_never_shrinks_and_survives_restart(start, data_dir) -> None:
+    m = start()
+    m.create_topic("grow", 2, {"retention.ms": "1000"})
+    m.log_or_raise("grow", 0).append(make_batch(3))
+    with pytest.raises(InvalidPartitionsError, match="Topic already has 2 partition"):
+        m.create_partitions("grow", 2)
+    with pytest.raises(InvalidPartitionsError, match="currently has 2 partition.*1 would not be an increase"):
+        m.create_partitions("grow", 1)
+    with pytest.raises(UnknownTopicOrPartitionError):
+        m.create_partitions("nope", 3)
+    assert m.create_partitions("grow", 5, validate_only=True) == 3
+    assert m.topics()["grow"].partitions == 2 and not os.path.exists(os.path.join(data_dir, "grow-2"))
+    assert m.create_partitions("grow", 5) == 3
+    assert m.topics()["grow"].partitions == 5
+    assert m.log_or_raise("grow", 4).config.retention_ms == 1000  # the topic's config
+    m.log_or_raise("grow", 4).append(make_batch(2))
+    m.shutdown()
+    m2 = start()
+    assert m2.topics()["grow"].partitions == 5
+    assert m2.log_or_raise("grow", 0).log_end_offset == 3 and m2.log_or_raise("grow", 4).log_end_offset == 2
+
+
+def test_create_partitions_interrupted_after_its_commit_point_is_completed_at_start(start, data_dir) -> None:
+    m = start()
+    m.create_topic("half", 1)
+    m.shutdown()
+    # the count recorded (the commit point), the directories not yet made: a crash in between
+    path = os.path.join(data_dir, TOPIC_CONFIGS_FILE)
+    with open(path) as f:
+        data = json.load(f)
+    data["partitions"]["half"] = 3
+    with open(path, "w") as f:
+        json.dump(data, f)
+    m2 = start()
+    assert m2.topics()["half"].partitions == 3
+    assert os.path.isdir(os.path.join(data_dir, "half-2"))
+
+
+def test_alter_topic_config_applies_to_live_logs_and_persists(start) -> None:
+    m = start()
+    m.create_topic("cfg", 2, {"retention.ms": "1000", "segment.bytes": "100000"})
+    log = m.log_or_raise("cfg", 1)
+    with pytest.raises(InvalidConfigError, match="segment.bytes"):
+        m.alter_topic_config("cfg", {"segment.bytes": "1"})
+    assert log.config.segment_bytes == 100000
+    m.alter_topic_config("cfg", {"retention.ms": "5000"}, validate_only=True)
+    assert log.config.retention_ms == 1000
+    m.alter_topic_config("cfg", {"retention.ms": "5000"})  # segment.bytes back to its default
+    assert (log.config.retention_ms, log.config.segment_bytes) == (5000, LogConfig().segment_bytes)
+    with pytest.raises(UnknownTopicOrPartitionError):
+        m.alter_topic_config("nope", {})
+    m.shutdown()
+    m2 = start()
+    assert m2.topics()["cfg"].overrides == {"retention.ms": "5000"}
+    assert m2.log_or_raise("cfg", 0).config.retention_ms == 5000
+
+
+def test_new_defaults_reach_every_topic_without_its_own_override(start) -> None:
+    m = start()
+    m.create_topic("plain", 1)
+    m.create_topic("own", 1, {"retention.ms": "1000"})
+    m.set_default_config(LogConfig(retention_ms=77, segment_bytes=5000))
+    assert (m.log_or_raise("plain", 0).config.retention_ms, m.log_or_raise("plain", 0).config.segment_bytes) \
+        == (77, 5000)
+    assert (m.log_or_raise("own", 0).config.retention_ms, m.log_or_raise("own", 0).config.segment_bytes) \
+        == (1000, 5000)
+    m.create_topic("later", 1)
+    assert m.log_or_raise("later", 0).config.retention_ms == 77
+
+
+def test_checkpoint_log_start_offsets_alone(start, data_dir) -> None:
+    m = start()
+    m.create_topic("ls", 1)
+    log = m.log_or_raise("ls", 0)
+    log.append(make_batch(10))
+    log.delete_records_before(4)
+    m.checkpoint_log_start_offsets()
+    assert read_offset_checkpoint(os.path.join(data_dir, LOG_START_OFFSET_CHECKPOINT)) == {("ls", 0): 4}

@@ -169,3 +169,42 @@ def test_errors_are_one_line(module_broker, topic):
     ok("topics", "--create", topic, "--partitions", "1", *bs)
     r = mb("produce", topic, "--partition", "9", *bs, input=b"a\nb\n")
     assert r.returncode == 1 and b"partition 9 is not in [0, 1)" in r.stderr and b"Traceback" not in r.stderr
+
+
+def test_topics_alter_configs_delete_records_and_log_dirs(module_broker, topic):
+    import json
+
+    bs = ["--bootstrap-server", module_broker.bootstrap]
+    ok("topics", "--create", topic, "--partitions", "1", *bs)
+    assert ok("topics", "--alter", topic, "--partitions", "3", *bs) == f"Topic {topic} now has 3 partitions.\n"
+    r = mb("topics", "--alter", topic, "--partitions", "2", *bs)
+    assert r.returncode == 1 and b"2 would not be an increase" in r.stderr
+    assert "PartitionCount: 3" in ok("topics", "--describe", topic, *bs)
+
+    assert ok("configs", "--alter", "--topic", topic, "--add-config", "retention.ms=60000,cleanup.policy=[delete,compact]",
+              *bs) == f"Completed updating config for topic {topic}.\n"
+    assert ok("configs", "--describe", "--topic", topic, *bs).splitlines() == [
+        f"Dynamic configs for topic {topic} are:",
+        "  cleanup.policy=delete,compact sensitive=false synonyms={DYNAMIC_TOPIC_CONFIG:cleanup.policy=delete,compact,"
+        " DEFAULT_CONFIG:log.cleanup.policy=delete}",
+        "  retention.ms=60000 sensitive=false synonyms={DYNAMIC_TOPIC_CONFIG:retention.ms=60000}"]
+    ok("configs", "--alter", "--topic", topic, "--delete-config", "cleanup.policy", *bs)
+    everything = ok("configs", "--describe", "--topic", topic, "--all", *bs)
+    assert everything.startswith(f"All configs for topic {topic} are:\n")
+    assert "  cleanup.policy=delete sensitive=false synonyms={DEFAULT_CONFIG:log.cleanup.policy=delete}\n" in everything
+    r = mb("configs", "--alter", "--topic", topic, "--add-config", "retention.ms=soon", *bs)
+    assert r.returncode == 1
+    assert b"Invalid value soon for configuration retention.ms: Not a number of type LONG" in r.stderr
+    assert "log.retention.hours=168" in ok("configs", "--describe", "--broker", "0", "--all", *bs)
+
+    ok("produce", topic, "-p", "1", *bs, input=b"".join(b"line %d\n" % i for i in range(10)))
+    assert ok("delete-records", topic, "--partition", "1", "--offset", "4", *bs).splitlines() == [
+        "Records delete operation completed:", f"partition: {topic}-1\tlow_watermark: 4"]
+    assert f"{topic}:1:4" in ok("offsets", topic, "--time", "earliest", *bs)
+
+    dirs = json.loads(ok("log-dirs", "--describe", "--topic-list", topic, *bs))
+    (broker,) = dirs["brokers"]
+    (log_dir,) = broker["logDirs"]
+    assert broker["broker"] == 0 and log_dir["logDir"] == module_broker.data_dir and log_dir["error"] is None
+    sizes = {p["partition"]: p["size"] for p in log_dir["partitions"]}
+    assert sorted(sizes) == [f"{topic}-{p}" for p in range(3)] and sizes[f"{topic}-1"] > 0 == sizes[f"{topic}-0"]

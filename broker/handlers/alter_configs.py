@@ -1,0 +1,25 @@
+"""AlterConfigs (33), v0-2: replace the whole set of a resource's configs (the legacy API:
+configs left out go back to their defaults). Resources: a topic (its overrides) or this broker
+(its dynamic configs; resource name "" = the cluster-wide defaults). See config_change.py."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from client.protocol.api import ApiKey, ErrorCode
+
+from .config_change import Change, RequestError, alter
+
+API_KEY = ApiKey.ALTER_CONFIGS
+
+
+def _change(resource: dict[str, Any]) -> Change:
+    for c in resource["configs"]:
+        if c["value"] is None:
+            raise RequestError(ErrorCode.INVALID_REQUEST, f"Null value not supported for : {c['name']}")
+    values = {c["name"]: c["value"] for c in resource["configs"]}
+    return lambda current, rtype: dict(values)
+
+
+def handle(request: dict[str, Any], version: int, state: Any) -> dict[str, Any]:
+    return alter(request, state, _change)

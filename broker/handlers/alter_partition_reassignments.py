@@ -1,0 +1,48 @@
+"""AlterPartitionReassignments (45), v0, answered as a one-broker Kafka cluster does.
+
+Per partition: replicas ``[this broker]`` is the current assignment (success, nothing to
+move); another broker id, an empty list or a repeated id is INVALID_REPLICA_ASSIGNMENT; null
+(cancel) is NO_REASSIGNMENT_IN_PROGRESS; an unknown topic or partition is
+UNKNOWN_TOPIC_OR_PARTITION. Messages are Kafka's."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from client.protocol.api import ApiKey, ErrorCode
+
+API_KEY = ApiKey.ALTER_PARTITION_REASSIGNMENTS
+
+
+def _check(state: Any, topics: dict[str, Any], name: str, partition: int,
+           replicas: list[int] | None) -> tuple[int, str | None]:
+    info = topics.get(name)
+    if info is None:
+        return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"Unable to find a topic named {name}."
+    if not 0 <= partition < info.partitions:
+        return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"Unable to find partition {name}:{partition}."
+    if replicas is None:
+        return ErrorCode.NO_REASSIGNMENT_IN_PROGRESS, "No partition reassignment is in progress."
+    if not replicas:
+        return ErrorCode.INVALID_REPLICA_ASSIGNMENT, "The manual partition assignment includes an empty replica list."
+    ids = sorted(replicas)
+    for i, b in enumerate(ids):
+        if b != state.node_id:
+            return (ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+                    f"The manual partition assignment includes broker {b}, but no such broker is registered.")
+        if i and ids[i - 1] == b:
+            return (ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+                    f"The manual partition assignment includes the broker {b} more than once.")
+    return 0, None
+
+
+def handle(request: dict[str, Any], version: int, state: Any) -> dict[str, Any]:
+    topics = state.logs.topics()
+    responses = []
+    for t in request["topics"]:
+        parts = []
+        for p in t["partitions"]:
+            err, msg = _check(state, topics, t["name"], p["partition_index"], p["replicas"])
+            parts.append({"partition_index": p["partition_index"], "error_code": err, "error_message": msg})
+        responses.append({"name": t["name"], "partitions": parts})
+    return {"throttle_time_ms": 0, "error_code": 0, "error_message": None, "responses": responses}

@@ -1,0 +1,87 @@
+"""What AlterConfigs and IncrementalAlterConfigs share: checking the resources of a request and
+applying a resource's new set of configs (a topic's overrides, or the broker's dynamic configs).
+
+A resource is altered as a whole or not at all; resources are independent. Errors (Kafka's
+codes and wording): INVALID_REQUEST for a resource named twice, a key named twice, a null value
+where one is needed, an unknown resource type or operation, a broker id other than this one, a
+broker property that cannot change at run time; INVALID_TOPIC_EXCEPTION,
+UNKNOWN_TOPIC_OR_PARTITION; INVALID_CONFIG for an unknown topic config or a bad value.
+``validate_only`` checks everything and changes nothing."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import Any
+
+from client.protocol.api import ErrorCode
+
+from ..dynamic_config import DynamicConfigError
+from ..storage.errors import StorageError
+from ..storage.log_manager import validate_topic_name
+
+logger = logging.getLogger("broker.handlers.configs")
+
+TOPIC, BROKER = 2, 4
+
+#: new configs of a resource from its current ones; raises RequestError
+Change = Callable[[dict[str, str], int], dict[str, str]]
+
+
+class RequestError(Exception):
+    def __init__(self, error_code: int, message: str) -> None:
+        super().__init__(message)
+        self.error_code = error_code
+
+
+def alter(request: dict[str, Any], state: Any, change_for: Callable[[dict[str, Any]], Change]) -> dict[str, Any]:
+    """Apply every resource of an alter request; ``change_for(resource)`` gives the function
+    that turns the resource's current configs into its new ones."""
+    keys = [(r["resource_type"], r["resource_name"]) for r in request["resources"]]
+    responses = []
+    for r in request["resources"]:
+        rtype, rname = r["resource_type"], r["resource_name"]
+        err, msg = 0, None
+        try:
+            if keys.count((rtype, rname)) > 1:
+                raise RequestError(ErrorCode.INVALID_REQUEST, "Each resource must appear at most once.")
+            names = [c["name"] for c in r["configs"]]
+            if len(set(names)) != len(names):
+                raise RequestError(ErrorCode.INVALID_REQUEST, "Error due to duplicate config keys")
+            change = change_for(r)
+            if rtype == TOPIC:
+                _alter_topic(state, rname, change, request["validate_only"])
+            elif rtype == BROKER:
+                _alter_broker(state, rname, change, request["validate_only"])
+            else:
+                raise RequestError(ErrorCode.INVALID_REQUEST, f"Unknown resource type {rtype}")
+        except RequestError as e:
+            err, msg = e.error_code, str(e)
+        except StorageError as e:
+            err, msg = e.error_code, str(e)
+        if err:
+            logger.info("altering configs of resource type %d %r failed: %s", rtype, rname, msg)
+        responses.append({"error_code": err, "error_message": msg, "resource_type": rtype, "resource_name": rname})
+    return {"throttle_time_ms": 0, "responses": responses}
+
+
+def _alter_topic(state: Any, name: str, change: Change, validate_only: bool) -> None:
+    validate_topic_name(name)
+    info = state.logs.topics().get(name)
+    if info is None:
+        raise RequestError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"The topic '{name}' does not exist.")
+    new = change(dict(info.overrides), TOPIC)
+    state.logs.alter_topic_config(name, new, validate_only=validate_only)
+
+
+def _alter_broker(state: Any, name: str, change: Change, validate_only: bool) -> None:
+    dynamic = state.dynamic
+    try:
+        per_broker = dynamic.check_resource(name)
+        new = change(dynamic.current(per_broker), BROKER)
+        if validate_only:
+            dynamic.prepare(per_broker, new)
+            return
+        state.logs.set_default_config(dynamic.apply(per_broker, new))
+    except DynamicConfigError as e:
+        raise RequestError(e.error_code, str(e)) from None

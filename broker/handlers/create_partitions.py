@@ -1,0 +1,64 @@
+"""CreatePartitions (37), v0-3: grow a topic's partition count (never shrink).
+
+Per topic: UNKNOWN_TOPIC_OR_PARTITION, INVALID_PARTITIONS (the count is not an increase),
+INVALID_REPLICA_ASSIGNMENT (manual assignments: one per new partition, each exactly this
+broker, as the topic's existing partitions have one replica), INVALID_REQUEST (a topic listed
+twice). ``validate_only`` checks everything and changes nothing. New partitions appear in
+Metadata at once: producers and consumers pick them up at their next metadata refresh."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from client.protocol.api import ApiKey, ErrorCode
+
+from ..storage.errors import StorageError
+
+API_KEY = ApiKey.CREATE_PARTITIONS
+
+logger = logging.getLogger(__name__)
+
+
+def _check_assignments(assignments: list[dict[str, Any]] | None, current: int, count: int, node: int) -> str | None:
+    """Kafka's checks of manual assignments on a one-broker cluster; the error message or None."""
+    if assignments is None:
+        return None
+    if len(assignments) != count - current:
+        return (f"Attempted to add {count - current} additional partition(s), but only {len(assignments)}"
+                " assignment(s) were specified.")
+    for a in assignments:
+        ids = sorted(a["broker_ids"])
+        if not ids:
+            return "The manual partition assignment includes an empty replica list."
+        for i, b in enumerate(ids):
+            if b != node:
+                return f"The manual partition assignment includes broker {b}, but no such broker is registered."
+            if i and ids[i - 1] == b:
+                return f"The manual partition assignment includes the broker {b} more than once."
+    return None
+
+
+def handle(request: dict[str, Any], version: int, state: Any) -> dict[str, Any]:
+    names = [t["name"] for t in request["topics"]]
+    results = []
+    for t in request["topics"]:
+        name, count = t["name"], t["count"]
+        err, msg = 0, None
+        current = state.logs.topics().get(name)
+        if names.count(name) > 1:
+            err, msg = ErrorCode.INVALID_REQUEST, "Duplicate topic in request."
+        elif current is None:
+            err, msg = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"Topic {name} does not exist."
+        elif count > current.partitions and (
+                problem := _check_assignments(t["assignments"], current.partitions, count, state.node_id)):
+            err, msg = ErrorCode.INVALID_REPLICA_ASSIGNMENT, problem
+        else:
+            try:
+                state.logs.create_partitions(name, count, validate_only=request["validate_only"])
+            except StorageError as e:
+                err, msg = e.error_code, str(e)
+        if err:
+            logger.info("CreatePartitions %s to %d failed: %s", name, count, msg)
+        results.append({"name": name, "error_code": err, "error_message": msg})
+    return {"throttle_time_ms": 0, "results": results}

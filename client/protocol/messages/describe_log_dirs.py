@@ -1,0 +1,32 @@
+"""DescribeLogDirs (API key 35): request and response schemas."""
+
+from __future__ import annotations
+
+from ..schema import Array, Message
+from ..schema import Field as F
+
+DescribeLogDirsRequest = Message("DescribeLogDirsRequest", 35, "0-4", "2+", [
+    F("topics", Array([
+        F("topic", "string"),
+        F("partitions", Array("int32")),
+    ]), nullable="0+"),
+])
+DescribeLogDirsResponse = Message("DescribeLogDirsResponse", 35, "0-4", "2+", [
+    F("throttle_time_ms", "int32"),
+    F("error_code", "int16", "3+"),
+    F("results", Array([
+        F("error_code", "int16"),
+        F("log_dir", "string"),
+        F("topics", Array([
+            F("name", "string"),
+            F("partitions", Array([
+                F("partition_index", "int32"),
+                F("partition_size", "int64"),
+                F("offset_lag", "int64"),
+                F("is_future_key", "bool"),
+            ])),
+        ])),
+        F("total_bytes", "int64", "4+", default=-1),
+        F("usable_bytes", "int64", "4+", default=-1),
+    ])),
+])
