@@ -12,6 +12,7 @@ broker has processed the whole request), except where a method says it returns t
 from __future__ import annotations
 
 import asyncio
+from abc import ABC, abstractmethod
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import Any, NamedTuple
 
@@ -95,18 +96,20 @@ def _raise(code: int, what: str, message: str | None = None) -> None:
         raise error_for_code(code, f"{what}: {message or name}")
 
 
-class ClusterAdmin:
+class ClusterAdmin(ABC):
     """The operations of this module; ``Admin`` provides the connection plumbing."""
 
     _cluster: Cluster
     request_timeout_ms: int
 
+    @abstractmethod
     async def _request(self, conn_getter: Callable[[], Awaitable[BrokerConnection]], api_key: ApiKey,
                        body: dict[str, Any]) -> dict[str, Any]:
-        raise NotImplementedError
+        """One request on the connection ``conn_getter`` gives, answered with its body."""
 
+    @abstractmethod
     async def _topic(self, name: str) -> TopicMetadata:
-        raise NotImplementedError
+        """The topic's metadata (refreshed when unknown)."""
 
     async def _by_leader(self, partitions: Iterable[TopicPartition]) -> dict[int, list[TopicPartition]]:
         out: dict[int, list[TopicPartition]] = {}
