@@ -1,5 +1,5 @@
 """Idempotent Produce on the wire: a raw client sends the same batch twice, a gap, an old epoch,
-and the same retry after the broker was SIGKILLed and restarted."""
+and the same retry after the broker was SIGKILLed and restarted; 5 batches in flight at once."""
 
 from __future__ import annotations
 
@@ -61,3 +61,25 @@ def test_a_retry_after_sigkill_and_restart_is_still_recognised(tmp_path) -> None
             assert send(c, "crash", idem(58, pid=pid)) == (0, 58)  # the last batch: a duplicate
             assert send(c, "crash", idem(61, pid=pid))[0] == ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER
             assert send(c, "crash", idem(60, pid=pid)) == (0, 60)
+
+
+def test_five_batches_in_flight_are_all_written_and_their_retries_recognised(broker: BrokerProcess) -> None:
+    """An idempotent producer may have 5 Produce requests in flight per partition (acks=all, each
+    answered only after its fsync): all 5 are written in order and answered in order, and after
+    a lost connection the retry of each of those 5 batches gets its first offsets back."""
+    with Conn(broker.port) as c:
+        assert c.call(ApiKey.CREATE_TOPICS, 3, create_topic("pipe"))["topics"][0]["error_code"] == 0
+        pid, _ = init_producer_id(c)
+        cids = [c.send(ApiKey.PRODUCE, 7, produce("pipe", 0, idem(seq, 3, pid=pid), acks=-1))
+                for seq in range(0, 15, 3)]
+        answers = [c.recv(ApiKey.PRODUCE, 7) for _ in cids]
+        assert [cid for cid, _ in answers] == cids
+        assert [(p["error_code"], p["base_offset"]) for p in (partition_response(r) for _, r in answers)] == \
+            [(0, o) for o in range(0, 15, 3)]
+    with Conn(broker.port) as c:  # the retries, pipelined again
+        cids = [c.send(ApiKey.PRODUCE, 7, produce("pipe", 0, idem(seq, 3, pid=pid), acks=-1))
+                for seq in range(0, 15, 3)]
+        answers = [c.recv(ApiKey.PRODUCE, 7) for _ in cids]
+        assert [(p["error_code"], p["base_offset"]) for p in (partition_response(r) for _, r in answers)] == \
+            [(0, o) for o in range(0, 15, 3)]
+        assert send(c, "pipe", idem(15, pid=pid)) == (0, 15)  # nothing written twice
