@@ -1,0 +1,3 @@
+"""Consumer groups in our client: the consumer protocol's bytes (``protocol``), the partition
+assignors (``assignors``) and the member's side of Kafka's classic group protocol
+(``coordinator``), which ``client.consumer.Consumer`` drives when given a ``group_id``."""
