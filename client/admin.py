@@ -1,4 +1,5 @@
-"""Admin: create, delete, list and describe topics; list offsets; describe configs.
+"""Admin: create, delete, list and describe topics; list offsets; describe configs; consumer
+groups (``client.group.admin``: list, describe, delete, committed offsets with lag, reset).
 
 ::
 
@@ -26,11 +27,13 @@ from typing import Any, NamedTuple
 from client.cluster import Cluster, TopicMetadata
 from client.conn import BrokerConnection
 from client.errors import KafkaConnectionError, KafkaError, error_for_code
+from client.group.admin import GroupAdmin, GroupDescription, GroupListing, GroupOffset, MemberDescription
 from client.protocol.api import ApiKey, ErrorCode
 from client.structs import OffsetAndTimestamp, OffsetSpec, TopicPartition
 
 __all__ = ["Admin", "NewTopic", "TopicDescription", "PartitionInfo", "ConfigEntry", "ConfigResourceType",
-           "ConfigSource", "OffsetSpec", "OffsetAndTimestamp", "TopicPartition"]
+           "ConfigSource", "OffsetSpec", "OffsetAndTimestamp", "TopicPartition", "GroupListing", "GroupDescription",
+           "MemberDescription", "GroupOffset"]
 
 
 class NewTopic(NamedTuple):
@@ -91,7 +94,7 @@ def _err(code: int, what: str, message: str | None = None) -> KafkaError:
     return error_for_code(code, f"{what}: {message or name}")
 
 
-class Admin:
+class Admin(GroupAdmin):
     """Asyncio admin client. Options: ``client_id``, ``request_timeout_ms`` (default 30000),
     ``connect_timeout_ms`` (10000), ``retry_backoff_ms`` (100)."""
 

@@ -6,16 +6,23 @@ confluent-kafka and kafka-python consumers."""
 from __future__ import annotations
 
 import asyncio
+import os
 import re
+import signal
+import subprocess
+import sys
+import textwrap
 import time
 from collections.abc import Iterable
 
 import pytest
 
 from client.admin import Admin
-from client.consumer import Consumer
+from client.consumer import CommitFailedError, Consumer, ConsumerRebalanceListener, IllegalStateError
+from client.fetcher import NoOffsetForPartitionError
 from client.producer import Producer
 from client.structs import OffsetAndMetadata, TopicPartition
+from tests.broker_process import REPO
 
 FAST = {"fetch_max_wait_ms": 100, "request_timeout_ms": 10000, "connect_timeout_ms": 5000,
         "auto_offset_reset": "earliest", "heartbeat_interval_ms": 300, "session_timeout_ms": 6000}
@@ -117,3 +124,184 @@ async def test_kip394_member_id_and_positions_from_commits(broker, name):
             for rs in (await c.getmany(timeout_ms=200)).values():
                 rows.extend(rs)
         assert sorted((r.partition, r.offset) for r in rows) == [(0, 3), (0, 4)]
+
+
+MEMBER_SCRIPT = textwrap.dedent("""
+    import asyncio, sys
+    from client.consumer import Consumer
+
+    async def main():
+        bootstrap, group, topic = sys.argv[1:4]
+        c = Consumer(bootstrap, group_id=group, auto_offset_reset="earliest", fetch_max_wait_ms=100,
+                     heartbeat_interval_ms=300, session_timeout_ms=6000)
+        await c.start()
+        c.subscribe([topic])
+        while True:
+            await c.getmany(timeout_ms=100)
+            if c.assignment():
+                print("assigned", sorted(tp.partition for tp in c.assignment()), flush=True)
+
+    asyncio.run(main())
+""")
+
+
+async def test_sigkilled_member_partitions_move_after_session_timeout(broker, name):
+    await make_topic(broker.bootstrap, name, 6)
+    proc = subprocess.Popen([sys.executable, "-c", MEMBER_SCRIPT, broker.bootstrap, name, name], cwd=REPO,
+                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    cs: list[Consumer] = []
+    try:
+        line = await asyncio.wait_for(asyncio.to_thread(proc.stdout.readline), 20)
+        assert line.startswith(b"assigned [0, 1, 2, 3, 4, 5]"), line
+        cs = [Consumer(broker.bootstrap, group_id=name, **FAST) for _ in range(2)]
+        for c in cs:
+            await c.start()
+            c.subscribe([name])
+        seen: dict[str, set[tuple[int, int]]] = {}
+        # the process keeps polling: the group rebalances into three members of two partitions
+        await drain(cs, seen, lambda: all(len(a) == 2 for a in assigned(cs)))
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait()
+        killed_at = time.monotonic()
+        await drain(cs, seen, lambda: is_partition_of(assigned(cs), name, 6), timeout=30)
+        # not before the session timeout (6 s): a dead member is noticed only by its silence
+        assert time.monotonic() - killed_at > 4.5
+        async with Admin(broker.bootstrap) as admin:
+            desc = (await admin.describe_groups([name]))[name]
+        assert desc.state == "Stable" and len(desc.members) == 2
+        assert sorted(tp for m in desc.members for tp in m.assignment) == [TopicPartition(name, p) for p in range(6)]
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        for c in cs:
+            await c.close()
+
+
+async def test_commits_survive_restart_nothing_committed_is_read_again(broker, name):
+    await make_topic(broker.bootstrap, name, 3, 20)
+    seen: list[tuple[int, int]] = []
+    async with Consumer(broker.bootstrap, group_id=name, auto_commit_interval_ms=100000, **FAST) as c:
+        c.subscribe([name])
+        while len(seen) < 30:
+            for tp, rows in (await c.getmany(timeout_ms=200, max_records=7)).items():
+                seen.extend((tp.partition, r.offset) for r in rows)
+        # close commits the positions (enable_auto_commit's final commit)
+    async with Consumer(broker.bootstrap, group_id=name, **FAST) as c:
+        c.subscribe([name])
+        while len(seen) < 60:
+            got = await c.getmany(timeout_ms=3000)
+            assert got, f"only {len(seen)} records"
+            for tp, rows in got.items():
+                seen.extend((tp.partition, r.offset) for r in rows)
+        await c.commit()
+        assert {tp: om.offset for tp, om in (await c.committed([(name, p) for p in range(3)])).items()} \
+            == {TopicPartition(name, p): 20 for p in range(3)}
+    assert sorted(seen) == sorted((p, o) for p in range(3) for o in range(20))  # each exactly once
+
+
+async def test_static_member_restart_gets_its_partitions_back_without_rebalance(broker, name):
+    await make_topic(broker.bootstrap, name, 4)
+    a = Consumer(broker.bootstrap, group_id=name, group_instance_id="a", **FAST)
+    b = Consumer(broker.bootstrap, group_id=name, group_instance_id="b", **FAST)
+    for c in (a, b):
+        await c.start()
+        c.subscribe([name])
+    try:
+        await drain([a, b], {}, lambda: is_partition_of(assigned([a, b]), name, 4) and len(a.assignment()) == 2)
+        gen, before = a.generation_id, a.assignment()
+        assert before == {TopicPartition(name, 0), TopicPartition(name, 1)}  # static members by instance id
+        await a.close()  # static: no LeaveGroup
+        async with Admin(broker.bootstrap) as admin:
+            desc = (await admin.describe_groups([name]))[name]
+            assert desc.state == "Stable" and len(desc.members) == 2
+            a2 = Consumer(broker.bootstrap, group_id=name, group_instance_id="a", **FAST)
+            await a2.start()
+            a2.subscribe([name])
+            try:
+                await drain([a2, b], {}, lambda: bool(a2.assignment()))
+                assert a2.assignment() == before
+                assert a2.generation_id == gen == b.generation_id
+                await asyncio.sleep(1)  # b keeps heartbeating: no rebalance comes
+                await b.getmany(timeout_ms=0)
+                assert b.generation_id == gen and len(b.assignment()) == 2
+                desc = (await admin.describe_groups([name]))[name]
+                assert desc.state == "Stable" and sorted(m.group_instance_id for m in desc.members) == ["a", "b"]
+            finally:
+                await a2.close()
+    finally:
+        await b.close()
+
+
+class Recorder(ConsumerRebalanceListener):
+    def __init__(self) -> None:
+        self.events: list[tuple[str, set[TopicPartition]]] = []
+
+    async def on_partitions_revoked(self, revoked: set[TopicPartition]) -> None:
+        self.events.append(("revoked", revoked))
+
+    def on_partitions_assigned(self, assigned: set[TopicPartition]) -> None:
+        self.events.append(("assigned", assigned))
+
+
+async def test_pattern_subscription_roundrobin_and_listener(broker, name):
+    await make_topic(broker.bootstrap, f"{name}-a", 2, 1)
+    await make_topic(broker.bootstrap, f"other-{name}", 1, 1)
+    rec = Recorder()
+    async with Consumer(broker.bootstrap, group_id=name, metadata_max_age_ms=300,
+                        partition_assignment_strategy=["roundrobin"], **FAST) as c:
+        c.subscribe(pattern=re.escape(name) + r"-.*", listener=rec)
+        await drain([c], {}, lambda: len(c.assignment()) == 2)
+        assert c.subscription() == {f"{name}-a"}
+        assert rec.events == [("assigned", {TopicPartition(f"{name}-a", 0), TopicPartition(f"{name}-a", 1)})]
+        await make_topic(broker.bootstrap, f"{name}-b", 1, 1)
+        await drain([c], {}, lambda: len(c.assignment()) == 3)
+        assert c.subscription() == {f"{name}-a", f"{name}-b"}
+        assert rec.events[1] == ("revoked", {TopicPartition(f"{name}-a", 0), TopicPartition(f"{name}-a", 1)})
+        assert rec.events[-1][0] == "assigned" and len(rec.events[-1][1]) == 3
+        with pytest.raises(IllegalStateError):
+            c.assign([(name, 0)])
+    assert rec.events[-1] == ("revoked", {TopicPartition(f"{name}-a", 0), TopicPartition(f"{name}-a", 1),
+                                          TopicPartition(f"{name}-b", 0)})
+
+
+async def test_offset_reset_none_commit_async_and_misuse(broker, name):
+    await make_topic(broker.bootstrap, name, 1, 3)
+    with pytest.raises(IllegalStateError):
+        Consumer(broker.bootstrap).subscribe([name])
+    async with Consumer(broker.bootstrap, group_id=name, **{**FAST, "auto_offset_reset": "none"}) as c:
+        c.subscribe([name])
+        with pytest.raises(NoOffsetForPartitionError):
+            for _ in range(100):
+                await c.getmany(timeout_ms=100)
+        results = []
+        task = c.commit_async({(name, 0): 2}, callback=lambda offsets, exc: results.append((offsets, exc)))
+        await task
+        assert results == [({TopicPartition(name, 0): OffsetAndMetadata(2)}, None)]
+    async with Consumer(broker.bootstrap, group_id=name, **{**FAST, "auto_offset_reset": "none"}) as c:
+        c.subscribe([name])
+        got = await c.getone()
+        assert (got.partition, got.offset, got.value) == (0, 2, b"0-2")
+
+
+async def test_assign_mode_with_group_id_commits_simply(broker, name):
+    await make_topic(broker.bootstrap, name, 1, 3)
+    async with Consumer(broker.bootstrap, group_id=name, **FAST) as c:
+        c.assign([(name, 0)])
+        assert (await c.getone()).offset == 0
+        await c.commit()
+        assert (await c.committed([(name, 0)]))[TopicPartition(name, 0)].offset == 1
+    async with Admin(broker.bootstrap) as admin:
+        assert (await admin.describe_groups([name]))[name].state == "Empty"
+
+
+async def test_commit_after_being_replaced_fails_and_the_member_rejoins(broker, name):
+    await make_topic(broker.bootstrap, name, 2, 2)
+    async with Consumer(broker.bootstrap, group_id=name, **FAST) as c:
+        c.subscribe([name])
+        await drain([c], {}, lambda: len(c.assignment()) == 2)
+        gen = c.generation_id
+        c._group.generation = gen + 100  # as if the group had moved on without this member
+        with pytest.raises(CommitFailedError):
+            await c.commit({(name, 0): 1})
+        await drain([c], {}, lambda: c.generation_id > gen and len(c.assignment()) == 2)
