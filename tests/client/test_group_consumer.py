@@ -145,6 +145,7 @@ MEMBER_SCRIPT = textwrap.dedent("""
 """)
 
 
+@pytest.mark.slow
 async def test_sigkilled_member_partitions_move_after_session_timeout(broker, name):
     await make_topic(broker.bootstrap, name, 6)
     proc = subprocess.Popen([sys.executable, "-c", MEMBER_SCRIPT, broker.bootstrap, name, name], cwd=REPO,
@@ -305,3 +306,79 @@ async def test_commit_after_being_replaced_fails_and_the_member_rejoins(broker, 
         with pytest.raises(CommitFailedError):
             await c.commit({(name, 0): 1})
         await drain([c], {}, lambda: c.generation_id > gen and len(c.assignment()) == 2)
+
+
+class ForeignMember:
+    """A confluent-kafka or kafka-python group consumer polling in a thread."""
+
+    def __init__(self, kind: str, bootstrap: str, group: str, topic: str) -> None:
+        self.kind = kind
+        self.stop = False
+        self.assignment: set[TopicPartition] = set()
+        if kind == "confluent":
+            from confluent_kafka import Consumer as CkConsumer
+            self.c = CkConsumer({"bootstrap.servers": bootstrap, "group.id": group, "client.id": "ck-member",
+                                 "partition.assignment.strategy": "range", "session.timeout.ms": 6000,
+                                 "heartbeat.interval.ms": 300, "auto.offset.reset": "earliest"})
+        else:
+            from kafka import KafkaConsumer
+            from kafka.coordinator.assignors.range import RangePartitionAssignor
+            self.c = KafkaConsumer(bootstrap_servers=bootstrap, group_id=group, client_id="kp-member",
+                                   partition_assignment_strategy=[RangePartitionAssignor], session_timeout_ms=6000,
+                                   heartbeat_interval_ms=300, auto_offset_reset="earliest")
+        self.c.subscribe([topic])
+        self.thread = asyncio.get_running_loop().run_in_executor(None, self._run)
+
+    def _run(self) -> None:
+        while not self.stop:
+            if self.kind == "confluent":
+                self.c.poll(0.05)
+            else:
+                self.c.poll(timeout_ms=50)
+            self.assignment = {TopicPartition(tp.topic, tp.partition) for tp in self.c.assignment()}
+        self.c.close()
+
+    async def close(self) -> None:
+        self.stop = True
+        await self.thread
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("kind,foreign_first", [("confluent", True), ("confluent", False),
+                                                ("kafka-python", True), ("kafka-python", False)])
+async def test_mixed_group_with_another_client_library_using_range(broker, name, kind, foreign_first):
+    """Whichever member leads (the first to join), the combined assignment is Kafka's range."""
+    from client.group.assignors import MemberSubscription, RangeAssignor
+
+    await make_topic(broker.bootstrap, name, 6)
+    ours = [Consumer(broker.bootstrap, group_id=name, partition_assignment_strategy=["range"], **FAST)
+            for _ in range(2)]
+    foreign = None
+    try:
+        if foreign_first:
+            foreign = ForeignMember(kind, broker.bootstrap, name, name)
+            await wait_for(lambda: len(foreign.assignment) == 6, what="the foreign member alone")
+        for c in ours:
+            await c.start()
+            c.subscribe([name])
+        if not foreign_first:
+            await drain(ours, {}, lambda: is_partition_of(assigned(ours), name, 6))
+            foreign = ForeignMember(kind, broker.bootstrap, name, name)
+
+        def complete() -> bool:
+            sets = assigned(ours) + [foreign.assignment]
+            return is_partition_of(sets, name, 6) and all(len(s) == 2 for s in sets)
+
+        await drain(ours, {}, complete, timeout=40)
+        async with Admin(broker.bootstrap) as admin:
+            desc = (await admin.describe_groups([name]))[name]
+        assert desc.protocol == "range" and len(desc.members) == 3
+        expected = RangeAssignor().assign({name: 6}, {m.member_id: MemberSubscription(m.member_id, None, [name])
+                                                      for m in desc.members})
+        assert {m.member_id: sorted(m.assignment) for m in desc.members} == expected
+        assert {c.member_id: sorted(c.assignment()) for c in ours}.items() <= expected.items()
+    finally:
+        if foreign is not None:
+            await foreign.close()
+        for c in ours:
+            await c.close()
