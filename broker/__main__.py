@@ -24,6 +24,7 @@ SUBCOMMANDS: dict[str, str] = {
     "produce": "client.cli.produce",
     "consume": "client.cli.consume",
     "offsets": "client.cli.offsets",
+    "groups": "client.cli.groups",
 }
 
 
