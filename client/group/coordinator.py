@@ -8,7 +8,9 @@ connections make it look the coordinator up again after ``retry_backoff_ms``.
 **Joining** (the eager protocol, as Kafka's ``range``/``roundrobin`` consumers use it):
 
 1. Revoke: commit the positions (``enable_auto_commit``), call the listener's
-   ``on_partitions_revoked`` with everything assigned, and stop fetching.
+   ``on_partitions_revoked`` with everything assigned, and stop fetching. A member that lost
+   its generation (session timeout, ILLEGAL_GENERATION) commits nothing and calls
+   ``on_partitions_lost`` instead: its partitions may be another member's already.
 2. JoinGroup with one protocol per assignor (ConsumerProtocolSubscription v1 of the topics).
    KIP-394: a new dynamic member is answered MEMBER_ID_REQUIRED with its id and joins again
    with it at once. UNKNOWN_MEMBER_ID forgets the member id, ILLEGAL_GENERATION the
@@ -98,6 +100,12 @@ class ConsumerRebalanceListener:
 
     def on_partitions_assigned(self, assigned: set[TopicPartition]) -> Awaitable[None] | None:
         return None
+
+    def on_partitions_lost(self, lost: set[TopicPartition]) -> Awaitable[None] | None:
+        """The member was dropped from the group (session timeout, fenced generation): its
+        partitions may already be someone else's, so nothing was committed. By default the
+        same as ``on_partitions_revoked``, as in Kafka."""
+        return self.on_partitions_revoked(lost)
 
 
 class _Rejoin(Exception):
@@ -202,7 +210,8 @@ class ConsumerCoordinator:
         if self.enable_auto_commit:
             await self._commit_quietly("close")
         if self.subscribed and self.assigned:
-            await self._call_listener("on_partitions_revoked", set(self.assigned))
+            await self._call_listener("on_partitions_revoked" if self.generation >= 0 else "on_partitions_lost",
+                                      set(self.assigned))
         if leave:
             await self.leave_group("the consumer is being closed")
 
@@ -335,16 +344,20 @@ class ConsumerCoordinator:
         self._joining = True
         try:
             await self._join_group_once()
+        except BaseException:
+            self._rejoin_needed = True  # whatever failed, the member has no assignment yet
+            raise
         finally:
             self._joining = False
 
     async def _join_group_once(self) -> None:
         if self.assigned:
-            if self.enable_auto_commit:
+            lost = self.generation < 0  # dropped from the group: no commit, "lost"
+            if self.enable_auto_commit and not lost:
                 await self._commit_quietly("revocation")
             revoked, self.assigned = self.assigned, set()
             self._apply_assignment([], {})
-            await self._call_listener("on_partitions_revoked", revoked)
+            await self._call_listener("on_partitions_lost" if lost else "on_partitions_revoked", revoked)
         self._rejoin_needed = False
         topics = sorted(self.topics)
         metadata = encode_subscription(Subscription(topics))
@@ -533,6 +546,9 @@ class ConsumerCoordinator:
                 "partition_index": tp.partition, "committed_offset": om.offset,
                 "committed_leader_epoch": om.leader_epoch, "commit_timestamp": -1,
                 "committed_metadata": om.metadata})
+        if self.subscribed and self.generation < 0:
+            raise CommitFailedError(f"group {self.group_id!r}: this member is (re)joining the group and has no"
+                                    " partitions to commit for yet")
         deadline = time.monotonic() + self.request_timeout_ms / 1000
         while True:
             in_group = self.subscribed and self.generation >= 0
@@ -577,8 +593,8 @@ class ConsumerCoordinator:
 
     async def _commit_quietly(self, why: str) -> None:
         offsets = self.positions_to_commit()
-        if not offsets:
-            return
+        if not offsets or (self.subscribed and self.generation < 0):
+            return  # outside a generation a commit would be refused (or, worse, a simple commit)
         try:
             await self.commit(offsets)
         except KafkaError as e:

@@ -244,6 +244,9 @@ class Recorder(ConsumerRebalanceListener):
     def on_partitions_assigned(self, assigned: set[TopicPartition]) -> None:
         self.events.append(("assigned", assigned))
 
+    def on_partitions_lost(self, lost: set[TopicPartition]) -> None:
+        self.events.append(("lost", lost))
+
 
 async def test_pattern_subscription_roundrobin_and_listener(broker, name):
     await make_topic(broker.bootstrap, f"{name}-a", 2, 1)
@@ -298,14 +301,36 @@ async def test_assign_mode_with_group_id_commits_simply(broker, name):
 
 async def test_commit_after_being_replaced_fails_and_the_member_rejoins(broker, name):
     await make_topic(broker.bootstrap, name, 2, 2)
+    rec = Recorder()
     async with Consumer(broker.bootstrap, group_id=name, **FAST) as c:
-        c.subscribe([name])
+        c.subscribe([name], listener=rec)
         await drain([c], {}, lambda: len(c.assignment()) == 2)
         gen = c.generation_id
         c._group.generation = gen + 100  # as if the group had moved on without this member
         with pytest.raises(CommitFailedError):
             await c.commit({(name, 0): 1})
         await drain([c], {}, lambda: c.generation_id > gen and len(c.assignment()) == 2)
+        all2 = {TopicPartition(name, 0), TopicPartition(name, 1)}
+        assert rec.events[:3] == [("assigned", all2), ("lost", all2), ("assigned", all2)]
+        assert (await c.committed([(name, 0)]))[TopicPartition(name, 0)] is None  # nothing committed when lost
+
+
+async def test_member_that_stops_polling_leaves_and_rejoins_at_its_next_poll(broker, name):
+    await make_topic(broker.bootstrap, name, 2)
+    slow = Consumer(broker.bootstrap, group_id=name, **{**FAST, "max_poll_interval_ms": 1500})
+    busy = Consumer(broker.bootstrap, group_id=name, **FAST)
+    for c in (slow, busy):
+        await c.start()
+        c.subscribe([name])
+    try:
+        await drain([slow, busy], {}, lambda: all(len(a) == 1 for a in assigned([slow, busy])))
+        await drain([busy], {}, lambda: len(busy.assignment()) == 2)  # slow stopped polling: it left
+        assert slow.member_id is None
+        await drain([slow, busy], {}, lambda: all(len(a) == 1 for a in assigned([slow, busy])))
+        assert slow.member_id is not None
+    finally:
+        for c in (slow, busy):
+            await c.close()
 
 
 class ForeignMember:
