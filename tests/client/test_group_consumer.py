@@ -407,3 +407,44 @@ async def test_mixed_group_with_another_client_library_using_range(broker, name,
             await foreign.close()
         for c in ours:
             await c.close()
+
+
+@pytest.mark.slow
+async def test_mixed_group_with_aiokafka_using_roundrobin(broker, name):
+    from aiokafka import AIOKafkaConsumer
+    from aiokafka.coordinator.assignors.roundrobin import RoundRobinPartitionAssignor
+
+    from client.group.assignors import MemberSubscription, RoundRobinAssignor
+
+    await make_topic(broker.bootstrap, name, 5)
+    aio = AIOKafkaConsumer(name, bootstrap_servers=broker.bootstrap, group_id=name, session_timeout_ms=6000,
+                           heartbeat_interval_ms=300, partition_assignment_strategy=(RoundRobinPartitionAssignor,))
+    ours = Consumer(broker.bootstrap, group_id=name, partition_assignment_strategy=["roundrobin"], **FAST)
+    await aio.start()
+    try:
+        await ours.start()
+        ours.subscribe([name])
+
+        async def aio_poll() -> None:
+            while True:
+                await aio.getmany(timeout_ms=50)
+
+        poller = asyncio.get_running_loop().create_task(aio_poll())
+        try:
+            def theirs() -> set[TopicPartition]:
+                return {TopicPartition(tp.topic, tp.partition) for tp in aio.assignment()}
+
+            await drain([ours], {}, lambda: is_partition_of([ours.assignment(), theirs()], name, 5)
+                        and bool(ours.assignment()) and bool(theirs()), timeout=40)
+            async with Admin(broker.bootstrap) as admin:
+                desc = (await admin.describe_groups([name]))[name]
+            assert desc.protocol == "roundrobin"
+            expected = RoundRobinAssignor().assign({name: 5}, {
+                m.member_id: MemberSubscription(m.member_id, None, [name]) for m in desc.members})
+            assert {m.member_id: m.assignment for m in desc.members} == expected
+            assert sorted(ours.assignment()) == expected[ours.member_id]
+        finally:
+            poller.cancel()
+    finally:
+        await ours.close()
+        await aio.stop()
