@@ -9,6 +9,7 @@ import asyncio
 import os
 import re
 import signal
+import socket
 import subprocess
 import sys
 import textwrap
@@ -22,7 +23,7 @@ from client.consumer import CommitFailedError, Consumer, ConsumerRebalanceListen
 from client.fetcher import NoOffsetForPartitionError
 from client.producer import Producer
 from client.structs import OffsetAndMetadata, TopicPartition
-from tests.broker_process import REPO
+from tests.broker_process import REPO, BrokerProcess
 
 FAST = {"fetch_max_wait_ms": 100, "request_timeout_ms": 10000, "connect_timeout_ms": 5000,
         "auto_offset_reset": "earliest", "heartbeat_interval_ms": 300, "session_timeout_ms": 6000}
@@ -448,3 +449,43 @@ async def test_mixed_group_with_aiokafka_using_roundrobin(broker, name):
     finally:
         await ours.close()
         await aio.stop()
+
+
+@pytest.fixture
+def fixed_port_broker(tmp_path):
+    """A broker on a port of its own, so that it restarts where its clients expect it."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    b = BrokerProcess(str(tmp_path / "data"), port=port).start()
+    try:
+        yield b
+    finally:
+        b.stop()
+
+
+@pytest.mark.slow
+async def test_members_carry_on_across_a_broker_sigkill_and_restart(fixed_port_broker, name):
+    """The coordinator connection breaks, the broker reloads the group from __consumer_offsets
+    (answering COORDINATOR_LOAD_IN_PROGRESS meanwhile): the member finds it again, keeps or
+    rejoins its membership, and reads on from the committed offsets."""
+    broker = fixed_port_broker
+    await make_topic(broker.bootstrap, name, 2, 5)
+    async with Consumer(broker.bootstrap, group_id=name, **FAST) as c:
+        c.subscribe([name])
+        seen: dict[str, set[tuple[int, int]]] = {}
+        await drain([c], seen, lambda: sum(len(v) for v in seen.values()) == 10)
+        await c.commit()
+        broker.kill()
+        broker.start()
+        async with Producer(broker.bootstrap) as p:
+            for i in range(5, 10):
+                for part in range(2):
+                    p.send_nowait(name, f"{part}-{i}".encode(), partition=part)
+            await p.flush()
+        seen2: dict[str, set[tuple[int, int]]] = {}
+        await drain([c], seen2, lambda: len(set().union(*seen2.values())) >= 10, timeout=40)
+        assert set().union(*seen2.values()) == {(p, o) for p in range(2) for o in range(5, 10)}
+        await c.commit()
+        assert {tp.partition: om.offset for tp, om in (await c.committed([(name, 0), (name, 1)])).items()} \
+            == {0: 10, 1: 10}
