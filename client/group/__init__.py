@@ -1,3 +1,4 @@
 """Consumer groups in our client: the consumer protocol's bytes (``protocol``), the partition
-assignors (``assignors``) and the member's side of Kafka's classic group protocol
-(``coordinator``), which ``client.consumer.Consumer`` drives when given a ``group_id``."""
+assignors (``assignors``), the member's side of Kafka's classic group protocol
+(``coordinator``, which ``client.consumer.Consumer`` drives when given a ``group_id``), and the
+group operations of ``client.admin.Admin`` (``admin``)."""
