@@ -489,3 +489,37 @@ async def test_members_carry_on_across_a_broker_sigkill_and_restart(fixed_port_b
         await c.commit()
         assert {tp.partition: om.offset for tp, om in (await c.committed([(name, 0), (name, 1)])).items()} \
             == {0: 10, 1: 10}
+
+
+@pytest.fixture
+def faulty_broker(tmp_path):
+    b = BrokerProcess(str(tmp_path / "data"), faults=True).start()
+    try:
+        yield b
+    finally:
+        b.stop()
+
+
+async def test_coordinator_errors_are_retried(faulty_broker, name):
+    """FindCoordinator, JoinGroup, SyncGroup, OffsetFetch and OffsetCommit answered with the
+    coordinator errors, a heartbeat with REBALANCE_IN_PROGRESS: the member gets there anyway."""
+    broker = faulty_broker
+    await make_topic(broker.bootstrap, name, 2, 3)
+    f = broker.faults
+    f.fail("FIND_COORDINATOR", "COORDINATOR_NOT_AVAILABLE", 2)
+    f.fail("JOIN_GROUP", "NOT_COORDINATOR", 1)
+    f.fail("SYNC_GROUP", "COORDINATOR_LOAD_IN_PROGRESS", 1)
+    f.fail("OFFSET_FETCH", "COORDINATOR_LOAD_IN_PROGRESS", 2)
+    async with Consumer(broker.bootstrap, group_id=name, **FAST) as c:
+        c.subscribe([name])
+        seen: dict[str, set[tuple[int, int]]] = {}
+        await drain([c], seen, lambda: sum(len(v) for v in seen.values()) == 6)
+        assert f.rules() == []  # every fault was met (a rule goes once used up)
+        gen = c.generation_id
+        f.fail("HEARTBEAT", "REBALANCE_IN_PROGRESS", 1)
+        await drain([c], seen, lambda: c.generation_id > gen and len(c.assignment()) == 2)
+        f.fail("OFFSET_COMMIT", "NOT_COORDINATOR", 2)
+        await c.commit()
+        assert f.rules() == []
+        assert {tp.partition: om.offset for tp, om in (await c.committed([(name, 0), (name, 1)])).items()} \
+            == {0: 3, 1: 3}
