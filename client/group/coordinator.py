@@ -11,7 +11,8 @@ connections make it look the coordinator up again after ``retry_backoff_ms``.
    ``on_partitions_revoked`` with everything assigned, and stop fetching. A member that lost
    its generation (session timeout, ILLEGAL_GENERATION) commits nothing and calls
    ``on_partitions_lost`` instead: its partitions may be another member's already.
-2. JoinGroup with one protocol per assignor (ConsumerProtocolSubscription v1 of the topics).
+2. JoinGroup with one protocol per assignor (ConsumerProtocolSubscription v1 of the topics,
+   with the assignor's user data: for ``sticky``, this member's previous assignment).
    KIP-394: a new dynamic member is answered MEMBER_ID_REQUIRED with its id and joins again
    with it at once. UNKNOWN_MEMBER_ID forgets the member id, ILLEGAL_GENERATION the
    generation; REBALANCE_IN_PROGRESS and the coordinator errors retry. The request may wait
@@ -360,14 +361,14 @@ class ConsumerCoordinator:
             await self._call_listener("on_partitions_lost" if lost else "on_partitions_revoked", revoked)
         self._rejoin_needed = False
         topics = sorted(self.topics)
-        metadata = encode_subscription(Subscription(topics))
+        metadata = {a.name: encode_subscription(Subscription(topics, a.user_data())) for a in self.assignors}
         timeout = (self.rebalance_timeout_ms + self.request_timeout_ms) / 1000
         while True:
             v, resp = await self._request(ApiKey.JOIN_GROUP, {
                 "group_id": self.group_id, "session_timeout_ms": self.session_timeout_ms,
                 "rebalance_timeout_ms": self.rebalance_timeout_ms, "member_id": self.member_id,
                 "group_instance_id": self.group_instance_id, "protocol_type": CONSUMER_PROTOCOL_TYPE,
-                "protocols": [{"name": a.name, "metadata": metadata} for a in self.assignors],
+                "protocols": [{"name": a.name, "metadata": metadata[a.name]} for a in self.assignors],
                 "reason": None}, timeout=timeout)
             code = resp["error_code"]
             if code == E.MEMBER_ID_REQUIRED:
@@ -399,6 +400,9 @@ class ConsumerCoordinator:
         committed = await self.fetch_committed(partitions) if partitions else {}
         if self._rejoin_needed or self.closed:
             return  # superseded while fetching the offsets: no assignment to hand out
+        for a in self.assignors:
+            if a.name == self.protocol:
+                a.on_assignment(partitions, self.generation)
         self.assigned = set(partitions)
         self._apply_assignment(partitions, {tp: om.offset for tp, om in committed.items()
                                             if om is not None and om.offset >= 0})
@@ -433,7 +437,8 @@ class ConsumerCoordinator:
                 logger.warning("group %s: member %s sent an undecodable subscription (%s); it gets nothing",
                                self.group_id, m["member_id"], e)
                 sub = Subscription([])
-            subs[m["member_id"]] = MemberSubscription(m["member_id"], m.get("group_instance_id"), list(sub.topics))
+            subs[m["member_id"]] = MemberSubscription(m["member_id"], m.get("group_instance_id"), list(sub.topics),
+                                                      sub.user_data)
         wanted = sorted({t for s in subs.values() for t in s.topics})
         counts = await self._partition_counts(wanted)
         result = assignor.assign(counts, subs)

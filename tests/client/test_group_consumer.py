@@ -337,7 +337,7 @@ async def test_member_that_stops_polling_leaves_and_rejoins_at_its_next_poll(bro
 class ForeignMember:
     """A confluent-kafka or kafka-python group consumer polling in a thread."""
 
-    def __init__(self, kind: str, bootstrap: str, group: str, topic: str) -> None:
+    def __init__(self, kind: str, bootstrap: str, group: str, topic: str, strategy: str = "range") -> None:
         self.kind = kind
         self.stop = False
         self.assignment: set[TopicPartition] = set()
@@ -349,8 +349,10 @@ class ForeignMember:
         else:
             from kafka import KafkaConsumer
             from kafka.coordinator.assignors.range import RangePartitionAssignor
+            from kafka.coordinator.assignors.sticky.sticky_assignor import StickyPartitionAssignor
+            assignor = {"range": RangePartitionAssignor, "sticky": StickyPartitionAssignor}[strategy]
             self.c = KafkaConsumer(bootstrap_servers=bootstrap, group_id=group, client_id="kp-member",
-                                   partition_assignment_strategy=[RangePartitionAssignor], session_timeout_ms=6000,
+                                   partition_assignment_strategy=[assignor], session_timeout_ms=6000,
                                    heartbeat_interval_ms=300, auto_offset_reset="earliest")
         self.c.subscribe([topic])
         self.thread = asyncio.get_running_loop().run_in_executor(None, self._run)
@@ -523,3 +525,66 @@ async def test_coordinator_errors_are_retried(faulty_broker, name):
         assert f.rules() == []
         assert {tp.partition: om.offset for tp, om in (await c.committed([(name, 0), (name, 1)])).items()} \
             == {0: 3, 1: 3}
+
+
+async def test_sticky_group_keeps_partitions_when_a_member_leaves(broker, name):
+    await make_topic(broker.bootstrap, name, 6)
+    cs = [Consumer(broker.bootstrap, group_id=name, partition_assignment_strategy=["sticky"], **FAST)
+          for _ in range(3)]
+    for c in cs:
+        await c.start()
+        c.subscribe([name])
+    try:
+        await drain(cs, {}, lambda: is_partition_of(assigned(cs), name, 6) and all(len(a) == 2 for a in assigned(cs)))
+        before = {id(c): c.assignment() for c in cs}
+        await cs[0].close()
+        rest = cs[1:]
+        await drain(rest, {}, lambda: is_partition_of(assigned(rest), name, 6) and all(len(a) == 3 for a in assigned(rest)))
+        for c in rest:
+            assert before[id(c)] <= c.assignment()  # kept what it had, took one of the leaver's
+        async with Admin(broker.bootstrap) as admin:
+            assert (await admin.describe_groups([name]))[name].protocol == "sticky"
+    finally:
+        for c in cs:
+            await c.close()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("foreign_first", [True, False])
+async def test_mixed_sticky_group_with_kafka_python(broker, name, foreign_first):
+    """kafka-python 3 writes its sticky user data behind an int16 version (Java does not): our
+    leader reads both, a kafka-python leader ignores ours; the assignment is complete and
+    balanced either way, and our leader keeps members' partitions when one leaves."""
+    await make_topic(broker.bootstrap, name, 6)
+    ours = [Consumer(broker.bootstrap, group_id=name, partition_assignment_strategy=["sticky"], **FAST)
+            for _ in range(2)]
+    foreign = None
+    try:
+        if foreign_first:
+            foreign = ForeignMember("kafka-python", broker.bootstrap, name, name, "sticky")
+            await wait_for(lambda: len(foreign.assignment) == 6, what="the foreign member alone")
+        for c in ours:
+            await c.start()
+            c.subscribe([name])
+        if not foreign_first:
+            await drain(ours, {}, lambda: is_partition_of(assigned(ours), name, 6))
+            foreign = ForeignMember("kafka-python", broker.bootstrap, name, name, "sticky")
+
+        def complete() -> bool:
+            sets = assigned(ours) + [foreign.assignment]
+            return is_partition_of(sets, name, 6) and all(len(s) == 2 for s in sets)
+
+        await drain(ours, {}, complete, timeout=40)
+        async with Admin(broker.bootstrap) as admin:
+            assert (await admin.describe_groups([name]))[name].protocol == "sticky"
+        if not foreign_first:  # our member leads: it keeps our members' partitions
+            before = [c.assignment() for c in ours]
+            await foreign.close()
+            foreign = None
+            await drain(ours, {}, lambda: all(len(a) == 3 for a in assigned(ours)), timeout=40)
+            assert all(b <= c.assignment() for b, c in zip(before, ours))
+    finally:
+        if foreign is not None:
+            await foreign.close()
+        for c in ours:
+            await c.close()

@@ -67,3 +67,82 @@ def test_same_result_as_kafka_python(counts, subs):
     same = {m: MemberSubscription(m, None, sorted(counts)) for m in ms}
     assert {m: sorted(v) for m, v in RoundRobinAssignor().assign(counts, same).items()} \
         == _kafka_python(RoundRobinPartitionAssignor, counts, same)
+
+
+# ---------------------------------------------------------------- sticky
+
+def test_sticky_user_data_layouts():
+    from kafka.coordinator.assignors.sticky.user_data import StickyAssignorUserData
+
+    from client.group.assignors import decode_sticky_user_data, encode_sticky_user_data
+
+    tps = [TP("a", 1), TP("a", 2), TP("b", 0)]
+    ours = encode_sticky_user_data(tps, 5)
+    # Java's layout: no version prefix (kafka-python 3 writes one: the same bytes after int16 1)
+    theirs = bytes(StickyAssignorUserData([("a", [1, 2]), ("b", [0])], 5).encode(version=1))
+    assert theirs == b"\x00\x01" + ours
+    assert decode_sticky_user_data(ours) == (tps, 5)
+    assert decode_sticky_user_data(theirs) == (tps, 5)
+    assert decode_sticky_user_data(ours[:-4]) == (tps, -1)  # v0: no generation
+    assert decode_sticky_user_data(None) == ([], -1)
+
+
+def sticky_round(counts, topics_of, previous, generation=1):
+    """One sticky assignment of ``topics_of`` (member -> topics) with ``previous`` (member ->
+    partitions it owned in ``generation``)."""
+    from client.group.assignors import StickyAssignor, encode_sticky_user_data
+
+    ms = {m: MemberSubscription(m, None, ts, encode_sticky_user_data(previous[m], generation) if m in previous else None)
+          for m, ts in topics_of.items()}
+    return StickyAssignor().assign(counts, ms)
+
+
+def check_complete(counts, topics_of, got):
+    flat = [tp for ps in got.values() for tp in ps]
+    assert len(flat) == len(set(flat))
+    subscribed = {t for ts in topics_of.values() for t in ts}
+    assert set(flat) == {TP(t, p) for t in subscribed if t in counts for p in range(counts[t])}
+    for m, ps in got.items():
+        assert all(tp.topic in topics_of[m] for tp in ps)
+
+
+@given(counts=st.dictionaries(topic_names, st.integers(1, 12), min_size=1),
+       n=st.integers(1, 7), leave=st.integers(0, 6), join=st.integers(0, 3))
+def test_sticky_equal_subscriptions_balanced_and_moves_only_the_excess(counts, n, leave, join):
+    topics = sorted(counts)
+    members = [f"m{i}" for i in range(n)]
+    first = sticky_round(counts, {m: topics for m in members}, {})
+    check_complete(counts, {m: topics for m in members}, first)
+    sizes = [len(v) for v in first.values()]
+    assert max(sizes) - min(sizes) <= 1
+    # a member leaves and others join: balanced again, and only partitions above a member's
+    # new share (or the leaver's) moved
+    stay = [m for i, m in enumerate(members) if i != leave % n] or members
+    now = stay + [f"new{i}" for i in range(join)]
+    second = sticky_round(counts, {m: topics for m in now}, {m: first[m] for m in stay})
+    check_complete(counts, {m: topics for m in now}, second)
+    sizes = [len(v) for v in second.values()]
+    assert max(sizes) - min(sizes) <= 1
+    for m in stay:
+        kept = set(first[m]) & set(second[m])
+        assert len(kept) == min(len(first[m]), len(second[m]))
+
+
+@given(counts=st.dictionaries(topic_names, st.integers(1, 8), min_size=1),
+       subs=st.lists(st.lists(topic_names, min_size=1, max_size=4, unique=True), min_size=1, max_size=5))
+def test_sticky_different_subscriptions_complete_and_sticky_when_nothing_changes(counts, subs):
+    topics_of = {f"m{i}": ts for i, ts in enumerate(subs)}
+    first = sticky_round(counts, topics_of, {})
+    check_complete(counts, topics_of, first)
+    again = sticky_round(counts, topics_of, first)
+    assert again == first  # nothing changed: nothing moves
+
+
+def test_sticky_conflicting_claims_highest_generation_wins():
+    from client.group.assignors import StickyAssignor, encode_sticky_user_data
+
+    ms = {"a": MemberSubscription("a", None, ["t"], encode_sticky_user_data([TP("t", 0), TP("t", 1)], 3)),
+          "b": MemberSubscription("b", None, ["t"], encode_sticky_user_data([TP("t", 1), TP("t", 2)], 4)),
+          "c": MemberSubscription("c", None, ["t"], b"\xff\xff garbage")}
+    got = StickyAssignor().assign({"t": 3}, ms)
+    assert got == {"a": [TP("t", 0)], "b": [TP("t", 1)], "c": [TP("t", 2)]}
