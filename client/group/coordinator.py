@@ -5,7 +5,7 @@ member keeps a connection of its own to it (heartbeats and commits never queue b
 COORDINATOR_NOT_AVAILABLE, NOT_COORDINATOR, COORDINATOR_LOAD_IN_PROGRESS and broken
 connections make it look the coordinator up again after ``retry_backoff_ms``.
 
-**Joining** (the eager protocol, as Kafka's ``range``/``roundrobin`` consumers use it):
+**Joining** (the eager protocol, as Kafka's ``range``, ``roundrobin`` and ``sticky`` consumers use it):
 
 1. Revoke: commit the positions (``enable_auto_commit``), call the listener's
    ``on_partitions_revoked`` with everything assigned, and stop fetching. A member that lost
