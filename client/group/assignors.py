@@ -32,7 +32,10 @@ same balanced assignment as Kafka's implementation, so in a group mixing librari
 can depend on which member leads (every member accepts any assignment). Cost: O(P x M) per
 partition moved; fine for the thousands of partitions a group has.
 
-Not here: ``cooperative-sticky`` (it needs the incremental rebalance protocol in the consumer).
+``cooperative-sticky`` (Kafka's CooperativeStickyAssignor, KIP-429's incremental protocol):
+the same sticky assignment, from the partitions each member owns now, less the partitions that
+change owner, which are assigned one rebalance later, once their owner has revoked them (see
+``CooperativeStickyAssignor``).
 """
 
 from __future__ import annotations
@@ -45,7 +48,7 @@ from client.protocol.primitives import DecodeError, Reader, Writer
 from client.structs import TopicPartition
 
 __all__ = ["MemberSubscription", "PartitionAssignor", "RangeAssignor", "RoundRobinAssignor", "StickyAssignor",
-           "ASSIGNORS", "member_order", "encode_sticky_user_data", "decode_sticky_user_data"]
+           "CooperativeStickyAssignor", "sticky_assign", "ASSIGNORS", "member_order", "encode_sticky_user_data", "decode_sticky_user_data"]
 
 logger = logging.getLogger("client.consumer")
 
@@ -55,12 +58,15 @@ class MemberSubscription(NamedTuple):
     group_instance_id: str | None
     topics: list[str]
     user_data: bytes | None = None
+    owned_partitions: list[TopicPartition] = []  # subscription v1+
+    generation: int = -1  # subscription v2+
 
 
 class PartitionAssignor:
     """Base of the assignors: ``name`` is the protocol name sent in JoinGroup."""
 
     name: str = ""
+    cooperative = False  # supports KIP-429's incremental protocol (a consumer uses it when all its assignors do)
 
     def assign(self, partitions_per_topic: Mapping[str, int],
                members: Mapping[str, MemberSubscription]) -> dict[str, list[TopicPartition]]:
@@ -191,59 +197,106 @@ class StickyAssignor(PartitionAssignor):
 
     def assign(self, partitions_per_topic: Mapping[str, int],
                members: Mapping[str, MemberSubscription]) -> dict[str, list[TopicPartition]]:
-        order = member_order(members)
-        rank = {m: i for i, m in enumerate(order)}
-        subscribed = {m: set(members[m].topics) for m in order}
-        eligible: dict[str, list[str]] = {t: [m for m in order if t in subscribed[m]] for t in partitions_per_topic}
-        # previous owners: the highest generation's claim wins; a tie leaves the partition unowned
-        claims: dict[TopicPartition, tuple[int, str | None]] = {}
-        for m in order:
+        previous = {}
+        for m, sub in members.items():
             try:
-                prev, gen = decode_sticky_user_data(members[m].user_data)
+                previous[m] = decode_sticky_user_data(sub.user_data)
             except DecodeError as e:
                 logger.warning("member %s sent sticky user data that does not decode (%s); ignored", m, e)
+        return sticky_assign(partitions_per_topic, members, previous)
+
+
+class CooperativeStickyAssignor(PartitionAssignor):
+    """``cooperative-sticky`` (KIP-429): the sticky assignment, minus every partition that would
+    move from one member to another: its owner gives it up first (the consumer revokes what it
+    lost and rejoins at once) and the next rebalance assigns it. Members tell what they own in
+    the subscription's ``owned_partitions`` and ``generation_id`` (v2+), and the generation again
+    in the user data (an int32, Kafka's layout, for readers of older subscription versions)."""
+
+    name = "cooperative-sticky"
+    cooperative = True
+
+    def __init__(self) -> None:
+        self._generation = -1
+
+    def user_data(self) -> bytes | None:
+        w = Writer()
+        w.int32(self._generation)
+        return bytes(w.buf)
+
+    def on_assignment(self, partitions: list[TopicPartition], generation: int) -> None:
+        self._generation = generation
+
+    def assign(self, partitions_per_topic: Mapping[str, int],
+               members: Mapping[str, MemberSubscription]) -> dict[str, list[TopicPartition]]:
+        previous = {}
+        for m, sub in members.items():
+            generation = sub.generation
+            if generation < 0 and sub.user_data is not None and len(sub.user_data) >= 4:
+                generation = Reader(sub.user_data).int32()
+            previous[m] = (list(sub.owned_partitions), generation)
+        out = sticky_assign(partitions_per_topic, members, previous)
+        revoked = {tp for m, sub in members.items() for tp in sub.owned_partitions if tp not in set(out[m])}
+        for m, sub in members.items():
+            owned = set(sub.owned_partitions)
+            out[m] = [tp for tp in out[m] if tp in owned or tp not in revoked]
+        return out
+
+
+def sticky_assign(partitions_per_topic: Mapping[str, int], members: Mapping[str, MemberSubscription],
+                  previous: Mapping[str, tuple[list[TopicPartition], int]]) -> dict[str, list[TopicPartition]]:
+    """The sticky assignment (module docstring) given each member's previous partitions and
+    the generation they are from."""
+    order = member_order(members)
+    rank = {m: i for i, m in enumerate(order)}
+    subscribed = {m: set(members[m].topics) for m in order}
+    eligible: dict[str, list[str]] = {t: [m for m in order if t in subscribed[m]] for t in partitions_per_topic}
+    # previous owners: the highest generation's claim wins; a tie leaves the partition unowned
+    claims: dict[TopicPartition, tuple[int, str | None]] = {}
+    for m in order:
+        prev, gen = previous.get(m, ([], -1))
+        for tp in prev:
+            n = partitions_per_topic.get(tp.topic)
+            if n is None or not 0 <= tp.partition < n or tp.topic not in subscribed[m]:
                 continue
-            for tp in prev:
-                n = partitions_per_topic.get(tp.topic)
-                if n is None or not 0 <= tp.partition < n or tp.topic not in subscribed[m]:
-                    continue
-                cur = claims.get(tp)
-                if cur is None or gen > cur[0]:
-                    claims[tp] = (gen, m)
-                elif gen == cur[0] and cur[1] != m:
-                    claims[tp] = (gen, None)
-        out: dict[str, list[TopicPartition]] = {m: [] for m in order}
-        for tp, (_, owner) in sorted(claims.items()):
-            if owner is not None:
-                out[owner].append(tp)
-        unowned = [TopicPartition(t, p) for t in sorted(partitions_per_topic) if eligible[t]
-                   for p in range(partitions_per_topic[t])
-                   if claims.get(TopicPartition(t, p), (0, None))[1] is None]
-        unowned.sort(key=lambda tp: len(eligible[tp.topic]))  # stable: then by topic, partition
-        for tp in unowned:
-            m = min(eligible[tp.topic], key=lambda m: (len(out[m]), rank[m]))
-            out[m].append(tp)
-        # Balance: the most loaded member that has a partition some eligible member with at
-        # least two fewer partitions could take gives its last such partition to the least
-        # loaded of those. Each move lowers the sum of squared sizes, so this ends.
-        while True:
-            move = None
-            for a in sorted(order, key=lambda m: (-len(out[m]), rank[m])):
-                size = len(out[a])
-                for tp in reversed(out[a]):
-                    takers = [b for b in eligible[tp.topic] if len(out[b]) <= size - 2]
-                    if takers:
-                        move = (a, tp, min(takers, key=lambda b: (len(out[b]), rank[b])))
-                        break
-                if move is not None:
+            cur = claims.get(tp)
+            if cur is None or gen > cur[0]:
+                claims[tp] = (gen, m)
+            elif gen == cur[0] and cur[1] != m:
+                claims[tp] = (gen, None)
+    out: dict[str, list[TopicPartition]] = {m: [] for m in order}
+    for tp, (_, owner) in sorted(claims.items()):
+        if owner is not None:
+            out[owner].append(tp)
+    unowned = [TopicPartition(t, p) for t in sorted(partitions_per_topic) if eligible[t]
+               for p in range(partitions_per_topic[t])
+               if claims.get(TopicPartition(t, p), (0, None))[1] is None]
+    unowned.sort(key=lambda tp: len(eligible[tp.topic]))  # stable: then by topic, partition
+    for tp in unowned:
+        m = min(eligible[tp.topic], key=lambda m: (len(out[m]), rank[m]))
+        out[m].append(tp)
+    # Balance: the most loaded member that has a partition some eligible member with at
+    # least two fewer partitions could take gives its last such partition to the least
+    # loaded of those. Each move lowers the sum of squared sizes, so this ends.
+    while True:
+        move = None
+        for a in sorted(order, key=lambda m: (-len(out[m]), rank[m])):
+            size = len(out[a])
+            for tp in reversed(out[a]):
+                takers = [b for b in eligible[tp.topic] if len(out[b]) <= size - 2]
+                if takers:
+                    move = (a, tp, min(takers, key=lambda b: (len(out[b]), rank[b])))
                     break
-            if move is None:
+            if move is not None:
                 break
-            a, tp, b = move
-            out[a].remove(tp)
-            out[b].append(tp)
-        return {m: sorted(ps) for m, ps in out.items()}
+        if move is None:
+            break
+        a, tp, b = move
+        out[a].remove(tp)
+        out[b].append(tp)
+    return {m: sorted(ps) for m, ps in out.items()}
 
 
 ASSIGNORS: dict[str, type[PartitionAssignor]] = {
-    "range": RangeAssignor, "roundrobin": RoundRobinAssignor, "sticky": StickyAssignor}
+    "range": RangeAssignor, "roundrobin": RoundRobinAssignor, "sticky": StickyAssignor,
+    "cooperative-sticky": CooperativeStickyAssignor}

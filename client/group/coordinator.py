@@ -24,6 +24,13 @@ connections make it look the coordinator up again after ``retry_backoff_ms``.
    the positions; partitions without one are left to ``auto_offset_reset``. Then
    ``on_partitions_assigned``.
 
+With ``cooperative-sticky`` as the only assignor (KIP-429, the incremental protocol) the member
+keeps consuming what it owns through the rebalance: step 1 commits and revokes only partitions
+of topics it no longer subscribes to, the subscription (v2) lists the partitions it owns and
+its generation, and after SyncGroup it revokes what it owned and was not given (committing
+first), hands ``on_partitions_assigned`` only what is new, and, if it gave anything up, joins
+again at once so that the next rebalance can hand those partitions to their new owner.
+
 A rejoin is requested by a heartbeat or commit answered REBALANCE_IN_PROGRESS,
 ILLEGAL_GENERATION or UNKNOWN_MEMBER_ID, by a change of the subscription, by a pattern
 subscription matching other topics, or (on the leader) by a subscribed topic changing its
@@ -155,6 +162,8 @@ class ConsumerCoordinator:
                 self.assignors.append(a)
         if not self.assignors:
             raise ValueError("partition_assignment_strategy is empty")
+        #: KIP-429's incremental protocol, when every assignor supports it (Kafka's rule)
+        self.cooperative = all(a.cooperative for a in self.assignors)
         self.enable_auto_commit = enable_auto_commit
         self.auto_commit_interval_ms = auto_commit_interval_ms
         self.retry_backoff_ms = retry_backoff_ms
@@ -351,17 +360,33 @@ class ConsumerCoordinator:
         finally:
             self._joining = False
 
+    async def _revoke(self, partitions: set[TopicPartition], lost: bool) -> None:
+        """Stop consuming ``partitions`` (after committing their positions unless ``lost``)."""
+        if not partitions:
+            return
+        if self.enable_auto_commit and not lost:
+            await self._commit_quietly("revocation", partitions)
+        self.assigned = self.assigned - partitions
+        self._apply_assignment(sorted(self.assigned), {})
+        await self._call_listener("on_partitions_lost" if lost else "on_partitions_revoked", set(partitions))
+
     async def _join_group_once(self) -> None:
-        if self.assigned:
-            lost = self.generation < 0  # dropped from the group: no commit, "lost"
-            if self.enable_auto_commit and not lost:
-                await self._commit_quietly("revocation")
-            revoked, self.assigned = self.assigned, set()
-            self._apply_assignment([], {})
-            await self._call_listener("on_partitions_lost" if lost else "on_partitions_revoked", revoked)
+        if self.generation < 0:
+            await self._revoke(set(self.assigned), lost=True)  # dropped from the group: commit nothing
+        elif not self.cooperative:
+            await self._revoke(set(self.assigned), lost=False)  # eager: give everything up first
+        else:  # cooperative: keep consuming; give up only the topics no longer subscribed to
+            if self.enable_auto_commit:
+                await self._commit_quietly("rebalance")
+            await self._revoke({tp for tp in self.assigned if tp.topic not in self.topics}, lost=False)
         self._rejoin_needed = False
         topics = sorted(self.topics)
-        metadata = {a.name: encode_subscription(Subscription(topics, a.user_data())) for a in self.assignors}
+        if self.cooperative:
+            owned = sorted(self.assigned)
+            metadata = {a.name: encode_subscription(Subscription(topics, a.user_data(), owned, self.generation,
+                                                                 None, 2)) for a in self.assignors}
+        else:
+            metadata = {a.name: encode_subscription(Subscription(topics, a.user_data())) for a in self.assignors}
         timeout = (self.rebalance_timeout_ms + self.request_timeout_ms) / 1000
         while True:
             v, resp = await self._request(ApiKey.JOIN_GROUP, {
@@ -397,17 +422,24 @@ class ConsumerCoordinator:
         except DecodeError as e:
             raise KafkaError(f"group {self.group_id}: undecodable assignment from the leader: {e}") from None
         partitions = sorted(set(assignment.partitions))
-        committed = await self.fetch_committed(partitions) if partitions else {}
-        if self._rejoin_needed or self.closed:
+        added = sorted(set(partitions) - self.assigned)
+        revoked = self.assigned - set(partitions)  # cooperative only: eager revoked everything first
+        committed = await self.fetch_committed(added) if added else {}
+        if self.closed or (self._rejoin_needed and not self.cooperative):
             return  # superseded while fetching the offsets: no assignment to hand out
         for a in self.assignors:
             if a.name == self.protocol:
                 a.on_assignment(partitions, self.generation)
+        await self._revoke(revoked, lost=False)
         self.assigned = set(partitions)
         self._apply_assignment(partitions, {tp: om.offset for tp, om in committed.items()
                                             if om is not None and om.offset >= 0})
-        self._committed_positions = {tp: om.offset for tp, om in committed.items() if om is not None}
-        await self._call_listener("on_partitions_assigned", set(partitions))
+        self._committed_positions = {tp: o for tp, o in self._committed_positions.items() if tp in self.assigned}
+        self._committed_positions.update((tp, om.offset) for tp, om in committed.items() if om is not None)
+        if revoked:
+            # KIP-429: what this member gave up goes to its new owner in the next rebalance
+            self.request_rejoin()
+        await self._call_listener("on_partitions_assigned", set(added))
 
     def _join_error(self, what: str, code: int) -> None:
         """Act on an error of JoinGroup/SyncGroup: reset what it invalidates, then retry (or
@@ -438,7 +470,7 @@ class ConsumerCoordinator:
                                self.group_id, m["member_id"], e)
                 sub = Subscription([])
             subs[m["member_id"]] = MemberSubscription(m["member_id"], m.get("group_instance_id"), list(sub.topics),
-                                                      sub.user_data)
+                                                      sub.user_data, list(sub.owned_partitions), sub.generation_id)
         wanted = sorted({t for s in subs.values() for t in s.topics})
         counts = await self._partition_counts(wanted)
         result = assignor.assign(counts, subs)
@@ -596,8 +628,10 @@ class ConsumerCoordinator:
         return {tp: OffsetAndMetadata(pos) for tp, pos in self._positions().items()
                 if self._committed_positions.get(tp) != pos}
 
-    async def _commit_quietly(self, why: str) -> None:
+    async def _commit_quietly(self, why: str, partitions: set[TopicPartition] | None = None) -> None:
         offsets = self.positions_to_commit()
+        if partitions is not None:
+            offsets = {tp: om for tp, om in offsets.items() if tp in partitions}
         if not offsets or (self.subscribed and self.generation < 0):
             return  # outside a generation a commit would be refused (or, worse, a simple commit)
         try:

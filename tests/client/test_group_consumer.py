@@ -344,7 +344,7 @@ class ForeignMember:
         if kind == "confluent":
             from confluent_kafka import Consumer as CkConsumer
             self.c = CkConsumer({"bootstrap.servers": bootstrap, "group.id": group, "client.id": "ck-member",
-                                 "partition.assignment.strategy": "range", "session.timeout.ms": 6000,
+                                 "partition.assignment.strategy": strategy, "session.timeout.ms": 6000,
                                  "heartbeat.interval.ms": 300, "auto.offset.reset": "earliest"})
         else:
             from kafka import KafkaConsumer
@@ -583,6 +583,70 @@ async def test_mixed_sticky_group_with_kafka_python(broker, name, foreign_first)
             foreign = None
             await drain(ours, {}, lambda: all(len(a) == 3 for a in assigned(ours)), timeout=40)
             assert all(b <= c.assignment() for b, c in zip(before, ours))
+    finally:
+        if foreign is not None:
+            await foreign.close()
+        for c in ours:
+            await c.close()
+
+
+async def test_cooperative_sticky_members_keep_consuming_through_a_rebalance(broker, name):
+    await make_topic(broker.bootstrap, name, 6)
+    strat = {"partition_assignment_strategy": ["cooperative-sticky"]}
+    recs = [Recorder() for _ in range(3)]
+    cs = [Consumer(broker.bootstrap, group_id=name, **strat, **FAST) for _ in range(3)]
+    try:
+        for c, r in zip(cs[:2], recs):
+            await c.start()
+            c.subscribe([name], listener=r)
+        await drain(cs[:2], {}, lambda: all(len(a) == 3 for a in assigned(cs[:2])))
+        before = [c.assignment() for c in cs[:2]]
+        await cs[2].start()
+        cs[2].subscribe([name], listener=recs[2])
+        await drain(cs, {}, lambda: is_partition_of(assigned(cs), name, 6) and all(len(a) == 2 for a in assigned(cs)))
+        for c, r, b in zip(cs[:2], recs, before):
+            assert c.assignment() <= b  # kept two of its three
+            revoked = [e for e in r.events if e[0] == "revoked"]
+            assert revoked == [("revoked", b - c.assignment())]  # gave up only the partition that moved
+        assert [e[0] for e in recs[2].events if e[1]] == ["assigned"]
+        async with Admin(broker.bootstrap) as admin:
+            assert (await admin.describe_groups([name]))[name].protocol == "cooperative-sticky"
+    finally:
+        for c in cs:
+            await c.close()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("foreign_first", [True, False])
+async def test_mixed_cooperative_sticky_group_with_confluent_kafka(broker, name, foreign_first):
+    await make_topic(broker.bootstrap, name, 6)
+    ours = [Consumer(broker.bootstrap, group_id=name, partition_assignment_strategy=["cooperative-sticky"], **FAST)
+            for _ in range(2)]
+    foreign = None
+    try:
+        if foreign_first:
+            foreign = ForeignMember("confluent", broker.bootstrap, name, name, "cooperative-sticky")
+            await wait_for(lambda: len(foreign.assignment) == 6, what="the foreign member alone")
+        for c in ours:
+            await c.start()
+            c.subscribe([name])
+        if not foreign_first:
+            await drain(ours, {}, lambda: is_partition_of(assigned(ours), name, 6))
+            foreign = ForeignMember("confluent", broker.bootstrap, name, name, "cooperative-sticky")
+
+        def complete() -> bool:
+            sets = assigned(ours) + [foreign.assignment]
+            return is_partition_of(sets, name, 6) and all(len(s) == 2 for s in sets)
+
+        await drain(ours, {}, complete, timeout=40)
+        async with Admin(broker.bootstrap) as admin:
+            desc = (await admin.describe_groups([name]))[name]
+        assert desc.protocol == "cooperative-sticky" and len(desc.members) == 3
+        kept = [c.assignment() for c in ours]
+        await foreign.close()
+        foreign = None
+        await drain(ours, {}, lambda: is_partition_of(assigned(ours), name, 6), timeout=40)
+        assert all(k <= c.assignment() for k, c in zip(kept, ours))  # nobody gave anything up
     finally:
         if foreign is not None:
             await foreign.close()

@@ -146,3 +146,23 @@ def test_sticky_conflicting_claims_highest_generation_wins():
           "c": MemberSubscription("c", None, ["t"], b"\xff\xff garbage")}
     got = StickyAssignor().assign({"t": 3}, ms)
     assert got == {"a": [TP("t", 0)], "b": [TP("t", 1)], "c": [TP("t", 2)]}
+
+
+def test_cooperative_sticky_moves_in_two_rebalances():
+    from client.group.assignors import CooperativeStickyAssignor
+
+    def member(m, owned, gen=1):
+        return MemberSubscription(m, None, ["t"], None, owned, gen)
+
+    a_owned = [TP("t", 0), TP("t", 1), TP("t", 2)]
+    b_owned = [TP("t", 3), TP("t", 4), TP("t", 5)]
+    first = CooperativeStickyAssignor().assign({"t": 6}, {"a": member("a", a_owned), "b": member("b", b_owned),
+                                                          "c": member("c", [], -1)})
+    # a and b keep two each; what moves to c is not given yet: its owner revokes it first
+    assert first["c"] == [] and len(first["a"]) == len(first["b"]) == 2
+    assert set(first["a"]) <= set(a_owned) and set(first["b"]) <= set(b_owned)
+    second = CooperativeStickyAssignor().assign({"t": 6}, {"a": member("a", first["a"], 2),
+                                                           "b": member("b", first["b"], 2),
+                                                           "c": member("c", [], 2)})
+    assert second["a"] == first["a"] and second["b"] == first["b"]
+    assert sorted(second["c"]) == sorted(set(a_owned + b_owned) - set(first["a"] + first["b"]))
