@@ -184,6 +184,7 @@ class ConsumerCoordinator:
         self.listener: ConsumerRebalanceListener | None = None
         self.subscribed = False
         self.assigned: set[TopicPartition] = set()
+        self._assigned_generation = -1  # the generation ``assigned`` was given in
         self.error: BaseException | None = None  # fatal: raised from the consumer's next poll
         self._metadata_checked = 0.0
         self._group_topics: dict[str, int] = {}  # leader: partition counts it assigned
@@ -383,7 +384,7 @@ class ConsumerCoordinator:
         topics = sorted(self.topics)
         if self.cooperative:
             owned = sorted(self.assigned)
-            metadata = {a.name: encode_subscription(Subscription(topics, a.user_data(), owned, self.generation,
+            metadata = {a.name: encode_subscription(Subscription(topics, a.user_data(), owned, self._assigned_generation,
                                                                  None, 2)) for a in self.assignors}
         else:
             metadata = {a.name: encode_subscription(Subscription(topics, a.user_data())) for a in self.assignors}
@@ -432,6 +433,7 @@ class ConsumerCoordinator:
                 a.on_assignment(partitions, self.generation)
         await self._revoke(revoked, lost=False)
         self.assigned = set(partitions)
+        self._assigned_generation = self.generation
         self._apply_assignment(partitions, {tp: om.offset for tp, om in committed.items()
                                             if om is not None and om.offset >= 0})
         self._committed_positions = {tp: o for tp, o in self._committed_positions.items() if tp in self.assigned}
@@ -619,7 +621,7 @@ class ConsumerCoordinator:
                 self.request_rejoin()
                 raise CommitFailedError(f"{what}: {_name(code)}: the group rebalanced and the partitions may"
                                         " belong to another member now; the consumer rejoins")
-            if code == E.REBALANCE_IN_PROGRESS:
+            if code == E.REBALANCE_IN_PROGRESS and not self._joining:
                 self.request_rejoin()
             raise error_for_code(code, f"{what}: {_name(code)}")
 
