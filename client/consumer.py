@@ -58,7 +58,8 @@ from client.consumer_records import ColumnBatch, ConsumerRecord
 from client.errors import KafkaError, error_for_code
 from client.fetcher import EARLIEST, LATEST, Fetcher, NoOffsetForPartitionError, PartitionState
 from client.group.assignors import PartitionAssignor
-from client.group.coordinator import CommitFailedError, ConsumerCoordinator, ConsumerRebalanceListener
+from client.group.coordinator import ConsumerCoordinator, ConsumerRebalanceListener
+from client.group.offsets import CommitFailedError
 from client.protocol.api import ErrorCode
 from client.structs import OffsetAndMetadata, OffsetAndTimestamp, TopicPartition
 
