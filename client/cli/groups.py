@@ -60,6 +60,10 @@ def _table(rows: Sequence[Sequence[str]]) -> str:
     return "".join(" ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() + "\n" for r in rows)
 
 
+def _node(node: tuple[int, str, int] | None) -> str:
+    return "-" if node is None else f"{node[1]}:{node[2]} ({node[0]})"
+
+
 def _timestamp_ms(text: str) -> int:
     from datetime import datetime
 
@@ -91,7 +95,8 @@ def run(args: argparse.Namespace) -> int:
                     return fail(prog, f"consumer group {args.group!r} does not exist")
                 if args.state:
                     out.write(_table([("GROUP", "COORDINATOR (ID)", "ASSIGNMENT-STRATEGY", "STATE", "#MEMBERS"),
-                                      (args.group, "-", desc.protocol or "-", desc.state, str(len(desc.members)))]))
+                                      (args.group, _node(desc.coordinator), desc.protocol or "-", desc.state,
+                                       str(len(desc.members)))]))
                 elif args.members:
                     rows = [("GROUP", "CONSUMER-ID", "GROUP-INSTANCE-ID", "HOST", "CLIENT-ID", "#PARTITIONS",
                              "ASSIGNMENT")]

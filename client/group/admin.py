@@ -52,6 +52,7 @@ class GroupDescription(NamedTuple):
     protocol_type: str
     protocol: str  # the assignor chosen ("range", ...)
     members: list[MemberDescription]
+    coordinator: tuple[int, str, int] | None = None  # (node id, host, port)
 
 
 class GroupOffset(NamedTuple):
@@ -101,7 +102,8 @@ class GroupAdmin:
                 continue
             return v, resp
 
-    async def _find_coordinator(self, group: str) -> BrokerConnection:
+    async def _coordinator_node(self, group: str) -> tuple[int, str, int]:
+        """(node id, host, port) of ``group``'s coordinator (FindCoordinator)."""
         conn = await self._cluster.any_connection()
         v = conn.pick_version(ApiKey.FIND_COORDINATOR)
         if v >= 4:
@@ -112,7 +114,10 @@ class GroupAdmin:
         if c["error_code"]:
             raise error_for_code(c["error_code"], f"FindCoordinator for group {group!r}: "
                                                   f"{c.get('error_message') or _code_name(c['error_code'])}")
-        return await self._cluster.coordinator_connection(c["node_id"], c["host"], c["port"])
+        return c["node_id"], c["host"], c["port"]
+
+    async def _find_coordinator(self, group: str) -> BrokerConnection:
+        return await self._cluster.coordinator_connection(*await self._coordinator_node(group))
 
     # ------------------------------------------------------------------ groups
 
@@ -164,7 +169,7 @@ class GroupAdmin:
                 members.append(MemberDescription(m["member_id"], m.get("group_instance_id"), m["client_id"],
                                                  m["client_host"], assignment, topics))
             out[group] = GroupDescription(g["group_id"], g["group_state"], g["protocol_type"], g["protocol_data"],
-                                          members)
+                                          members, await self._coordinator_node(group))
         return out
 
     async def delete_groups(self, group_ids: Iterable[str]) -> None:

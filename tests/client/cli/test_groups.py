@@ -64,7 +64,8 @@ def test_consume_group_describe_reset_delete(module_broker, name):
         assert members[1][0] == group and members[1][2:] == ["-", members[1][3], "cli-member", "2",
                                                               f"{name}-0,{name}-1"]
         state = rows(ok("groups", "describe", group, "--state", *bs))
-        assert state[1][2:] == ["range", "Stable", "1"]
+        assert state[0] == ["GROUP", "COORDINATOR", "(ID)", "ASSIGNMENT-STRATEGY", "STATE", "#MEMBERS"]
+        assert state[1] == [group, module_broker.bootstrap, "(0)", "range", "Stable", "1"]
         r = mb("groups", "reset-offsets", group, "--topic", name, "--to-latest", "--execute", *bs)
         assert r.returncode == 1 and b"active members" in r.stderr
         r = mb("groups", "delete", group, *bs)
