@@ -316,6 +316,7 @@ async def test_commit_after_being_replaced_fails_and_the_member_rejoins(broker, 
         assert (await c.committed([(name, 0)]))[TopicPartition(name, 0)] is None  # nothing committed when lost
 
 
+@pytest.mark.slow
 async def test_member_that_stops_polling_leaves_and_rejoins_at_its_next_poll(broker, name):
     await make_topic(broker.bootstrap, name, 2)
     slow = Consumer(broker.bootstrap, group_id=name, **{**FAST, "max_poll_interval_ms": 1500})

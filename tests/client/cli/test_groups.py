@@ -20,6 +20,7 @@ def rows(text: str) -> list[list[str]]:
     return [line.split() for line in text.splitlines() if line.strip()]
 
 
+@pytest.mark.slow
 def test_consume_group_describe_reset_delete(module_broker, name):
     bs = ["--bootstrap-server", module_broker.bootstrap]
     ok("topics", "--create", name, "--partitions", "2", *bs)
