@@ -12,7 +12,8 @@ Usage::
 
 **Consumer groups.** With a ``group_id``, ``subscribe(["events"])`` (or ``pattern="events-.*"``)
 joins the group and the partitions are shared among its members by the chosen assignor
-(``partition_assignment_strategy``: ``range``, ``roundrobin``, as Kafka's); positions start at
+(``partition_assignment_strategy``: ``range`` and ``roundrobin`` as Kafka's, ``sticky``, and
+``cooperative-sticky`` with the incremental protocol); positions start at
 the group's committed offsets. ``commit()`` / ``commit_async()`` store positions (or explicit
 offsets), ``enable_auto_commit`` does it every ``auto_commit_interval_ms``, before a
 rebalance takes partitions away and on close; ``committed()`` reads them. A
