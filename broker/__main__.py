@@ -27,6 +27,7 @@ SUBCOMMANDS: dict[str, str] = {
     "configs": "client.cli.configs",
     "delete-records": "client.cli.delete_records",
     "log-dirs": "client.cli.log_dirs",
+    "groups": "client.cli.groups",
 }
 
 

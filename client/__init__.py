@@ -16,19 +16,20 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 _EXPORTS = {
-    "Admin": ".admin", "NewTopic": ".admin", "Consumer": ".consumer",
+    "Admin": ".admin", "NewTopic": ".admin", "Consumer": ".consumer", "ConsumerRebalanceListener": ".consumer",
     "KafkaConnectionError": ".errors", "KafkaError": ".errors", "KafkaTimeoutError": ".errors",
     "Producer": ".producer", "RecordMetadata": ".producer",
-    "OffsetAndTimestamp": ".structs", "OffsetSpec": ".structs", "TopicPartition": ".structs",
+    "OffsetAndMetadata": ".structs", "OffsetAndTimestamp": ".structs", "OffsetSpec": ".structs",
+    "TopicPartition": ".structs",
 }
 __all__ = sorted(_EXPORTS)
 
 if TYPE_CHECKING:
     from .admin import Admin, NewTopic
-    from .consumer import Consumer
+    from .consumer import Consumer, ConsumerRebalanceListener
     from .errors import KafkaConnectionError, KafkaError, KafkaTimeoutError
     from .producer import Producer, RecordMetadata
-    from .structs import OffsetAndTimestamp, OffsetSpec, TopicPartition
+    from .structs import OffsetAndMetadata, OffsetAndTimestamp, OffsetSpec, TopicPartition
 
 
 def __getattr__(name: str) -> Any:

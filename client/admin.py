@@ -1,6 +1,7 @@
 """Admin: create, delete, list and describe topics; list offsets; describe and alter configs;
-and (``client/admin_cluster.py``) partitions, records, log dirs, leaders, reassignments,
-producers.
+(``client/admin_cluster.py``) partitions, records, log dirs, leaders, reassignments, producers;
+and consumer groups (``client.group.admin``: list, describe, delete, committed offsets with lag,
+reset).
 
 ::
 
@@ -40,13 +41,15 @@ from client.admin_cluster import (
 from client.cluster import Cluster, TopicMetadata
 from client.conn import BrokerConnection
 from client.errors import KafkaConnectionError, KafkaError, error_for_code
+from client.group.admin import GroupAdmin, GroupDescription, GroupListing, GroupOffset, MemberDescription
 from client.protocol.api import ApiKey, ErrorCode
 from client.structs import OffsetAndTimestamp, OffsetSpec, TopicPartition
 
 __all__ = ["Admin", "NewTopic", "TopicDescription", "PartitionInfo", "ConfigEntry", "ConfigResourceType",
            "ConfigSource", "ConfigSynonym", "AlterConfigOp", "AlterConfigOpType", "OffsetSpec", "OffsetAndTimestamp",
            "TopicPartition", "BrokerInfo", "ClusterDescription", "LogDirDescription", "ReplicaInfo",
-           "PartitionReassignment", "ProducerState", "EpochEndOffset", "ElectionType"]
+           "PartitionReassignment", "ProducerState", "EpochEndOffset", "ElectionType",
+           "GroupListing", "GroupDescription", "MemberDescription", "GroupOffset"]
 
 
 class NewTopic(NamedTuple):
@@ -148,7 +151,7 @@ def _resource(resource_type: ConfigResourceType | int | str, name: str | int) ->
     return ConfigResourceType(resource_type), str(name)
 
 
-class Admin(ClusterAdmin):
+class Admin(ClusterAdmin, GroupAdmin):
     """Asyncio admin client. Options: ``client_id``, ``request_timeout_ms`` (default 30000),
     ``connect_timeout_ms`` (10000), ``retry_backoff_ms`` (100)."""
 

@@ -49,6 +49,7 @@ class TopicMetadata:
     name: str
     error_code: int
     partitions: dict[int, int] = field(default_factory=dict)  # partition -> leader node id
+    internal: bool = False  # __consumer_offsets and the like (Metadata v1+)
 
 class Cluster:
     def __init__(self, bootstrap_servers: str | Iterable[str], *, client_id: str = "minibroker-python",
@@ -138,6 +139,11 @@ class Cluster:
         host, port = self.brokers[node_id]
         return await self._connect(("node", node_id), host, port)
 
+    async def coordinator_connection(self, node_id: int, host: str, port: int) -> BrokerConnection:
+        """A connection of its own to a group coordinator (as Kafka's consumer keeps one), so
+        that heartbeats and commits do not wait behind long-polling fetches to the same node."""
+        return await self._connect(("coordinator", node_id), host, port)
+
     async def controller_connection(self) -> BrokerConnection:
         if self.controller_id < 0:
             await self.refresh_metadata()
@@ -167,7 +173,8 @@ class Cluster:
             out = {}
             for t in resp["topics"]:
                 tm = TopicMetadata(t["name"], t["error_code"],
-                                   {p["partition_index"]: p["leader_id"] for p in t["partitions"]})
+                                   {p["partition_index"]: p["leader_id"] for p in t["partitions"]},
+                                   bool(t.get("is_internal", False)))
                 out[t["name"]] = tm
                 if t["error_code"] == 0:
                     self.topics[t["name"]] = tm

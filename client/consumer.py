@@ -10,8 +10,17 @@ Usage::
         for cb in await c.getbatches(timeout_ms=1000):               # bulk: ColumnBatch per RecordBatch
             cb.values.data, cb.values.offsets, cb.offsets, cb.timestamps
 
-No consumer groups (the broker has no group APIs): partitions are assigned with ``assign``
-and positions are the application's to keep.
+**Consumer groups.** With a ``group_id``, ``subscribe(["events"])`` (or ``pattern="events-.*"``)
+joins the group and the partitions are shared among its members by the chosen assignor
+(``partition_assignment_strategy``: ``range`` and ``roundrobin`` as Kafka's, ``sticky``, and
+``cooperative-sticky`` with the incremental protocol); positions start at
+the group's committed offsets. ``commit()`` / ``commit_async()`` store positions (or explicit
+offsets), ``enable_auto_commit`` does it every ``auto_commit_interval_ms``, before a
+rebalance takes partitions away and on close; ``committed()`` reads them. A
+``ConsumerRebalanceListener`` hears of revocations and assignments. ``group_instance_id``
+makes a static member. See ``client.group.coordinator`` for the protocol. Without
+``subscribe``, partitions are assigned with ``assign`` and positions are the application's to
+keep (``commit()`` still works when a ``group_id`` is given).
 
 **Positions.** Each assigned partition has a *position*, the offset of the next record the
 application will get. It is unknown after ``assign`` until reset by ``auto_offset_reset``
@@ -41,18 +50,23 @@ when getmany handed out everything buffered, ~2 MB of records). Hence Kafka's de
 from __future__ import annotations
 
 import asyncio
+import re
 import time
-from collections.abc import AsyncIterator, Iterable, Mapping
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping
 
 from client.cluster import Cluster
 from client.consumer_records import ColumnBatch, ConsumerRecord
 from client.errors import KafkaError, error_for_code
 from client.fetcher import EARLIEST, LATEST, Fetcher, NoOffsetForPartitionError, PartitionState
+from client.group.assignors import PartitionAssignor
+from client.group.coordinator import ConsumerCoordinator, ConsumerRebalanceListener
+from client.group.offsets import CommitFailedError
 from client.protocol.api import ErrorCode
-from client.structs import OffsetAndTimestamp, TopicPartition
+from client.structs import OffsetAndMetadata, OffsetAndTimestamp, TopicPartition
 
 __all__ = ["Consumer", "ConsumerRecord", "ColumnBatch", "TopicPartition", "OffsetAndTimestamp",
-           "NoOffsetForPartitionError", "IllegalStateError"]
+           "OffsetAndMetadata", "NoOffsetForPartitionError", "IllegalStateError", "CommitFailedError",
+           "ConsumerRebalanceListener"]
 
 
 class IllegalStateError(KafkaError):
@@ -77,7 +91,17 @@ class Consumer:
                  connect_timeout_ms: int = 10000,
                  retry_backoff_ms: int = 100,
                  metadata_max_age_ms: int = 300000,
-                 allow_auto_create_topics: bool = False) -> None:
+                 allow_auto_create_topics: bool = False,
+                 group_id: str | None = None,
+                 group_instance_id: str | None = None,
+                 session_timeout_ms: int = 45000,
+                 heartbeat_interval_ms: int = 3000,
+                 max_poll_interval_ms: int = 300000,
+                 rebalance_timeout_ms: int | None = None,
+                 partition_assignment_strategy: Iterable[str | PartitionAssignor] = ("range", "roundrobin"),
+                 enable_auto_commit: bool = True,
+                 auto_commit_interval_ms: int = 5000,
+                 exclude_internal_topics: bool = True) -> None:
         if auto_offset_reset not in ("earliest", "latest", "none"):
             raise ValueError(f"auto_offset_reset must be earliest, latest or none, not {auto_offset_reset!r}")
         if isolation_level not in ("read_uncommitted", "read_committed"):
@@ -95,6 +119,21 @@ class Consumer:
         self._parts = self._fetcher.parts
         self._cur: PartitionState | None = None  # partition whose ``rest`` anext is walking
         self._rr = 0  # round-robin start for getmany
+        self._group: ConsumerCoordinator | None = None
+        if group_id is not None:
+            self._group = ConsumerCoordinator(
+                self._cluster, group_id=group_id, group_instance_id=group_instance_id,
+                session_timeout_ms=session_timeout_ms,
+                rebalance_timeout_ms=rebalance_timeout_ms if rebalance_timeout_ms is not None else max_poll_interval_ms,
+                heartbeat_interval_ms=heartbeat_interval_ms, max_poll_interval_ms=max_poll_interval_ms,
+                assignors=partition_assignment_strategy, enable_auto_commit=enable_auto_commit,
+                auto_commit_interval_ms=auto_commit_interval_ms, retry_backoff_ms=retry_backoff_ms,
+                request_timeout_ms=request_timeout_ms, metadata_max_age_ms=metadata_max_age_ms,
+                exclude_internal_topics=exclude_internal_topics, apply_assignment=self._apply_assignment,
+                positions=self._current_positions, wake_consumer=self._fetcher.data.set)
+        elif group_instance_id is not None:
+            raise ValueError("group_instance_id needs a group_id")
+        self._started = False
 
     # ------------------------------------------------------------ lifecycle
 
@@ -102,8 +141,16 @@ class Consumer:
         """Connect to a bootstrap server (KafkaConnectionError naming it if none answers)."""
         await self._cluster.start()
         self._fetcher.start()
+        if self._group is not None:
+            self._group.start()
+        self._started = True
 
     async def close(self) -> None:
+        """Stop. In a group: a last auto-commit, ``on_partitions_revoked``, and LeaveGroup
+        unless the member is static (``group_instance_id``)."""
+        if self._group is not None and self._started:
+            await self._group.close()
+        self._started = False
         self._fetcher.closed = True  # no new fetches from here on
         await self._cluster.close()  # then fail those in flight (see Fetcher.close)
         await self._fetcher.close()
@@ -122,10 +169,118 @@ class Consumer:
     def assign(self, partitions: Iterable[tuple[str, int]]) -> None:
         """Replace the assignment. Partitions kept keep their positions; new ones start with
         none (``auto_offset_reset`` decides, unless the application seeks first)."""
-        self._fetcher.assign(TopicPartition(t, int(p)) for t, p in partitions)
+        if self._group is not None and self._group.subscribed:
+            raise IllegalStateError("assign() and subscribe() exclude each other (unsubscribe() first)")
+        self._assign(TopicPartition(t, int(p)) for t, p in partitions)
+
+    def _assign(self, tps: Iterable[TopicPartition]) -> None:
+        self._fetcher.assign(tps)
         self._parts = self._fetcher.parts
         if self._cur is not None and self._cur.tp not in self._parts:
             self._cur = None
+
+    # ------------------------------------------------------------ consumer groups
+
+    def _require_group(self) -> ConsumerCoordinator:
+        if self._group is None:
+            raise IllegalStateError("this needs a consumer group: Consumer(group_id=...)")
+        return self._group
+
+    def subscribe(self, topics: Iterable[str] = (), *, pattern: str | re.Pattern[str] | None = None,
+                  listener: ConsumerRebalanceListener | None = None) -> None:
+        """Join the group (``group_id``) and consume what its assignor gives this member of
+        ``topics``, or of every topic whose whole name matches ``pattern`` (re-checked every
+        ``metadata_max_age_ms``; internal topics excluded). Replaces an earlier subscription."""
+        group = self._require_group()
+        if isinstance(topics, str):
+            raise TypeError("subscribe() takes a list of topics, not one string")
+        topics = list(topics)
+        if bool(topics) == (pattern is not None):
+            raise ValueError("subscribe() takes either topics or pattern=")
+        if not group.subscribed and self._parts:
+            raise IllegalStateError("assign() and subscribe() exclude each other (assign([]) first)")
+        group.subscribe(topics, pattern, listener)
+
+    async def unsubscribe(self) -> None:
+        """Leave the group (after a last auto-commit) and stop consuming."""
+        group = self._require_group()
+        if group.subscribed:
+            await group.unsubscribe()
+
+    def subscription(self) -> set[str]:
+        """The topics subscribed to (for a pattern: those it matches now)."""
+        return set(self._group.topics) if self._group is not None and self._group.subscribed else set()
+
+    def _apply_assignment(self, tps: list[TopicPartition], positions: dict[TopicPartition, int]) -> None:
+        self._assign(tps)
+        for tp, offset in positions.items():
+            part = self._parts.get(tp)
+            if part is not None:
+                part.set_position(offset)
+        self._fetcher.wake.set()
+
+    def _current_positions(self) -> dict[TopicPartition, int]:
+        return {tp: p.position for tp, p in self._parts.items() if p.position is not None}
+
+    @staticmethod
+    def _offsets(offsets: Mapping[tuple[str, int], int | tuple[int, str] | OffsetAndMetadata]
+                 ) -> dict[TopicPartition, OffsetAndMetadata]:
+        out = {}
+        for tp, o in offsets.items():
+            if isinstance(o, int):
+                om = OffsetAndMetadata(o)
+            elif isinstance(o, OffsetAndMetadata):
+                om = o
+            else:
+                om = OffsetAndMetadata(int(o[0]), str(o[1]))
+            if om.offset < 0:
+                raise ValueError(f"offset must be >= 0, not {om.offset}")
+            out[TopicPartition(*tp)] = om
+        return out
+
+    async def commit(self, offsets: Mapping[tuple[str, int], int | tuple[int, str] | OffsetAndMetadata] | None = None
+                     ) -> None:
+        """Commit ``offsets`` (partition -> the offset of the next record to read, optionally
+        with a metadata string), or, by default, the positions of every assigned partition.
+        CommitFailedError if the group rebalanced meanwhile (the consumer rejoins by itself)."""
+        group = self._require_group()
+        await group.commit(self._offsets(offsets) if offsets is not None else
+                           {tp: OffsetAndMetadata(pos) for tp, pos in self._current_positions().items()})
+
+    def commit_async(self, offsets: Mapping[tuple[str, int], int | tuple[int, str] | OffsetAndMetadata] | None = None,
+                     callback: Callable[[dict[TopicPartition, OffsetAndMetadata], BaseException | None], None] | None = None
+                     ) -> asyncio.Task[None]:
+        """Start a commit (offsets as ``commit``, taken now) and return its task; ``callback``
+        gets ``(offsets, exception or None)`` when it completes."""
+        group = self._require_group()
+        todo = self._offsets(offsets) if offsets is not None else {
+            tp: OffsetAndMetadata(pos) for tp, pos in self._current_positions().items()}
+        task = asyncio.get_running_loop().create_task(group.commit(todo))
+
+        def done(t: asyncio.Task[None]) -> None:
+            exc = None if t.cancelled() else t.exception()
+            if callback is not None:
+                callback(todo, exc)
+        task.add_done_callback(done)
+        return task
+
+    async def committed(self, partitions: Iterable[tuple[str, int]]) -> dict[TopicPartition, OffsetAndMetadata | None]:
+        """The group's committed offsets of ``partitions`` (None where there is none)."""
+        return await self._require_group().fetch_committed(TopicPartition(*tp) for tp in partitions)
+
+    @property
+    def member_id(self) -> str | None:
+        """This member's id in the group (None without a group or before joining)."""
+        return (self._group.member_id or None) if self._group is not None else None
+
+    @property
+    def generation_id(self) -> int:
+        """The generation of the group this member last joined (-1: none)."""
+        return self._group.generation if self._group is not None else -1
+
+    def _polled(self) -> None:
+        if self._group is not None:
+            self._group.on_poll()
 
     def assignment(self) -> set[TopicPartition]:
         return set(self._parts)
@@ -277,6 +432,7 @@ class Consumer:
         deadline = time.monotonic() + timeout_ms / 1000
         await _yield()
         while True:
+            self._polled()
             self._fetcher.data.clear()
             parts = self._ready_parts(partitions)
             out: dict[TopicPartition, list[ConsumerRecord]] = {}
@@ -310,6 +466,7 @@ class Consumer:
         deadline = time.monotonic() + timeout_ms / 1000
         await _yield()
         while True:
+            self._polled()
             self._fetcher.data.clear()
             parts = self._ready_parts(partitions)
             out: list[ColumnBatch] = []
@@ -360,6 +517,7 @@ class Consumer:
         while True:
             if self._fetcher.closed:
                 raise StopAsyncIteration
+            self._polled()
             self._fetcher.data.clear()
             parts = self._ready_parts(())
             for p in parts:

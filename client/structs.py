@@ -5,7 +5,7 @@ from __future__ import annotations
 import enum
 from typing import NamedTuple
 
-__all__ = ["TopicPartition", "OffsetAndTimestamp", "OffsetSpec"]
+__all__ = ["TopicPartition", "OffsetAndTimestamp", "OffsetAndMetadata", "OffsetSpec"]
 
 
 class TopicPartition(NamedTuple):
@@ -21,6 +21,15 @@ class OffsetAndTimestamp(NamedTuple):
 
     offset: int
     timestamp: int
+
+
+class OffsetAndMetadata(NamedTuple):
+    """A committed offset (the next record to read) with the application's metadata string and
+    the leader epoch of the record before it (-1: unknown)."""
+
+    offset: int
+    metadata: str = ""
+    leader_epoch: int = -1
 
 
 class OffsetSpec(enum.IntEnum):

@@ -36,14 +36,17 @@ from client.admin import (
     ClusterDescription,
     ConfigEntry,
     ConfigResourceType,
+    GroupDescription,
+    GroupListing,
+    GroupOffset,
     LogDirDescription,
     NewTopic,
     TopicDescription,
 )
-from client.consumer import Consumer
+from client.consumer import Consumer, ConsumerRebalanceListener
 from client.consumer_records import ColumnBatch, ConsumerRecord
 from client.producer import Producer, RecordMetadata
-from client.structs import OffsetAndTimestamp, OffsetSpec, TopicPartition
+from client.structs import OffsetAndMetadata, OffsetAndTimestamp, OffsetSpec, TopicPartition
 
 __all__ = ["LoopThread", "SyncClient", "SyncProducer", "SyncConsumer", "SyncAdmin"]
 
@@ -256,6 +259,28 @@ class SyncAdmin(SyncClient):
     def topic_offsets(self, topic: str, spec: OffsetSpec | int = OffsetSpec.LATEST) -> dict[int, int]:
         return self._run(self._client.topic_offsets(topic, spec))
 
+    def list_groups(self, states: Iterable[str] | None = None) -> list[GroupListing]:
+        return self._run(self._client.list_groups(None if states is None else list(states)))
+
+    def describe_groups(self, group_ids: Iterable[str]) -> dict[str, GroupDescription]:
+        return self._run(self._client.describe_groups(list(group_ids)))
+
+    def delete_groups(self, group_ids: Iterable[str]) -> None:
+        self._run(self._client.delete_groups(list(group_ids)))
+
+    def list_group_offsets(self, group: str, partitions: Iterable[tuple[str, int]] | None = None
+                           ) -> dict[TopicPartition, GroupOffset]:
+        return self._run(self._client.list_group_offsets(group, None if partitions is None else list(partitions)))
+
+    def alter_group_offsets(self, group: str, offsets: Mapping[tuple[str, int], int | OffsetAndMetadata]) -> None:
+        self._run(self._client.alter_group_offsets(group, dict(offsets)))
+
+    def reset_group_offsets(self, group: str, partitions: Iterable[tuple[str, int]], **to: Any) -> dict[TopicPartition, int]:
+        return self._run(self._client.reset_group_offsets(group, list(partitions), **to))
+
+    def delete_group_offsets(self, group: str, partitions: Iterable[tuple[str, int]]) -> None:
+        self._run(self._client.delete_group_offsets(group, list(partitions)))
+
 
 
 class SyncConsumer(SyncClient):
@@ -287,6 +312,24 @@ class SyncConsumer(SyncClient):
 
     def assignment(self) -> set[TopicPartition]:
         return self._call(self._client.assignment)
+
+    def subscribe(self, topics: Iterable[str] = (), *, pattern: str | None = None,
+                  listener: ConsumerRebalanceListener | None = None) -> None:
+        """As ``Consumer.subscribe``; the listener runs on the client's loop thread."""
+        self._drop_buffer()
+        self._call(lambda: self._client.subscribe(list(topics), pattern=pattern, listener=listener))
+
+    def unsubscribe(self) -> None:
+        self._drop_buffer()
+        self._run(self._client.unsubscribe())
+
+    def commit(self, offsets: Mapping[tuple[str, int], int | tuple[int, str] | OffsetAndMetadata] | None = None) -> None:
+        """As ``Consumer.commit``. Positions include records handed to the iterator's buffer
+        and not yet yielded: commit explicit offsets when iterating."""
+        self._run(self._client.commit(None if offsets is None else dict(offsets)))
+
+    def committed(self, partitions: Iterable[tuple[str, int]]) -> dict[TopicPartition, OffsetAndMetadata | None]:
+        return self._run(self._client.committed(list(partitions)))
 
     def seek(self, partition: tuple[str, int], offset: int) -> None:
         self._drop_buffer()

@@ -6,6 +6,12 @@ the end, as kcat's ``-o -N``), or ``--timestamp MS`` (the first record at or aft
 the epoch). Stops after ``--max-messages N``, at the log end as it was when the command started
 (``--exit-at-end``), after ``--timeout-ms`` without a record, or on Ctrl-C (exit 0).
 
+With ``--group G`` the command is a member of consumer group G: it subscribes to the topic,
+reads what the group assigns it from the group's committed offsets (where there are none: the
+log end, or the beginning with ``--from-beginning``), and commits what it printed (every 5 s,
+and on exit). ``--partition``, ``--offset``, ``--timestamp`` and ``--exit-at-end`` do not
+apply to a group.
+
 ``--format`` (default ``%v``) is printed for each record, followed by a newline::
 
     %v (or %s) value   %k key   %t topic   %p partition   %o offset   %T timestamp (ms)
@@ -83,6 +89,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     start.add_argument("--timestamp", type=int, metavar="MS",
                        help="start at the first record with a timestamp >= MS (ms since the epoch)")
     parser.add_argument("--partition", "-p", type=int, metavar="P", help="read only partition P")
+    parser.add_argument("--group", "-g", metavar="GROUP",
+                        help="consume as a member of consumer group GROUP (subscribe, commit what is printed)")
     parser.add_argument("--max-messages", "-c", type=positive_int, metavar="N", help="exit after N records")
     parser.add_argument("--exit-at-end", "-e", action="store_true",
                         help="exit at the end of the log (as it was when the command started)")
@@ -102,6 +110,11 @@ def run(args: argparse.Namespace) -> int:
     except ValueError as e:
         return fail("consume", str(e))
     count = 0
+    if args.group is not None:
+        for flag, given in (("--partition", args.partition is not None), ("--offset", args.offset is not None),
+                            ("--timestamp", args.timestamp is not None), ("--exit-at-end", args.exit_at_end)):
+            if given:
+                return fail("consume", f"{flag} cannot be used with --group")
 
     async def main() -> int:
         nonlocal count
@@ -111,6 +124,8 @@ def run(args: argparse.Namespace) -> int:
 
         out = sys.stdout.buffer
         limit = args.max_messages
+        if args.group is not None:
+            return await consume_group(Consumer, out, fmt)
         async with Consumer(args.bootstrap_server, auto_offset_reset="latest", fetch_max_wait_ms=200,
                             **client_options(args)) as consumer:
             partitions = sorted(await consumer.partitions_for_topic(args.topic))
@@ -167,6 +182,34 @@ def run(args: argparse.Namespace) -> int:
                 count += len(lines)
                 if limit is not None and count >= limit:
                     break
+        return 0
+
+    async def consume_group(consumer_cls: Any, out: Any, fmt: Callable[[Any], bytes]) -> int:
+        """Subscribe as a member of ``--group``; positions move only past printed records (each
+        getmany takes at most what is still to print), so auto-commit and the commit on exit
+        store exactly what was printed."""
+        nonlocal count
+        import time
+
+        limit = args.max_messages
+        async with consumer_cls(args.bootstrap_server, group_id=args.group, fetch_max_wait_ms=200,
+                                auto_offset_reset="earliest" if args.from_beginning else "latest",
+                                **client_options(args)) as consumer:
+            await consumer.partitions_for_topic(args.topic)  # UnknownTopicOrPartitionError at once
+            consumer.subscribe([args.topic])
+            idle_since = time.monotonic()
+            while limit is None or count < limit:
+                got = await consumer.getmany(timeout_ms=200, max_records=None if limit is None else limit - count)
+                if not got:
+                    if args.timeout_ms and (time.monotonic() - idle_since) * 1000 >= args.timeout_ms:
+                        break
+                    continue
+                idle_since = time.monotonic()
+                lines = [fmt(r) for records in got.values() for r in records]
+                out.write(b"".join(lines))
+                out.flush()
+                count += len(lines)
+            await consumer.commit()
         return 0
 
     status = run_client("consume", args, main, interrupted_status=0)

@@ -140,3 +140,71 @@ async def test_admin_unreachable_broker() -> None:
     with pytest.raises(KafkaConnectionError, match=f"no broker reachable within 300 ms; tried 127.0.0.1:{port}"):
         async with Admin(f"127.0.0.1:{port}", connect_timeout_ms=300, retry_backoff_ms=50):
             pass
+
+
+async def test_consumer_groups(module_broker) -> None:
+    """list/describe groups, committed offsets with lag, reset (dry run and executed), refused
+    while members are active, delete offsets, delete the group."""
+    from client.consumer import Consumer
+    from client.errors import ERRORS
+    from client.protocol.api import ErrorCode
+
+    t, group = _topic("adm-g"), _topic("grp")
+    bs = module_broker.bootstrap
+    async with Admin(bs) as admin:
+        await admin.create_topic(t, 2)
+        async with Producer(bs) as p:
+            for i in range(10):
+                p.send_nowait(t, b"x", partition=i % 2, timestamp_ms=1_000_000 + i)
+            await p.flush()
+        assert all(g.group_id != group for g in await admin.list_groups())
+        assert (await admin.describe_groups([group]))[group].state == "Dead"
+
+        c = Consumer(bs, group_id=group, client_id="lag-client", auto_offset_reset="earliest", fetch_max_wait_ms=100)
+        await c.start()
+        try:
+            c.subscribe([t])
+            while len(c.assignment()) < 2:
+                await c.getmany(timeout_ms=100)
+            await c.commit({(t, 0): 2, (t, 1): 5})
+            listed = {g.group_id: g for g in await admin.list_groups()}
+            assert listed[group].protocol_type == "consumer" and listed[group].state == "Stable"
+            assert group in {g.group_id for g in await admin.list_groups(states=["stable"])}
+            assert group not in {g.group_id for g in await admin.list_groups(states=["Empty"])}
+            desc = (await admin.describe_groups([group]))[group]
+            assert (desc.state, desc.protocol_type, desc.protocol) == ("Stable", "consumer", "range")
+            [m] = desc.members
+            assert m.member_id == c.member_id and m.client_id == "lag-client" and m.client_host
+            assert m.assignment == [TopicPartition(t, 0), TopicPartition(t, 1)] and m.topics == [t]
+            offsets = await admin.list_group_offsets(group)
+            assert offsets[TopicPartition(t, 0)] == (2, "", 5, 3)
+            assert offsets[TopicPartition(t, 1)] == (5, "", 5, 0)
+            with pytest.raises(ERRORS[ErrorCode.UNKNOWN_MEMBER_ID], match="active members"):
+                await admin.alter_group_offsets(group, {(t, 0): 0})
+            with pytest.raises(ERRORS[ErrorCode.NON_EMPTY_GROUP]):
+                await admin.delete_groups([group])
+        finally:
+            await c.close()
+        assert (await admin.describe_groups([group]))[group].state == "Empty"
+
+        tps = [(t, 0), (t, 1)]
+        plan = await admin.reset_group_offsets(group, tps, to_earliest=True, execute=False)
+        assert plan == {TopicPartition(t, 0): 0, TopicPartition(t, 1): 0}
+        assert (await admin.list_group_offsets(group))[TopicPartition(t, 0)].committed != 0  # dry run
+        assert await admin.reset_group_offsets(group, tps, to_offset=99) == {TopicPartition(t, 0): 5,
+                                                                            TopicPartition(t, 1): 5}
+        assert await admin.reset_group_offsets(group, tps, to_timestamp_ms=1_000_000 + 4) == {
+            TopicPartition(t, 0): 2, TopicPartition(t, 1): 2}
+        assert {tp: o.committed for tp, o in (await admin.list_group_offsets(group)).items()} == {
+            TopicPartition(t, 0): 2, TopicPartition(t, 1): 2}
+        await admin.alter_group_offsets(group, {(t, 1): 4})
+        assert (await admin.list_group_offsets(group, [(t, 1)])) == {TopicPartition(t, 1): (4, "", 5, 1)}
+        await admin.delete_group_offsets(group, [(t, 1)])
+        assert list(await admin.list_group_offsets(group)) == [TopicPartition(t, 0)]
+        with pytest.raises(ValueError):
+            await admin.reset_group_offsets(group, tps)
+        await admin.delete_groups([group])
+        assert (await admin.describe_groups([group]))[group].state == "Dead"
+        assert await admin.list_group_offsets(group) == {}
+        with pytest.raises(ERRORS[ErrorCode.GROUP_ID_NOT_FOUND]):
+            await admin.delete_groups([group])

@@ -123,3 +123,32 @@ def test_sync_consumer(module_broker) -> None:
     with pytest.raises(RuntimeError, match="closed"):
         c.poll()
     assert list(c) == []  # iteration ends once closed
+
+
+def test_sync_group_consumer_and_admin(module_broker) -> None:
+    from client.sync import SyncConsumer
+
+    name, group = _topic("sync-g"), _topic("grp")
+    with SyncAdmin(module_broker.bootstrap) as admin, SyncProducer(module_broker.bootstrap, linger_ms=1) as p:
+        admin.create_topic(name, 1)
+        for i in range(3):
+            p.send(name, b"%d" % i)
+        with SyncConsumer(module_broker.bootstrap, group_id=group, auto_offset_reset="earliest",
+                          enable_auto_commit=False) as c:
+            c.subscribe([name])
+            got: list[int] = []
+            while len(got) < 3:
+                got += [r.offset for r in c.poll(timeout_ms=200)]
+            c.commit({(name, 0): 2})
+            assert c.committed([(name, 0)])[(name, 0)].offset == 2
+            assert [g.group_id for g in admin.list_groups(["Stable"]) if g.group_id == group] == [group]
+            assert admin.describe_groups([group])[group].members[0].assignment == [(name, 0)]
+            c.unsubscribe()
+            assert c.assignment() == set()
+        assert admin.list_group_offsets(group)[(name, 0)].lag == 1
+        assert admin.reset_group_offsets(group, [(name, 0)], to_latest=True) == {(name, 0): 3}
+        admin.delete_group_offsets(group, [(name, 0)])
+        assert admin.list_group_offsets(group) == {}
+        admin.alter_group_offsets(group, {(name, 0): 1})
+        admin.delete_groups([group])
+        assert admin.describe_groups([group])[group].state == "Dead"
