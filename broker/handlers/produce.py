@@ -1,4 +1,4 @@
-"""Produce (0), v3-7.
+"""Produce (0), v0-11 (Kafka 3.9).
 
 Each partition's records are appended with ``Log.append`` straight from the request frame
 (a writable memoryview: offsets are patched in place, nothing is re-encoded). Errors are per
@@ -13,6 +13,12 @@ nothing, as in Kafka; a record timestamp out of the ``message.timestamp.*`` boun
 INVALID_TIMESTAMP. acks=0: no response (the connection is closed if anything failed, as Kafka does);
 acks=1: answered after the append (page cache); acks=-1: answered once the appended offsets
 are fsync'd (group commit, see state.py).
+
+Versions: v3+ carry transactional_id; v8+ answer a refused partition's reason in
+``error_message`` (``record_errors`` stays empty: a batch is refused whole, never record by
+record); v9+ are flexible; v10+ may carry KIP-951's leader hints (``current_leader``,
+``node_endpoints``), which Kafka sends only with NOT_LEADER_OR_FOLLOWER — never the case with
+one broker, so they are never sent.
 """
 
 from __future__ import annotations
@@ -42,7 +48,7 @@ def handle(request: dict[str, Any], version: int, state: Any) -> Any:
         parts = []
         for p in topic["partition_data"]:
             resp = {"index": p["index"], "error_code": 0, "base_offset": -1,
-                    "log_append_time_ms": -1, "log_start_offset": -1}
+                    "log_append_time_ms": -1, "log_start_offset": -1, "error_message": None}
             parts.append(resp)
             if bad_acks:
                 resp["error_code"] = ErrorCode.INVALID_REQUIRED_ACKS
@@ -66,6 +72,7 @@ def handle(request: dict[str, Any], version: int, state: Any) -> Any:
                     info = log.append(records)
                 except Exception as e:  # noqa: BLE001 - every failure becomes a partition error
                     resp["error_code"] = error_code_of(e)
+                    resp["error_message"] = str(e) or None
                     logger.info("produce to %s-%d rejected: %s", name, p["index"], e)
                 else:
                     resp["base_offset"] = info.first_offset
