@@ -14,7 +14,10 @@ INVALID_TIMESTAMP. acks=0: no response (the connection is closed if anything fai
 acks=1: answered after the append (page cache); acks=-1: answered once the appended offsets
 are fsync'd (group commit, see state.py).
 
-Versions: v3+ carry transactional_id; v8+ answer a refused partition's reason in
+Versions: v0-2 normally carry magic 0/1 message sets (clients pinned to Kafka < 0.11): they
+are converted to one RecordBatch v2 on the way in (client/records/legacy.py: keys, values and
+timestamps kept, offsets assigned by the log, the producer's codec re-applied), as Kafka 3.x
+does, then appended like any batch. v3+ carry transactional_id; v8+ answer a refused partition's reason in
 ``error_message`` (``record_errors`` stays empty: a batch is refused whole, never record by
 record); v9+ are flexible; v10+ may carry KIP-951's leader hints (``current_leader``,
 ``node_endpoints``), which Kafka sends only with NOT_LEADER_OR_FOLLOWER — never the case with
@@ -27,13 +30,24 @@ import logging
 from typing import Any
 
 from client.protocol.api import ApiKey, ErrorCode
+from client.records.compression import DecompressedSizeError
+from client.records.legacy import convert_legacy, is_legacy
 
+from ..storage.errors import RecordTooLargeError
+from ..storage.log_validator import max_decompressed_size
 from .common import CLOSE, NO_RESPONSE, error_code_of
 from .metadata import INTERNAL_TOPICS
 
 API_KEY = ApiKey.PRODUCE
 
 logger = logging.getLogger(__name__)
+
+
+def _convert(records: Any, config: Any) -> bytearray:
+    try:
+        return convert_legacy(records, max_decompressed_size(config))
+    except DecompressedSizeError as e:
+        raise RecordTooLargeError(str(e)) from None
 
 
 def handle(request: dict[str, Any], version: int, state: Any) -> Any:
@@ -69,6 +83,8 @@ def handle(request: dict[str, Any], version: int, state: Any) -> Any:
                             " requirement of %d", name, p["index"], log.config.min_insync_replicas)
             else:
                 try:
+                    if version <= 2 and is_legacy(records):
+                        records = _convert(records, log.config)
                     info = log.append(records)
                 except Exception as e:  # noqa: BLE001 - every failure becomes a partition error
                     resp["error_code"] = error_code_of(e)
