@@ -36,7 +36,7 @@ def _fetch_by_id(topic_id: uuid.UUID, offset: int, **partition: Any) -> dict[str
 @pytest.mark.parametrize("key,expected", [
     (ApiKey.PRODUCE, (0, 11)), (ApiKey.FETCH, (4, 17)), (ApiKey.LIST_OFFSETS, (1, 9)), (ApiKey.METADATA, (0, 12)),
     (ApiKey.CREATE_TOPICS, (0, 7)), (ApiKey.DELETE_TOPICS, (0, 6)), (ApiKey.INIT_PRODUCER_ID, (0, 5)),
-    (ApiKey.API_VERSIONS, (0, 4)),
+    (ApiKey.API_VERSIONS, (0, 4)), (ApiKey.FIND_COORDINATOR, (0, 6)),
 ])
 def test_ranges(key: ApiKey, expected: tuple[int, int]) -> None:
     """Kafka 3.9's maxima; the minima old librdkafka needs (Produce 0, Fetch 4, ListOffsets 1)."""
@@ -179,3 +179,17 @@ def test_metadata_authorized_operations_without_an_authorizer(module_broker) -> 
                 assert resp["cluster_authorized_operations"] > 0
             resp = c.call(ApiKey.METADATA, version, {"topics": [{"name": "ops"}]})
             assert resp["topics"][0]["topic_authorized_operations"] == -(1 << 31)
+
+
+def test_find_coordinator_share_key_type(module_broker) -> None:
+    """v6 (KIP-932) adds key type 2, share groups: COORDINATOR_NOT_AVAILABLE as Kafka 3.9 answers
+    without a share coordinator; before v6 (and for undefined types) INVALID_REQUEST."""
+    with Conn(module_broker.port) as c:
+        def codes(version: int, key_type: int) -> list[int]:
+            resp = c.call(ApiKey.FIND_COORDINATOR, version, {"key_type": key_type, "coordinator_keys": ["g"]})
+            return [x["error_code"] for x in resp["coordinators"]]
+
+        assert codes(6, 0) == [0]
+        assert codes(6, 2) == [ErrorCode.COORDINATOR_NOT_AVAILABLE]
+        assert codes(5, 2) == [ErrorCode.INVALID_REQUEST]
+        assert codes(6, 3) == [ErrorCode.INVALID_REQUEST]
