@@ -37,6 +37,8 @@ from collections.abc import Callable
 from time import perf_counter
 from typing import Any
 
+from client.protocol.api import ApiKey
+
 from .config import BrokerConfig
 from .dynamic_config import DynamicBrokerConfig
 from .group.runtime import GroupRuntime
@@ -172,6 +174,9 @@ class Broker:
             return
 
         def with_faults(conn: Any, key: int, version: int, cid: int, request: dict[str, Any]) -> Any:
+            if key == ApiKey.FETCH and version >= 13:  # topics by id: name them for rules naming a topic
+                for t in request["topics"]:
+                    t["topic"] = state.logs.topic_name(t["topic_id"]) or ""
             return faults.intercept(conn, key, version, request,
                                     lambda req: handle_request(key, version, cid, req, state))
 

@@ -231,7 +231,7 @@ class Admin(ClusterAdmin, GroupAdmin):
         names = list(names)
         if not names:
             return
-        body = {"topic_names": names,
+        body = {"topic_names": names, "topics": [{"name": n} for n in names],  # v0-5 / v6+
                 "timeout_ms": timeout_ms if timeout_ms is not None else self.request_timeout_ms}
         resp = await self._request(self._cluster.controller_connection, ApiKey.DELETE_TOPICS, body)
         for name in names:

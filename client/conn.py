@@ -30,8 +30,10 @@ __all__ = ["ClientConnectionState", "BrokerConnection", "CLIENT_VERSIONS"]
 
 _SIZE = struct.Struct(">i")
 
-#: Versions this client can speak (its schema tables), per API.
+#: Versions this client can speak (its schema tables), per API, except that it fetches by topic
+#: name: Fetch v13+ address topics by id (KIP-516), which this client does not track.
 CLIENT_VERSIONS: dict[int, tuple[int, int]] = {k: m.valid for k, m in REQUESTS.items()}
+CLIENT_VERSIONS[ApiKey.FETCH] = (CLIENT_VERSIONS[ApiKey.FETCH][0], 12)
 
 
 class ClientConnectionState:

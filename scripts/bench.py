@@ -35,7 +35,7 @@ checking that it exits 0. Sections (``--only NAME[,NAME...]``; all by default):
   whenever more than ``queued.min.messages`` records are queued, i.e. after every large fetch,
   which caps W2 near 150,000 records/s whatever the broker does.
 - ``fetch``: the fetch path alone. A Python client that never decodes records sends Fetch v11
-  requests (built with ``client.protocol``) with ``--fetch-max-bytes`` (default 32 MiB) and reads
+  requests (``--fetch-version``: 4-17; 12+ are flexible, 13+ name the topic by id), built with ``client.protocol``, with ``--fetch-max-bytes`` (default 32 MiB) and reads
   each reply into one preallocated buffer; the next fetch offset comes from the last whole batch
   header of the reply (``client.records.batch``; a partial trailing batch is dropped, as
   clients do). Pass after pass over the whole partition until ``--fetch-gb`` GB have arrived;
@@ -128,6 +128,8 @@ from _benchutil import command_line, fs_type, machine_line  # noqa: E402
 
 from broker.testing import BrokerProcess, parse_metrics  # noqa: E402
 from client.protocol import REQUESTS, ApiKey, FrameDecoder, Writer, encode_request_header  # noqa: E402
+from client.protocol.messages import RESPONSES  # noqa: E402
+from client.protocol.primitives import Reader  # noqa: E402
 from client.records.batch import (  # noqa: E402
     BASE_SEQUENCE_OFFSET,
     CRC_OFFSET,
@@ -828,8 +830,23 @@ class BatchWalker:
 _FETCH_PART = struct.Struct(">ihqqqi")  # partition, error, hwm, lso, log start, aborted count
 
 
+def _uvarint(buf: bytearray, pos: int) -> tuple[int, int]:
+    value = shift = 0
+    while True:
+        b = buf[pos]
+        pos += 1
+        value |= (b & 0x7F) << shift
+        if b < 0x80:
+            return value, pos
+        shift += 7
+
+
 class RawFetcher:
-    def __init__(self, port: int, topic: str, max_bytes: int) -> None:
+    def __init__(self, port: int, topic: str, max_bytes: int, version: int = 11,
+                 topic_id: Any = None) -> None:
+        self.version = version
+        self.flexible = version >= 12
+        self.topic_id = topic_id  # v13+
         self.sock = connect(port)
         self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 8 * MiB)
         self.topic = topic
@@ -841,10 +858,10 @@ class RawFetcher:
 
     def request(self, offset: int) -> bytes:
         self.cid += 1
-        return encode_request(ApiKey.FETCH, 11, self.cid, {
+        return encode_request(ApiKey.FETCH, self.version, self.cid, {
             "replica_id": -1, "max_wait_ms": 0, "min_bytes": 1, "max_bytes": self.max_bytes,
             "isolation_level": 0, "session_id": 0, "session_epoch": -1,
-            "topics": [{"topic": self.topic, "partitions": [{
+            "topics": [{"topic": self.topic, "topic_id": self.topic_id, "partitions": [{
                 "partition": 0, "current_leader_epoch": -1, "fetch_offset": offset,
                 "log_start_offset": -1, "partition_max_bytes": self.max_bytes}]}],
             "forgotten_topics_data": [], "rack_id": ""})
@@ -853,6 +870,8 @@ class RawFetcher:
         """Parse the reply header in ``buf`` (one topic, one partition): where its records
         start and how many bytes they take. Raises on any error code."""
         buf = self.buf
+        if self.flexible:
+            return self._flexible_records_range()
         pos = 4 + 4 + 4  # size, correlation id, throttle_time_ms
         error, _session, ntopics = struct.unpack_from(">hii", buf, pos)
         pos += 10
@@ -867,6 +886,30 @@ class RawFetcher:
         _preferred, rsize = struct.unpack_from(">ii", buf, pos)
         self.hwm = hwm
         return pos + 8, rsize
+
+    def _flexible_records_range(self) -> tuple[int, int]:
+        """v12+: compact (varint) lengths, a tag buffer after the correlation id, the topic id
+        instead of its name from v13."""
+        buf = self.buf
+        pos = 4 + 4 + 1 + 4  # size, correlation id, header tags, throttle_time_ms
+        error, _session = struct.unpack_from(">hi", buf, pos)
+        ntopics, pos = _uvarint(buf, pos + 6)
+        if self.version >= 13:
+            pos += 16
+        else:
+            tlen, pos = _uvarint(buf, pos)
+            pos += tlen - 1
+        _nparts, pos = _uvarint(buf, pos)
+        _part, perr, hwm, _lso, _start = struct.unpack_from(">ihqqq", buf, pos)
+        pos += 30
+        if error or perr or ntopics != 2:
+            raise RuntimeError(f"fetch error {error}/{perr}")
+        aborted, pos = _uvarint(buf, pos)
+        pos += 17 * max(0, aborted - 1)
+        pos += 4  # preferred_read_replica
+        rsize, pos = _uvarint(buf, pos)
+        self.hwm = hwm
+        return pos, rsize - 1
 
     def _recv_some(self, got: int, size: int) -> int:
         k = self.sock.recv_into(self.view[got:size], size - got)
@@ -887,7 +930,8 @@ class RawFetcher:
         field, next offset, whether the next request was sent)."""
         size = self._recv_size()
         got = 4
-        head = 4 + 14 + 4 + 2 + len(self.topic.encode()) + 4 + _FETCH_PART.size + 8
+        head = (4 + 14 + 4 + 2 + len(self.topic.encode()) + 4 + _FETCH_PART.size + 8 if not self.flexible
+                else 4 + 4 + 1 + 10 + 1 + 16 + 1 + 30 + 1 + 4 + 5)  # v13+ (v12: at most the name)
         while got < head:
             got = self._recv_some(got, size)
         start, rsize = self._records_range()
@@ -998,6 +1042,24 @@ def sendfile_ceiling(log_path: str, chunk: int, target_bytes: float) -> tuple[fl
     return total / wall / GB, cpu / wall
 
 
+def fetch_topic_id(ctx: Ctx, topic: str) -> Any:
+    """The topic's id (Metadata v12), for Fetch v13+."""
+    sock = connect(ctx.broker.port)
+    try:
+        sock.sendall(encode_request(ApiKey.METADATA, 12, 1, {"topics": [{"name": topic}],
+                                                               "allow_auto_topic_creation": False}))
+        head = bytearray(4)
+        recv_exact(sock, memoryview(head), 4)
+        body = bytearray(struct.unpack(">i", head)[0])
+        recv_exact(sock, memoryview(body), len(body))
+        r = Reader(body)
+        r.int32()
+        r.tagged_fields()
+        return RESPONSES[ApiKey.METADATA].decode(r, 12)["topics"][0]["topic_id"]
+    finally:
+        sock.close()
+
+
 @section("fetch")
 def section_fetch(ctx: Ctx) -> dict[str, Any]:
     topic = ensure_data(ctx)
@@ -1005,14 +1067,16 @@ def section_fetch(ctx: Ctx) -> dict[str, Any]:
     max_bytes = ctx.args.fetch_max_bytes
     target_bytes = ctx.args.fetch_gb * GB
     repeats = ctx.args.fetch_repeats
-    print(f"== raw fetch: Fetch v11, max_bytes = partition_max_bytes = {max_bytes // MiB} MiB, {end:,} records of"
+    version = ctx.args.fetch_version
+    topic_id = fetch_topic_id(ctx, topic) if version >= 13 else None
+    print(f"== raw fetch: Fetch v{version}, max_bytes = partition_max_bytes = {max_bytes // MiB} MiB, {end:,} records of"
           f" {topic}, >= {ctx.args.fetch_gb:g} GB per run, median of {repeats}")
     out: dict[str, Any] = {}
     with Profiler(ctx, "fetch"):
         for mode in ("serial", "early"):
             runs = []
             for r in range(repeats):
-                f = RawFetcher(ctx.broker.port, topic, max_bytes)
+                f = RawFetcher(ctx.broker.port, topic, max_bytes, version, topic_id)
                 f.read_partition(end, mode == "early")  # warm-up pass: page cache, connection
                 total = replies = passes = 0
                 with CpuMeter(ctx.broker.pid) as m:
@@ -1313,6 +1377,8 @@ def main(argv: list[str] | None = None) -> int:
                     help="W2 fetch.queue.backoff.ms (default 1; librdkafka's own default of 1000 caps W2 near"
                          " 150,000 records/s)")
     ap.add_argument("--fetch-max-bytes", type=int, default=32 * MiB, help="raw fetch max_bytes (default 32 MiB)")
+    ap.add_argument("--fetch-version", type=int, default=11, choices=range(4, 18), metavar="4-17",
+                    help="raw fetch request version (default 11; 12+ flexible, 13+ by topic id)")
     ap.add_argument("--fetch-repeats", type=int, default=5, help="runs per raw fetch figure (default 5)")
     ap.add_argument("--fetch-gb", type=float, help="GB read per raw fetch run (default 4; --quick 1)")
     ap.add_argument("--latency-rate", type=float, help="records/s for the latency section (default 20%% of W1 max)")

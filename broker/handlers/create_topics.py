@@ -1,7 +1,10 @@
-"""CreateTopics (19), v0-3: partitions (or -1 = ``num.partitions``; or the number of manual
+"""CreateTopics (19), v0-7 (Kafka 3.9): partitions (or -1 = ``num.partitions``; or the number of manual
 assignments), replication factor 1 or -1 (one broker), topic configs, ``validate_only``.
 Errors per topic: TOPIC_ALREADY_EXISTS, INVALID_TOPIC_EXCEPTION, INVALID_PARTITIONS,
-INVALID_REPLICATION_FACTOR, INVALID_CONFIG, INVALID_REQUEST (a topic listed twice)."""
+INVALID_REPLICATION_FACTOR, INVALID_CONFIG, INVALID_REQUEST (a topic listed twice).
+A created (or validated) topic's answer carries, from v5, its partition count, replication
+factor 1 and every topic config with its source (as DescribeConfigs lists them), and from v7 its
+topic id (the zero id for ``validate_only``, which creates no id)."""
 
 from __future__ import annotations
 
@@ -11,6 +14,7 @@ from typing import Any
 from client.protocol.api import ApiKey, ErrorCode
 
 from ..storage.errors import StorageError
+from .describe_configs import wire_entry
 
 API_KEY = ApiKey.CREATE_TOPICS
 
@@ -23,6 +27,8 @@ def handle(request: dict[str, Any], version: int, state: Any) -> dict[str, Any]:
     for t in request["topics"]:
         name = t["name"]
         err, msg = 0, None
+        result: dict[str, Any] = {"name": name, "topic_id": None, "num_partitions": -1, "replication_factor": -1,
+                                  "configs": []}
         n = t["num_partitions"]
         if t["assignments"]:
             n = len(t["assignments"])
@@ -38,12 +44,18 @@ def handle(request: dict[str, Any], version: int, state: Any) -> dict[str, Any]:
         else:
             configs = {c["name"]: c["value"] for c in t["configs"] if c["value"] is not None}
             try:
-                state.logs.create_topic(name, n, configs, validate_only=request["validate_only"])
+                info = state.logs.create_topic(name, n, configs, validate_only=request["validate_only"])
             except StorageError as e:
                 err, msg = e.error_code, str(e)
             except ValueError as e:
                 err, msg = ErrorCode.INVALID_PARTITIONS, str(e)
+            else:
+                result.update(topic_id=info.topic_id, num_partitions=info.partitions, replication_factor=1)
+                if version >= 5:
+                    entries = state.dynamic.describe_topic(info.overrides, info.config)
+                    result["configs"] = [wire_entry(e, False, False) for e in entries]
         if err:
             logger.info("CreateTopics %s failed: %s", name, msg)
-        out.append({"name": name, "error_code": err, "error_message": msg})
+        result.update(error_code=err, error_message=msg)
+        out.append(result)
     return {"throttle_time_ms": 0, "topics": out}

@@ -23,7 +23,7 @@ API_KEY = ApiKey.DESCRIBE_CONFIGS
 TOPIC, BROKER = 2, 4
 
 
-def _wire(e: Entry, synonyms: bool, documentation: bool) -> dict[str, Any]:
+def wire_entry(e: Entry, synonyms: bool, documentation: bool) -> dict[str, Any]:
     return {"name": e.name, "value": e.value, "read_only": e.read_only,
             "is_default": e.source == ConfigSourceId.DEFAULT, "config_source": e.source, "is_sensitive": False,
             "synonyms": [{"name": n, "value": v, "source": s} for n, v, s in e.synonyms] if synonyms else [],
@@ -68,6 +68,6 @@ def handle(request: dict[str, Any], version: int, state: Any) -> dict[str, Any]:
         except _Failure as e:
             res["error_code"], res["error_message"] = e.error_code, str(e)
         else:
-            res["configs"] = [_wire(e, synonyms, documentation) for e in entries if not keys or e.name in keys]
+            res["configs"] = [wire_entry(e, synonyms, documentation) for e in entries if not keys or e.name in keys]
         results.append(res)
     return {"throttle_time_ms": 0, "results": results}

@@ -1,30 +1,49 @@
-"""Fetch (1), v4-11: index lookup, then the record bytes leave by ``os.sendfile``.
+"""Fetch (1), v4-17 (Kafka 3.9): index lookup, then the record bytes leave by ``os.sendfile``.
 
 For each partition: ``Log.read`` gives file slices starting at the batch that holds
 ``fetch_offset``; the first non-empty partition's first batch is always whole (KIP-74), after
 that ``min(partition_max_bytes, bytes left of max_bytes)`` (a slice may end mid-batch; clients
 drop the partial tail). Errors: OFFSET_OUT_OF_RANGE below the log start or above the log end,
-UNKNOWN_TOPIC_OR_PARTITION. high_watermark = last_stable_offset = log end offset (one replica,
-no transactions); preferred_read_replica = -1; records are never null.
+UNKNOWN_TOPIC_OR_PARTITION, UNKNOWN_TOPIC_ID (v13+, topics named by id),
+UNKNOWN_LEADER_EPOCH for a ``current_leader_epoch`` (v9+) above 0, the only leader epoch here.
+high_watermark = last_stable_offset = log end offset (one replica, no transactions);
+preferred_read_replica = -1 (no follower to read from); records are never null.
+
+Fetch sessions (KIP-227, v7+) are not kept: every fetch is answered in full with session id 0,
+which is how Kafka answers when its session cache has no room
+(``max.incremental.fetch.session.cache.slots`` used up), so clients keep sending full fetch
+requests. An incremental request (session epoch other than 0 and -1) gets
+FETCH_SESSION_ID_NOT_FOUND, after which clients start over with a full one.
+
+``last_fetched_epoch`` (v12+, followers; consumers send -1) is checked as Kafka does: epoch 0
+ends at the log end offset, so a fetch offset past it answers ``diverging_epoch`` (0, log end
+offset) with no records; any other epoch is unknown here (OFFSET_OUT_OF_RANGE).
 
 Long poll: with fewer than ``min_bytes`` available and no error, the request waits until an
 append to one of its partitions or ``max_wait_ms``, then reads again.
 
-Response layout (non-flexible, v4-11, Kafka's FetchResponse.json), after the frame size
-and the v0 response header::
+Response layout (Kafka's FetchResponse.json), after the frame size::
 
-    int32 throttle_time_ms | int16 error_code [v7+] | int32 session_id [v7+] | int32 n_topics
-      int16 len + topic | int32 n_partitions
+    int32 correlation_id | tag buffer [v12+]              (response header v0 / v1)
+    int32 throttle_time_ms | int16 error_code [v7+] | int32 session_id [v7+] | ARRAY topics
+      STRING topic [v4-12] | UUID topic_id [v13+] | ARRAY partitions
         int32 partition_index | int16 error_code | int64 high_watermark
         int64 last_stable_offset | int64 log_start_offset [v5+]
-        int32 aborted_transactions (-1 = null for read_uncommitted, 0 otherwise)
-        int32 preferred_read_replica [v11+] | int32 records_size | records (sendfile)
+        ARRAY aborted_transactions (null for read_uncommitted, empty otherwise)
+        int32 preferred_read_replica [v11+] | BYTES records (sendfile)
+        tag buffer [v12+]: tag 0 diverging_epoch {int32 epoch, int64 end_offset}
+      tag buffer [v12+]
+    tag buffer [v12+]
+
+ARRAY/STRING/BYTES are int32/int16/int32-length-prefixed up to v11, and "compact" from v12
+(unsigned varint of length + 1, 0 = null).
 """
 
 from __future__ import annotations
 
 import asyncio
 import struct
+import uuid
 from typing import Any
 
 from client.protocol.api import ApiKey, ErrorCode
@@ -35,38 +54,89 @@ from .common import FetchReply, error_code_of
 
 API_KEY = ApiKey.FETCH
 
+FLEXIBLE_FROM = 12
+TOPIC_IDS_FROM = 13
+#: the leader epoch of every partition: one broker, never a leader change
+LEADER_EPOCH = 0
+#: session epochs of a full fetch request: 0 opens a session, -1 asks for none
+_FULL_FETCH_EPOCHS = (0, -1)
+
 _TOP = struct.Struct(">ihi")  # throttle, error_code, session_id (v7+)
 _I32 = struct.Struct(">i")
 _PART = struct.Struct(">ihqq")  # index, error, high watermark, last stable offset
 _I64 = struct.Struct(">q")
+_DIVERGING_TAG = struct.Struct(">iq")  # the diverging_epoch struct: epoch, end offset
+
+#: one partition of the answer: (index, error, high watermark, log start, slices, diverging
+#: epoch's end offset or -1)
+Part = tuple[int, int, int, int, list[FileSlice], int]
+#: the answer: [(topic name, topic id, [Part])]; the name is "" for an unknown id
+Result = list[tuple[str, uuid.UUID | None, list[Part]]]
 
 
-def _read_all(request: dict[str, Any], state: Any) -> tuple[list[tuple[str, list[tuple[int, int, int, int, list[FileSlice]]]]], int, bool]:
-    """Read every partition: [(topic, [(partition, error, hw, log_start, slices)])], the total
-    record bytes, and whether any partition had an error."""
+def _uvarint(n: int) -> bytes:
+    out = bytearray()
+    while n >= 0x80:
+        out.append((n & 0x7F) | 0x80)
+        n >>= 7
+    out.append(n)
+    return bytes(out)
+
+
+def _partition_error(p: dict[str, Any], log: Any) -> int:
+    """The error Kafka answers before reading, or 0."""
+    if p["current_leader_epoch"] > LEADER_EPOCH:
+        return ErrorCode.UNKNOWN_LEADER_EPOCH
+    if p["last_fetched_epoch"] > LEADER_EPOCH:  # an epoch this partition never had
+        return ErrorCode.OFFSET_OUT_OF_RANGE
+    if p["last_fetched_epoch"] == LEADER_EPOCH and p["fetch_offset"] < log.log_start_offset:
+        return ErrorCode.OFFSET_OUT_OF_RANGE
+    return 0
+
+
+def _read_all(request: dict[str, Any], version: int, state: Any) -> tuple[Result, int, bool]:
+    """Read every partition: the answer, the total record bytes, and whether any partition had
+    an error."""
     limit = request["max_bytes"]
     min_one = True
     total = 0
     errors = False
-    out = []
+    out: Result = []
+    by_id = version >= TOPIC_IDS_FROM
     for t in request["topics"]:
-        name = t["topic"]
-        parts = []
+        topic_id = t["topic_id"] if by_id else None
+        name = state.logs.topic_name(topic_id) if by_id else t["topic"]
+        parts: list[Part] = []
+        if name is None:
+            out.append(("", topic_id, [(p["partition"], ErrorCode.UNKNOWN_TOPIC_ID, -1, -1, [], -1)
+                                       for p in t["partitions"]]))
+            errors = True
+            continue
         for p in t["partitions"]:
             idx = p["partition"]
             log = state.logs.get_log(name, idx)
             if log is None:
-                parts.append((idx, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, -1, -1, []))
+                parts.append((idx, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, -1, -1, [], -1))
                 errors = True
+                continue
+            err = _partition_error(p, log)
+            if err:
+                parts.append((idx, err, log.high_watermark, log.log_start_offset, [], -1))
+                errors = True
+                continue
+            if p["last_fetched_epoch"] == LEADER_EPOCH and p["fetch_offset"] > log.log_end_offset:
+                end = log.log_end_offset
+                parts.append((idx, 0, log.high_watermark, log.log_start_offset, [], end))
+                errors = True  # answer at once, as for an error: there is nothing to wait for
                 continue
             try:
                 res = log.read(p["fetch_offset"], min(p["partition_max_bytes"], limit), min_one)
             except OffsetOutOfRangeError:
-                parts.append((idx, ErrorCode.OFFSET_OUT_OF_RANGE, log.high_watermark, log.log_start_offset, []))
+                parts.append((idx, ErrorCode.OFFSET_OUT_OF_RANGE, log.high_watermark, log.log_start_offset, [], -1))
                 errors = True
                 continue
             except Exception as e:  # noqa: BLE001
-                parts.append((idx, error_code_of(e), -1, -1, []))
+                parts.append((idx, error_code_of(e), -1, -1, [], -1))
                 errors = True
                 continue
             size = res.size
@@ -74,25 +144,36 @@ def _read_all(request: dict[str, Any], state: Any) -> tuple[list[tuple[str, list
                 min_one = False
             limit = max(0, limit - size)
             total += size
-            parts.append((idx, 0, res.high_watermark, res.log_start_offset, res.slices))
-        out.append((name, parts))
+            parts.append((idx, 0, res.high_watermark, res.log_start_offset, res.slices, -1))
+        out.append((name, topic_id, parts))
     return out, total, errors
 
 
-def _encode(result: list[tuple[str, list[tuple[int, int, int, int, list[FileSlice]]]]], version: int,
-            correlation_id: int, read_committed: bool) -> FetchReply:
+def _encode(result: Result, version: int, correlation_id: int, read_committed: bool,
+            error: int = 0) -> FetchReply:
+    flexible = version >= FLEXIBLE_FROM
+    by_id = version >= TOPIC_IDS_FROM
     parts: list[bytes | FileSlice] = []
     buf = bytearray(_I32.pack(correlation_id))
+    if flexible:
+        buf += b"\x00"  # response header v1: no tagged fields
     buf += _I32.pack(0)  # throttle_time_ms
     if version >= 7:
-        buf += b"\x00\x00" + _I32.pack(0)  # error_code, session_id
-    buf += _I32.pack(len(result))
+        buf += struct.pack(">h", error) + _I32.pack(0)  # error_code, session_id (no session)
+    buf += _uvarint(len(result) + 1) if flexible else _I32.pack(len(result))
     size = 0
-    aborted = _I32.pack(0 if read_committed else -1)
-    for name, plist in result:
-        nb = name.encode()
-        buf += struct.pack(">h", len(nb)) + nb + _I32.pack(len(plist))
-        for idx, err, hw, start, slices in plist:
+    if flexible:
+        aborted = b"\x01" if read_committed else b"\x00"  # compact array: empty / null
+    else:
+        aborted = _I32.pack(0 if read_committed else -1)
+    for name, topic_id, plist in result:
+        if by_id:
+            buf += topic_id.bytes if topic_id is not None else bytes(16)
+        else:
+            nb = name.encode()
+            buf += _uvarint(len(nb) + 1) + nb if flexible else struct.pack(">h", len(nb)) + nb
+        buf += _uvarint(len(plist) + 1) if flexible else _I32.pack(len(plist))
+        for idx, err, hw, start, slices, diverging in plist:
             buf += _PART.pack(idx, err, hw, hw)
             if version >= 5:
                 buf += _I64.pack(start)
@@ -100,31 +181,46 @@ def _encode(result: list[tuple[str, list[tuple[int, int, int, int, list[FileSlic
             if version >= 11:
                 buf += _I32.pack(-1)
             n = sum(s.size for s in slices)
-            buf += _I32.pack(n)
+            buf += _uvarint(n + 1) if flexible else _I32.pack(n)
             if n:
                 parts.append(bytes(buf))
                 size += len(buf)
                 buf = bytearray()
                 parts.extend(s for s in slices if s.size)
                 size += n
+            if flexible:
+                if diverging >= 0:  # one tagged field: tag 0, its size, the struct (no tags of its own)
+                    buf += b"\x01\x00\x0d" + _DIVERGING_TAG.pack(LEADER_EPOCH, diverging) + b"\x00"
+                else:
+                    buf += b"\x00"
+        if flexible:
+            buf += b"\x00"  # the topic's tag buffer
+    if flexible:
+        buf += b"\x00"  # the response's tag buffer
     if buf:
         parts.append(bytes(buf))
         size += len(buf)
     return FetchReply(parts, size)
 
 
+def _metrics(state: Any, version: int, result: Result) -> None:
+    if state.metrics is not None:
+        state.metrics.fetched(version, [(name, plist) for name, _, plist in result if name])
+
+
 def handle(request: dict[str, Any], version: int, state: Any, correlation_id: int = 0) -> Any:
     read_committed = request.get("isolation_level", 0) == 1
-    result, total, errors = _read_all(request, state)
+    if request["session_epoch"] not in _FULL_FETCH_EPOCHS:
+        return _encode([], version, correlation_id, read_committed, ErrorCode.FETCH_SESSION_ID_NOT_FOUND)
+    result, total, errors = _read_all(request, version, state)
     max_wait = request["max_wait_ms"]
     if total >= request["min_bytes"] or max_wait <= 0 or errors or not request["topics"]:
-        if state.metrics is not None:
-            state.metrics.fetched(version, result)
+        _metrics(state, version, result)
         return _encode(result, version, correlation_id, read_committed)
 
     async def long_poll() -> FetchReply:
         loop = asyncio.get_running_loop()
-        keys = [(t["topic"], p["partition"]) for t in request["topics"] for p in t["partitions"]]
+        keys = [(name, p[0]) for name, _, plist in result for p in plist]
         deadline = loop.time() + max_wait / 1000
         while True:
             fut: asyncio.Future[None] = loop.create_future()
@@ -134,7 +230,7 @@ def handle(request: dict[str, Any], version: int, state: Any, correlation_id: in
                 # to wait but before this task first ran (the next request of the same recv, or
                 # another connection in the same loop turn) notified no one and would be missed
                 # until max_wait_ms. Costs one more index lookup per long poll.
-                res, tot, errs = _read_all(request, state)
+                res, tot, errs = _read_all(request, version, state)
                 remaining = deadline - loop.time()
                 if tot >= request["min_bytes"] or errs or remaining <= 0:
                     break
@@ -143,8 +239,7 @@ def handle(request: dict[str, Any], version: int, state: Any, correlation_id: in
                 pass
             finally:
                 state.remove_waiter(keys, fut)
-        if state.metrics is not None:
-            state.metrics.fetched(version, res)
+        _metrics(state, version, res)
         return _encode(res, version, correlation_id, read_committed)
 
     return long_poll()

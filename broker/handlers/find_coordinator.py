@@ -1,7 +1,9 @@
-"""FindCoordinator (10), v0-5: this broker coordinates every group (key type 0); looking one
-up creates ``__consumer_offsets`` if it does not exist yet, as Kafka does. v4+ looks up several
-keys at once. There is no transaction coordinator yet: key type 1 gets
-COORDINATOR_NOT_AVAILABLE, as InitProducerId answers a transactional id.
+"""FindCoordinator (10), v0-6 (Kafka 3.9): this broker coordinates every group (key type 0);
+looking one up creates ``__consumer_offsets`` if it does not exist yet, as Kafka does. v4+ looks
+up several keys at once. There is no transaction coordinator yet: key type 1 gets
+COORDINATOR_NOT_AVAILABLE, as InitProducerId answers a transactional id. Key type 2 (share
+groups, v6+) gets COORDINATOR_NOT_AVAILABLE too, as Kafka 3.9 answers it (no share
+coordinator); before v6, and for key types Kafka does not define, INVALID_REQUEST.
 
 librdkafka also gates LZ4 compression on this API (rdkafka_feature.c: LZ4 "depends" on
 FindCoordinator v0, the 0.8.2 marker).
@@ -21,12 +23,17 @@ API_KEY = ApiKey.FIND_COORDINATOR
 logger = logging.getLogger(__name__)
 
 GROUP = 0
+SHARE = 2
 
 
-def _lookup(key: str, key_type: int, state: Any) -> dict[str, Any]:
+def _lookup(key: str, key_type: int, state: Any, version: int) -> dict[str, Any]:
     def error(code: int, message: str) -> dict[str, Any]:
         return {"key": key, "error_code": int(code), "error_message": message, "node_id": -1, "host": "", "port": -1}
 
+    if key_type > SHARE or key_type < 0 or (key_type == SHARE and version < 6):
+        return error(ErrorCode.INVALID_REQUEST, f"coordinator key type {key_type} is not valid in version {version}")
+    if key_type == SHARE:
+        return error(ErrorCode.COORDINATOR_NOT_AVAILABLE, "share groups are not supported")
     if key_type != GROUP:
         return error(ErrorCode.COORDINATOR_NOT_AVAILABLE, "transactions are not supported")
     if not key:
@@ -44,8 +51,8 @@ def handle(request: dict[str, Any], version: int, state: Any) -> dict[str, Any]:
     key_type = request.get("key_type", GROUP)
     if version >= 4:
         return {"throttle_time_ms": 0,
-                "coordinators": [_lookup(k, key_type, state) for k in request["coordinator_keys"]]}
-    found = _lookup(request["key"], key_type, state)
+                "coordinators": [_lookup(k, key_type, state, version) for k in request["coordinator_keys"]]}
+    found = _lookup(request["key"], key_type, state, version)
     if version == 0 and found["error_code"] == ErrorCode.INVALID_REQUEST:
         found["error_code"] = int(ErrorCode.INVALID_GROUP_ID)
     return {"throttle_time_ms": 0, **found}

@@ -1,5 +1,8 @@
-"""InitProducerId (22), v0-1: a producer id unique across restarts (state.ProducerIdManager),
-epoch 0. Transactional ids are not supported (no transaction coordinator)."""
+"""InitProducerId (22), v0-5 (Kafka 3.9): a producer id unique across restarts
+(state.ProducerIdManager), epoch 0. Transactional ids are not supported (no transaction
+coordinator). v3+ may carry the producer's current id and epoch, asking for a new epoch
+(KIP-360); without a transactional id Kafka answers such a request with a fresh producer id,
+as here. v4 and v5 change only which errors a client may be sent."""
 
 from __future__ import annotations
 

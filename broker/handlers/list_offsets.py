@@ -1,6 +1,13 @@
-"""ListOffsets (2), v1-2: -2 = log start offset, -1 = log end offset (= high watermark = last
-stable offset here), -3 = offset of the max timestamp, otherwise the first offset whose record
-timestamp >= the target (timestamp and offset -1 when there is none)."""
+"""ListOffsets (2), v1-9 (Kafka 3.9): -2 = log start offset, -1 = log end offset (= high
+watermark = last stable offset here), -3 (v7+) = the first offset holding the largest
+timestamp, -4 (v8+, earliest local) = the log start offset and -5 (v9+, latest tiered) = offset
+-1, as Kafka answers without tiered storage; otherwise the first offset whose record timestamp
+>= the target (timestamp and offset -1 when there is none).
+
+``leader_epoch`` (v4+): 0, the only epoch a partition has here, for any offset found in a log
+that has held records (-1 otherwise, as Kafka's empty epoch cache answers). A
+``current_leader_epoch`` above 0 is UNKNOWN_LEADER_EPOCH (the client knows a newer leader than
+this broker; cannot happen with one broker). v0 (the old list of offsets) is not served."""
 
 from __future__ import annotations
 
@@ -12,24 +19,31 @@ from .common import error_code_of
 
 API_KEY = ApiKey.LIST_OFFSETS
 
+LEADER_EPOCH = 0
+
+
+def _answer(state: Any, name: str, p: dict[str, Any]) -> dict[str, Any]:
+    resp = {"partition_index": p["partition_index"], "error_code": 0, "timestamp": -1, "offset": -1,
+            "leader_epoch": -1}
+    log = state.logs.get_log(name, p["partition_index"])
+    if log is None:
+        resp["error_code"] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+    elif p["current_leader_epoch"] > LEADER_EPOCH:
+        resp["error_code"] = ErrorCode.UNKNOWN_LEADER_EPOCH
+    else:
+        try:
+            found = log.offset_for_timestamp(p["timestamp"])
+        except Exception as e:  # noqa: BLE001
+            resp["error_code"] = error_code_of(e)
+        else:
+            if found is not None:
+                resp["timestamp"], resp["offset"] = found.timestamp, found.offset
+                if found.offset >= 0 and log.log_end_offset > 0:
+                    resp["leader_epoch"] = LEADER_EPOCH
+    return resp
+
 
 def handle(request: dict[str, Any], version: int, state: Any) -> dict[str, Any]:
-    topics = []
-    for t in request["topics"]:
-        parts = []
-        for p in t["partitions"]:
-            resp = {"partition_index": p["partition_index"], "error_code": 0, "timestamp": -1, "offset": -1}
-            log = state.logs.get_log(t["name"], p["partition_index"])
-            if log is None:
-                resp["error_code"] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
-            else:
-                try:
-                    found = log.offset_for_timestamp(p["timestamp"])
-                except Exception as e:  # noqa: BLE001
-                    resp["error_code"] = error_code_of(e)
-                else:
-                    if found is not None:
-                        resp["timestamp"], resp["offset"] = found.timestamp, found.offset
-            parts.append(resp)
-        topics.append({"name": t["name"], "partitions": parts})
+    topics = [{"name": t["name"], "partitions": [_answer(state, t["name"], p) for p in t["partitions"]]}
+              for t in request["topics"]]
     return {"throttle_time_ms": 0, "topics": topics}

@@ -1,65 +1,97 @@
-"""Metadata (3), v0-4: this broker, and the topics asked for (all when the list is null, or
-empty in v0). Unknown topics are created with ``num.partitions`` partitions when
+"""Metadata (3), v0-12 (Kafka 3.9): this broker, and the topics asked for (all when the list
+is null, or empty in v0). Unknown topics are created with ``num.partitions`` partitions when
 ``auto.create.topics.enable`` and the request's ``allow_auto_topic_creation`` (v4+) allow it.
 This broker is every partition's leader and the controller (admin clients send CreateTopics
-to the controller)."""
+to the controller).
+
+Newer fields, as a single Kafka broker without an authorizer answers them: leader_epoch (v7+)
+0, the only epoch a partition has here; offline_replicas (v5+) empty; topic ids (v10+);
+authorized operations (v8+, when asked for) every operation Kafka defines on a topic / the
+cluster, since nothing is denied without an authorizer (Integer.MIN_VALUE when not asked).
+v12+ may name topics by id only: an unknown id gets UNKNOWN_TOPIC_ID with a null name (never
+auto-created). v10-11 must name topics: an id there is INVALID_REQUEST, as in Kafka."""
 
 from __future__ import annotations
 
 import logging
+import uuid
 from typing import Any
 
 from client.protocol.api import ApiKey, ErrorCode
+from client.protocol.messages.metadata import AUTHORIZED_OPERATIONS_OMITTED
 
 from ..storage.errors import InvalidTopicError, TopicExistsError
 from ..storage.log_manager import validate_topic_name
+from .describe_cluster import CLUSTER_OPERATIONS
 
 API_KEY = ApiKey.METADATA
 
 #: topics the broker writes itself: clients may read them, not produce to or delete them
 INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
+#: READ 3, WRITE 4, CREATE 5, DELETE 6, ALTER 7, DESCRIBE 8, DESCRIBE_CONFIGS 10, ALTER_CONFIGS 11
+TOPIC_OPERATIONS = sum(1 << op for op in (3, 4, 5, 6, 7, 8, 10, 11))
+#: the leader epoch of every partition: one broker, never a leader change
+LEADER_EPOCH = 0
+ZERO_UUID = uuid.UUID(int=0)
 
 logger = logging.getLogger(__name__)
 
 
-def _topic(state: Any, name: str, partitions: int) -> dict[str, Any]:
+def _topic(state: Any, name: str, partitions: int, topic_id: uuid.UUID | None, ops: int) -> dict[str, Any]:
     node = state.node_id
     return {
-        "error_code": 0, "name": name, "is_internal": name in INTERNAL_TOPICS,
-        "partitions": [{"error_code": 0, "partition_index": p, "leader_id": node,
-                        "replica_nodes": [node], "isr_nodes": [node]} for p in range(partitions)],
+        "error_code": 0, "name": name, "topic_id": topic_id or ZERO_UUID, "is_internal": name in INTERNAL_TOPICS,
+        "partitions": [{"error_code": 0, "partition_index": p, "leader_id": node, "leader_epoch": LEADER_EPOCH,
+                        "replica_nodes": [node], "isr_nodes": [node], "offline_replicas": []}
+                       for p in range(partitions)],
+        "topic_authorized_operations": ops,
     }
+
+
+def _error(code: int, name: str | None, topic_id: uuid.UUID = ZERO_UUID) -> dict[str, Any]:
+    return {"error_code": code, "name": name, "topic_id": topic_id, "partitions": [],
+            "topic_authorized_operations": AUTHORIZED_OPERATIONS_OMITTED}
 
 
 def handle(request: dict[str, Any], version: int, state: Any) -> dict[str, Any]:
     topics = state.logs.topics()
     wanted = request["topics"]
-    if wanted is None or (version == 0 and not wanted):
-        names = list(topics)
-    else:
-        names = [t["name"] for t in wanted]
-    allow_create = state.auto_create_topics and request.get("allow_auto_topic_creation", True)
+    ops = TOPIC_OPERATIONS if request["include_topic_authorized_operations"] else AUTHORIZED_OPERATIONS_OMITTED
     out = []
-    for name in names:
+    if wanted is None or (version == 0 and not wanted):
+        wanted = [{"name": name, "topic_id": ZERO_UUID} for name in topics]
+    allow_create = state.auto_create_topics and request["allow_auto_topic_creation"]
+    for t in wanted:
+        name, topic_id = t["name"], t["topic_id"] or ZERO_UUID
+        if topic_id != ZERO_UUID or name is None:
+            if version < 12:
+                out.append(_error(ErrorCode.INVALID_REQUEST, name, topic_id))
+                continue
+            name = state.logs.topic_name(topic_id)
+            if name is None:
+                out.append(_error(ErrorCode.UNKNOWN_TOPIC_ID, None, topic_id))
+                continue
         info = topics.get(name)
-        if info is None and allow_create:
+        if info is None and allow_create and topic_id == ZERO_UUID:
             try:
                 validate_topic_name(name)
                 info = state.logs.create_topic(name, state.num_partitions)
                 logger.info("auto-created topic %s with %d partitions", name, state.num_partitions)
             except InvalidTopicError:
-                out.append({"error_code": ErrorCode.INVALID_TOPIC_EXCEPTION, "name": name, "partitions": []})
+                out.append(_error(ErrorCode.INVALID_TOPIC_EXCEPTION, name))
                 continue
             except TopicExistsError:
                 info = state.logs.topics().get(name)
         if info is None:
-            out.append({"error_code": ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, "name": name, "partitions": []})
+            out.append(_error(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, name))
         else:
-            out.append(_topic(state, name, info.partitions))
+            out.append(_topic(state, name, info.partitions, info.topic_id, ops))
     return {
         "throttle_time_ms": 0,
         "brokers": [{"node_id": state.node_id, "host": state.host, "port": state.port, "rack": None}],
         "cluster_id": state.cluster_id,
         "controller_id": state.node_id,
         "topics": out,
+        "cluster_authorized_operations": (CLUSTER_OPERATIONS if request["include_cluster_authorized_operations"]
+                                          else AUTHORIZED_OPERATIONS_OMITTED),
     }

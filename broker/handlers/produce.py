@@ -1,4 +1,4 @@
-"""Produce (0), v3-7.
+"""Produce (0), v0-11 (Kafka 3.9).
 
 Each partition's records are appended with ``Log.append`` straight from the request frame
 (a writable memoryview: offsets are patched in place, nothing is re-encoded). Errors are per
@@ -13,6 +13,15 @@ nothing, as in Kafka; a record timestamp out of the ``message.timestamp.*`` boun
 INVALID_TIMESTAMP. acks=0: no response (the connection is closed if anything failed, as Kafka does);
 acks=1: answered after the append (page cache); acks=-1: answered once the appended offsets
 are fsync'd (group commit, see state.py).
+
+Versions: v0-2 normally carry magic 0/1 message sets (clients pinned to Kafka < 0.11): they
+are converted to one RecordBatch v2 on the way in (client/records/legacy.py: keys, values and
+timestamps kept, offsets assigned by the log, the producer's codec re-applied), as Kafka 3.x
+does, then appended like any batch. v3+ carry transactional_id; v8+ answer a refused partition's reason in
+``error_message`` (``record_errors`` stays empty: a batch is refused whole, never record by
+record); v9+ are flexible; v10+ may carry KIP-951's leader hints (``current_leader``,
+``node_endpoints``), which Kafka sends only with NOT_LEADER_OR_FOLLOWER — never the case with
+one broker, so they are never sent.
 """
 
 from __future__ import annotations
@@ -21,13 +30,24 @@ import logging
 from typing import Any
 
 from client.protocol.api import ApiKey, ErrorCode
+from client.records.compression import DecompressedSizeError
+from client.records.legacy import convert_legacy, is_legacy
 
+from ..storage.errors import RecordTooLargeError
+from ..storage.log_validator import max_decompressed_size
 from .common import CLOSE, NO_RESPONSE, error_code_of
 from .metadata import INTERNAL_TOPICS
 
 API_KEY = ApiKey.PRODUCE
 
 logger = logging.getLogger(__name__)
+
+
+def _convert(records: Any, config: Any) -> bytearray:
+    try:
+        return convert_legacy(records, max_decompressed_size(config))
+    except DecompressedSizeError as e:
+        raise RecordTooLargeError(str(e)) from None
 
 
 def handle(request: dict[str, Any], version: int, state: Any) -> Any:
@@ -42,7 +62,7 @@ def handle(request: dict[str, Any], version: int, state: Any) -> Any:
         parts = []
         for p in topic["partition_data"]:
             resp = {"index": p["index"], "error_code": 0, "base_offset": -1,
-                    "log_append_time_ms": -1, "log_start_offset": -1}
+                    "log_append_time_ms": -1, "log_start_offset": -1, "error_message": None}
             parts.append(resp)
             if bad_acks:
                 resp["error_code"] = ErrorCode.INVALID_REQUIRED_ACKS
@@ -63,9 +83,12 @@ def handle(request: dict[str, Any], version: int, state: Any) -> Any:
                             " requirement of %d", name, p["index"], log.config.min_insync_replicas)
             else:
                 try:
+                    if version <= 2 and is_legacy(records):
+                        records = _convert(records, log.config)
                     info = log.append(records)
                 except Exception as e:  # noqa: BLE001 - every failure becomes a partition error
                     resp["error_code"] = error_code_of(e)
+                    resp["error_message"] = str(e) or None
                     logger.info("produce to %s-%d rejected: %s", name, p["index"], e)
                 else:
                     resp["base_offset"] = info.first_offset

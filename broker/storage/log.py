@@ -65,7 +65,8 @@ from .segment import (
 from .skiplist import SkipListMap
 
 __all__ = ["Log", "LogAppendInfo", "FetchResult", "DELETED_FILE_SUFFIX", "CLEANED_FILE_SUFFIX",
-           "SWAP_FILE_SUFFIX", "EARLIEST_TIMESTAMP", "LATEST_TIMESTAMP", "MAX_TIMESTAMP"]
+           "SWAP_FILE_SUFFIX", "EARLIEST_TIMESTAMP", "LATEST_TIMESTAMP", "MAX_TIMESTAMP",
+           "EARLIEST_LOCAL_TIMESTAMP", "LATEST_TIERED_TIMESTAMP"]
 
 logger = logging.getLogger(__name__)
 _RNG = random.Random()  # segment jitter draws; seeding one per log costs ~10 us at startup
@@ -76,6 +77,8 @@ SWAP_FILE_SUFFIX = ".swap"
 EARLIEST_TIMESTAMP = -2
 LATEST_TIMESTAMP = -1
 MAX_TIMESTAMP = -3  # KIP-734
+EARLIEST_LOCAL_TIMESTAMP = -4  # KIP-405: the first offset still on local disk
+LATEST_TIERED_TIMESTAMP = -5  # KIP-1005: the last offset in remote storage
 
 _LEN_FIELDS = struct.Struct(">qi")
 _I32 = struct.Struct(">i")
@@ -578,9 +581,12 @@ class Log:
 
     def offset_for_timestamp(self, timestamp: int) -> TimestampAndOffset | None:
         """ListOffsets: -2 earliest, -1 latest, -3 max timestamp, else the first record with
-        timestamp >= ``timestamp`` (None when there is none)."""
+        timestamp >= ``timestamp`` (None when there is none). Without tiered storage, as in
+        Kafka: -4 (earliest local) is the earliest offset, -5 (latest tiered) offset -1."""
         self._check_open()
-        if timestamp == EARLIEST_TIMESTAMP:
+        if timestamp == LATEST_TIERED_TIMESTAMP:
+            return TimestampAndOffset(-1, -1, -1)
+        if timestamp in (EARLIEST_TIMESTAMP, EARLIEST_LOCAL_TIMESTAMP):
             return TimestampAndOffset(-1, self.log_start_offset)
         if timestamp == LATEST_TIMESTAMP:
             return TimestampAndOffset(-1, self._leo)

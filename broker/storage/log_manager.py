@@ -3,7 +3,9 @@
 Layout::
 
     <log.dir>/
-      <topic>-<partition>/                 one Log each (segment files)
+      <topic>-<partition>/                 one Log each (segment files), and its
+                                           partition.metadata: the topic id (KIP-516),
+                                           partition_metadata.py
       <topic>-<partition>.<id>-delete/     a deleted partition, removed in the background
       recovery-point-offset-checkpoint     Kafka's text checkpoint (checkpoint.py)
       log-start-offset-checkpoint
@@ -23,6 +25,11 @@ each Log reads its ``config`` on every append, roll and retention pass.
 Startup: if the clean-shutdown marker exists it is deleted at once (KAFKA-10471) and the logs
 load without any scan; otherwise every log recovers from floor(recovery point). Shutdown:
 flush every log, close them (trims), write both checkpoints, then the marker.
+
+Topic ids: every topic gets a random id when it is created, written into each of its partition
+directories before the topic is visible. A start that finds a partition without one (a data
+dir written before topic ids existed, or a crash while a topic was being created) gives it the
+id its sibling partitions hold, or a new one for the whole topic.
 
 Topic names follow Kafka (``[a-zA-Z0-9._-]``, 1-249 characters, not ``.`` or ``..``), which
 also keeps every path inside the data directory.
@@ -64,6 +71,7 @@ from .errors import (
 from .file_records import OpenFiles
 from .fileutil import atomic_write, fsync_path
 from .log import Log
+from .partition_metadata import new_topic_id, read_partition_metadata, write_partition_metadata
 from .producer_state import DEFAULT_PRODUCER_ID_EXPIRATION_MS
 
 __all__ = ["LogManager", "validate_topic_name", "TopicInfo"]
@@ -99,6 +107,8 @@ class TopicInfo(NamedTuple):
     partitions: int
     overrides: dict[str, str]
     config: LogConfig
+    #: the topic id (KIP-516); None only in what ``create_topic(validate_only=True)`` returns
+    topic_id: uuid.UUID | None = None
 
 
 def _parse_partition_dir(name: str) -> tuple[str, int] | None:
@@ -153,6 +163,8 @@ class LogManager:
         self.logs: dict[tuple[str, int], Log] = {}
         self._topics: dict[str, dict[str, str]] = {}  # topic -> config overrides
         self._partition_counts: dict[str, int] = {}  # topic -> partitions (the commit point of growth)
+        self._topic_ids: dict[str, uuid.UUID] = {}
+        self._topics_by_id: dict[uuid.UUID, str] = {}
         self.had_clean_shutdown = False
         self._started = False
         #: the log cleaner (storage/cleaner/), when the broker runs one: told when a topic goes
@@ -197,6 +209,7 @@ class LogManager:
                            producer_id_expiration_ms=self.producer_id_expiration_ms)
             self.logs[parsed] = log
         self._complete_partition_creation()
+        self._load_topic_ids()
         self._started = True
         logger.info("loaded %d partitions of %d topics from %s (%s shutdown)", len(self.logs),
                     len(self.topics()), self.log_dir,
@@ -269,6 +282,40 @@ class LogManager:
                                    topic, p)
                     self.logs[(topic, p)] = self._new_log(topic, p, self.topic_config(topic))
 
+    def _load_topic_ids(self) -> None:
+        """Read every partition's topic id; give the partitions without one their topic's id
+        (a new one when no partition of the topic has any). Partitions of one topic that
+        disagree keep their files; the topic takes the id of its lowest partition that has one
+        (Kafka would take the log dir offline: here a log line says which)."""
+        by_topic: dict[str, list[tuple[int, uuid.UUID | None]]] = {}
+        for (topic, partition), log in sorted(self.logs.items()):
+            by_topic.setdefault(topic, []).append((partition, read_partition_metadata(log.dir)))
+        for topic, found in by_topic.items():
+            ids = [tid for _, tid in found if tid is not None]
+            topic_id = ids[0] if ids else new_topic_id()
+            if any(tid != topic_id for tid in ids):
+                logger.error("partitions of topic %s hold different topic ids %s; using %s",
+                             topic, sorted({str(t) for t in ids}), topic_id)
+            for partition, tid in found:
+                if tid is None:
+                    write_partition_metadata(self.logs[(topic, partition)].dir, topic_id)
+            if len(ids) < len(found):
+                logger.info("topic %s: wrote topic id %s into %d partition directories", topic, topic_id,
+                            len(found) - len(ids))
+            self._set_topic_id(topic, topic_id)
+
+    def _set_topic_id(self, topic: str, topic_id: uuid.UUID) -> None:
+        self._topic_ids[topic] = topic_id
+        self._topics_by_id[topic_id] = topic
+
+    def topic_id(self, topic: str) -> uuid.UUID | None:
+        """The id of ``topic`` (None for a topic that does not exist)."""
+        return self._topic_ids.get(topic)
+
+    def topic_name(self, topic_id: uuid.UUID) -> str | None:
+        """The name of the topic with id ``topic_id`` (None when there is none)."""
+        return self._topics_by_id.get(topic_id)
+
     # ---------------------------------------------------------------- topics
 
     def topics(self) -> dict[str, TopicInfo]:
@@ -276,7 +323,8 @@ class LogManager:
         for topic, _ in self.logs:
             counts[topic] = counts.get(topic, 0) + 1
         return {t: TopicInfo(t, n, dict(self._topics.get(t, {})),
-                             self.default_config.with_overrides(self._topics.get(t, {})))
+                             self.default_config.with_overrides(self._topics.get(t, {})),
+                             self._topic_ids.get(t))
                 for t, n in sorted(counts.items())}
 
     def topic_config(self, topic: str) -> LogConfig:
@@ -299,7 +347,10 @@ class LogManager:
         info = TopicInfo(name, partitions, overrides, config)
         if validate_only:
             return info
-        created = self._create_logs(name, range(partitions), config)
+        topic_id = new_topic_id()
+        created = self._create_logs(name, range(partitions), config, topic_id)
+        info = info._replace(topic_id=topic_id)
+        self._set_topic_id(name, topic_id)
         self._topics[name] = overrides
         self._partition_counts[name] = partitions
         self._write_topic_configs()
@@ -318,13 +369,15 @@ class LogManager:
                         producer_id_expiration_ms=self.producer_id_expiration_ms,
                         flush_scheduler=self.flush_scheduler)
 
-    def _create_logs(self, topic: str, partitions: range, config: LogConfig) -> list[Log]:
-        """Empty logs for ``partitions``: all of them, or none (KafkaStorageError, e.g. out of
-        file descriptors or a full disk, with whatever was made removed)."""
+    def _create_logs(self, topic: str, partitions: range, config: LogConfig, topic_id: uuid.UUID) -> list[Log]:
+        """Empty logs for ``partitions``, each with its ``partition.metadata``: all of them, or
+        none (KafkaStorageError, e.g. out of file descriptors or a full disk, with whatever was
+        made removed)."""
         created: list[Log] = []
         try:
             for p in partitions:
                 created.append(self._new_log(topic, p, config))
+                write_partition_metadata(created[-1].dir, topic_id)
         except (OSError, StorageError) as e:
             for log in created:
                 log.delete()
@@ -353,7 +406,7 @@ class LogManager:
         self._partition_counts[name] = count
         self._write_topic_configs()  # the commit point
         try:
-            created = self._create_logs(name, range(current, count), config)
+            created = self._create_logs(name, range(current, count), config, self._topic_ids[name])
         except KafkaStorageError:
             self._partition_counts[name] = current
             self._write_topic_configs()
@@ -426,6 +479,9 @@ class LogManager:
             doomed.append(target)
         self._topics.pop(name, None)
         self._partition_counts.pop(name, None)
+        topic_id = self._topic_ids.pop(name, None)
+        if topic_id is not None:
+            self._topics_by_id.pop(topic_id, None)
         self._write_topic_configs()
         for path in doomed:
             shutil.rmtree(path, ignore_errors=True)

@@ -105,17 +105,17 @@ class ApiKey(enum.IntEnum):
 
 
 #: The ranges the schema tables implement (``client.protocol.messages``), which the broker
-#: advertises for every API it has a handler for. Keep the lower bounds:
+#: advertises for every API it has a handler for: from the oldest version old clients need to
+#: the newest of Kafka 3.9's JSON specs. Keep the lower bounds:
 #: librdkafka < 2.11.1 enables features only on exact versions (Produce 3, Fetch 4, ...).
 #: Two more such gates, found with kcat (librdkafka 2.0.2) and confluent-kafka (2.16) in
 #: tests/compat: gzip and snappy need Produce **v0** in range (rdkafka_msgset_writer.c
 #: ``compr_req``: ApiVersion 0, checked as the exact range 0..0 before 2.11.1), and LZ4 needs
 #: FindCoordinator v0 in *every* librdkafka version (rdkafka_feature.c: "GroupCoordinator was
 #: released in 0.8.2"). Without them librdkafka silently sends those codecs uncompressed.
-#: Produce v0-2 differ from v3 only in lacking transactional_id (and throttle_time_ms /
-#: log_append_time_ms in the response); they normally carry magic 0/1 message sets, which this
-#: broker does not store: such a partition gets UNSUPPORTED_FOR_MESSAGE_FORMAT (Kafka 4 dropped
-#: Produce v0-2 altogether). Every client here sends v7.
+#: So Produce v0-2 stay advertised, and work: they carry magic 0/1 message sets (clients
+#: pinned to Kafka < 0.11, e.g. kafka-python ``api_version=(0, 10)``), which the broker
+#: converts to RecordBatch v2 on the way in as Kafka 3.x does (client/records/legacy.py).
 SUPPORTED_VERSIONS: dict[ApiKey, tuple[int, int]] = {}  # filled below, once the schema tables are loaded
 
 #: First flexible version of every API (the specs' flexibleVersions; NOT_FLEXIBLE: "none").

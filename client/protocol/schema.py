@@ -4,7 +4,9 @@ A message is a tree of ``Field``s, written from Kafka's JSON message specs
 (``clients/src/main/resources/common/message/*.json``): each field has the versions it exists
 in (``"3+"``, ``"0-4"``), the versions in which it may be null, and optionally a tag (a tagged
 field, flexible versions only). Types: ``int8 int16 int32 int64 uint32 bool float64 uuid
-string bytes records``, ``Array(type)`` of a primitive, or ``Array([...fields])`` of structs.
+string bytes records``, ``Array(type)`` of a primitive, ``Array([...fields])`` of structs, or
+``Struct([...fields])``: one struct (the specs' struct-typed fields, all tagged so far, such as
+FetchResponse's ``diverging_epoch``; absent decodes to None and None is not written).
 
 In flexible versions (>= the message's ``flexible`` version) strings, bytes, records and arrays
 use their compact forms and every struct ends with a tag buffer. Decoding yields plain dicts
@@ -22,7 +24,7 @@ from typing import Any
 
 from .primitives import DecodeError, Reader, Writer
 
-__all__ = ["Field", "Array", "Message", "parse_versions", "NULL"]
+__all__ = ["Field", "Array", "Struct", "Message", "parse_versions", "NULL"]
 
 _INF = 1 << 30
 
@@ -61,9 +63,14 @@ class Array:
 
 
 @dataclass
+class Struct:
+    fields: Sequence[Field]
+
+
+@dataclass
 class Field:
     name: str
-    type: str | Array
+    type: str | Array | Struct
     versions: str = "0+"
     nullable: str | None = None
     default: Any = None
@@ -86,6 +93,8 @@ class Field:
         t = self.type
         if isinstance(t, Array):
             return []
+        if isinstance(t, Struct):
+            return None
         return {"string": "", "bytes": b"", "records": b"", "bool": False, "float64": 0.0,
                 "uuid": None}.get(t, 0)
 
@@ -124,6 +133,8 @@ def _leaf_codec(t: str, nullable: bool, flexible: bool) -> tuple[Decoder, Encode
 def _codec(f: Field, version: int, flexible: bool) -> tuple[Decoder, Encoder]:
     nullable = _in(f._nullable, version)
     t = f.type
+    if isinstance(t, Struct):
+        return _compile_struct(t.fields, version, flexible)
     if not isinstance(t, Array):
         return _leaf_codec(t, nullable, flexible)
     if isinstance(t.of, str):

@@ -174,7 +174,14 @@ def test_small_fetch_sizes_and_oversized_batch(module_broker: Any, topic: str) -
 def test_admin_create_describe_list_delete(module_broker: Any, admin: Any, topic: str) -> None:
     res = admin.create_topics([NewTopic(topic, 3, 1, topic_configs={"retention.ms": "3600000",
                                                                     "cleanup.policy": "delete"})])
-    assert res["topics"] == [{"name": topic, "error_code": 0, "error_message": None}]
+    (created,) = res["topics"]
+    assert (created["name"], created["error_code"], created["error_message"]) == (topic, 0, None)
+    # CreateTopics v5+ (kafka-python 3 sends v7): the topic as created, and its id
+    assert (created["num_partitions"], created["replication_factor"]) == (3, 1)
+    assert created["configs"]["retention.ms"] == {"value": "3600000", "read_only": False,
+                                                  "config_source": "DYNAMIC_TOPIC_CONFIG", "is_sensitive": False}
+    described_id = admin.describe_topics([topic])[0]["topic_id"]
+    assert created["topic_id"] == described_id and str(described_id) != "00000000-0000-0000-0000-000000000000"
     assert topic in admin.list_topics()
     described = admin.describe_topics([topic])
     assert [p["partition_index"] for p in described[0]["partitions"]] == [0, 1, 2]

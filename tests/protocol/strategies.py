@@ -13,7 +13,7 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-from client.protocol.schema import Array, Field, Message, _in, parse_versions
+from client.protocol.schema import Array, Field, Message, Struct, _in, parse_versions
 
 _INTS = {
     "int8": (-(1 << 7), (1 << 7) - 1),
@@ -52,6 +52,8 @@ def _field(f: Field, version: int, flexible: bool) -> st.SearchStrategy[Any]:
         elem = _leaf(t.of, False) if isinstance(t.of, str) else struct_values(t.of, version, flexible)
         s: st.SearchStrategy[Any] = st.lists(elem, max_size=MAX_LIST)
         return st.none() | s if nullable else s
+    if isinstance(t, Struct):  # absent (None) or present, as the tagged struct fields are
+        return st.none() | struct_values(t.fields, version, flexible)
     return _leaf(t, nullable)
 
 

@@ -126,8 +126,9 @@ def sendfile_calls(monkeypatch: pytest.MonkeyPatch) -> list[Call]:
     return calls
 
 
+@pytest.mark.parametrize("version", [4, 11, 12, 13, 17])  # 12+: flexible; 13+: topics by id
 def test_fetch_records_go_through_sendfile(inproc: InProcessBroker, tmp_path: Any,
-                                           sendfile_calls: list[Call]) -> None:
+                                           sendfile_calls: list[Call], version: int) -> None:
     if inproc.runner is not asyncio.run:
         assert inproc.loop_name.startswith("uvloop")
     with Conn(inproc.port) as c:
@@ -140,12 +141,21 @@ def test_fetch_records_go_through_sendfile(inproc: InProcessBroker, tmp_path: An
             on_disk = f.read()
         headers = list(iter_batch_headers(on_disk))
         assert [h.base_offset for h in headers] == [0, 2, 6]
+        topic_id = c.call(ApiKey.METADATA, 12, {"topics": [{"name": "sf"}]})["topics"][0]["topic_id"]
+
+        def request(offset: int) -> dict[str, Any]:
+            body = fetch("sf", 0, offset)
+            body["topics"][0]["topic_id"] = topic_id  # what v13+ send instead of the name
+            return body
 
         for start_batch in range(3):
             sendfile_calls.clear()
             before = dict(SENDFILE_STATS)
             fetch_offset = headers[start_batch].base_offset + 1  # inside the batch
-            p = partition_response(c.call(ApiKey.FETCH, 11, fetch("sf", 0, fetch_offset)), "partitions")
+            resp = c.call(ApiKey.FETCH, version, request(fetch_offset))
+            assert resp["responses"][0]["topic_id" if version >= 13 else "topic"] == (
+                topic_id if version >= 13 else "sf")
+            p = partition_response(resp, "partitions")
             pos = sum(h.size_in_bytes for h in headers[:start_batch])
             expected = on_disk[pos:]
             assert p["error_code"] == 0

@@ -424,7 +424,8 @@ def test_check_32_log_start_checkpoint_above_leo_restarts_the_log_there(start, d
     log2 = m2.log_or_raise("t", 0)
     assert bases(log2) == [100]
     assert log2.log_start_offset == log2.log_end_offset == 100
-    assert sorted(os.listdir(log2.dir)) == [f"{100:020d}{e}" for e in (".index", ".log", ".snapshot", ".timeindex")]
+    assert sorted(os.listdir(log2.dir)) == [f"{100:020d}{e}" for e in (".index", ".log", ".snapshot", ".timeindex")] + [
+        "partition.metadata"]
     assert log2.append(make_batch(1)).first_offset == 100
     m2.shutdown()
     with open(os.path.join(data_dir, LOG_START_OFFSET_CHECKPOINT)) as f:

@@ -167,6 +167,23 @@ def test_fetch_and_metadata_errors(b: bt.InProcessBroker) -> None:
         assert r["topics"][0]["error_code"] == 0
 
 
+def test_fetch_rule_naming_a_topic_matches_fetches_by_topic_id(b: bt.InProcessBroker) -> None:
+    """Fetch v13+ name topics by id: a rule naming the topic still applies, and the error answer
+    carries the id."""
+    t = _topic(b, "err-fetch-id")
+    other = _topic(b, "err-fetch-id-other")
+    b.faults.fail("FETCH", "NOT_LEADER_OR_FOLLOWER", topic=t)
+    with Conn(b.port) as c:
+        ids = {name: c.call(ApiKey.METADATA, 12, metadata([name]))["topics"][0]["topic_id"] for name in (t, other)}
+        for name in (other, t):
+            req = fetch("", 0, 0)
+            req["topics"][0]["topic_id"] = ids[name]
+            r = c.call(ApiKey.FETCH, 13, req)
+            assert r["responses"][0]["topic_id"] == ids[name]
+            assert r["responses"][0]["partitions"][0]["error_code"] == (NLOF if name == t else 0)
+    assert b.faults.rules() == []
+
+
 def test_delay_holds_this_reply_and_the_ones_behind_it(b: bt.InProcessBroker) -> None:
     t = _topic(b, "delay")
     b.faults.delay("PRODUCE", 300)

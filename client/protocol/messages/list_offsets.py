@@ -1,11 +1,15 @@
-"""ListOffsets (API key 2): request and response schemas."""
+"""ListOffsets (API key 2): request and response schemas, v1-9 (Kafka 3.9; v0, the
+old-style list of offsets, is not served: Kafka 4 drops it too).
+
+v2+: isolation_level; v4+: current_leader_epoch and the answer's leader_epoch; v6+: flexible;
+v7+: MAX_TIMESTAMP (-3); v8+: EARLIEST_LOCAL (-4); v9+: LATEST_TIERED (-5)."""
 
 from __future__ import annotations
 
 from ..schema import Array, Message
 from ..schema import Field as F
 
-ListOffsetsRequest = Message("ListOffsetsRequest", 2, "1-2", "6+", [
+ListOffsetsRequest = Message("ListOffsetsRequest", 2, "1-9", "6+", [
     # The spec gives no default (0 = broker 0, a follower); a client codec means a consumer (-1).
     F("replica_id", "int32", default=-1),
     F("isolation_level", "int8", "2+"),
@@ -13,11 +17,12 @@ ListOffsetsRequest = Message("ListOffsetsRequest", 2, "1-2", "6+", [
         F("name", "string"),
         F("partitions", Array([
             F("partition_index", "int32"),
+            F("current_leader_epoch", "int32", "4+", default=-1),
             F("timestamp", "int64"),
         ])),
     ])),
 ])
-ListOffsetsResponse = Message("ListOffsetsResponse", 2, "1-2", "6+", [
+ListOffsetsResponse = Message("ListOffsetsResponse", 2, "1-9", "6+", [
     F("throttle_time_ms", "int32", "2+"),
     F("topics", Array([
         F("name", "string"),
@@ -26,6 +31,7 @@ ListOffsetsResponse = Message("ListOffsetsResponse", 2, "1-2", "6+", [
             F("error_code", "int16"),
             F("timestamp", "int64", "1+", default=-1),
             F("offset", "int64", "1+", default=-1),
+            F("leader_epoch", "int32", "4+", default=-1),
         ])),
     ])),
 ])

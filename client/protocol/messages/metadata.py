@@ -1,15 +1,26 @@
-"""Metadata (API key 3): request and response schemas."""
+"""Metadata (API key 3): request and response schemas, v0-12 (Kafka 3.9).
+
+v4+: allow_auto_topic_creation; v7+: leader_epoch; v8+: authorized operations (cluster ones
+only in v8-10); v9+: flexible; v10+: topic ids (by id only from v12, where names may be null)."""
 
 from __future__ import annotations
 
 from ..schema import NULL, Array, Message
 from ..schema import Field as F
 
-MetadataRequest = Message("MetadataRequest", 3, "0-4", "9+", [
-    F("topics", Array([F("name", "string")]), nullable="1+"),
+#: Kafka's default for authorized operations that were not asked for (Integer.MIN_VALUE)
+AUTHORIZED_OPERATIONS_OMITTED = -2147483648
+
+MetadataRequest = Message("MetadataRequest", 3, "0-12", "9+", [
+    F("topics", Array([
+        F("topic_id", "uuid", "10+"),
+        F("name", "string", nullable="10+"),
+    ]), nullable="1+"),
     F("allow_auto_topic_creation", "bool", "4+", default=True),
+    F("include_cluster_authorized_operations", "bool", "8-10"),
+    F("include_topic_authorized_operations", "bool", "8+"),
 ])
-MetadataResponse = Message("MetadataResponse", 3, "0-4", "9+", [
+MetadataResponse = Message("MetadataResponse", 3, "0-12", "9+", [
     F("throttle_time_ms", "int32", "3+"),
     F("brokers", Array([
         F("node_id", "int32"),
@@ -21,14 +32,19 @@ MetadataResponse = Message("MetadataResponse", 3, "0-4", "9+", [
     F("controller_id", "int32", "1+", default=-1),
     F("topics", Array([
         F("error_code", "int16"),
-        F("name", "string"),
+        F("name", "string", nullable="12+"),
+        F("topic_id", "uuid", "10+"),
         F("is_internal", "bool", "1+"),
         F("partitions", Array([
             F("error_code", "int16"),
             F("partition_index", "int32"),
             F("leader_id", "int32"),
+            F("leader_epoch", "int32", "7+", default=-1),
             F("replica_nodes", Array("int32")),
             F("isr_nodes", Array("int32")),
+            F("offline_replicas", Array("int32"), "5+"),
         ])),
+        F("topic_authorized_operations", "int32", "8+", default=AUTHORIZED_OPERATIONS_OMITTED),
     ])),
+    F("cluster_authorized_operations", "int32", "8-10", default=AUTHORIZED_OPERATIONS_OMITTED),
 ])

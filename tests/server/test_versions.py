@@ -1,0 +1,195 @@
+"""What the newer versions of the data-path APIs bring, over a real socket: topic ids (Metadata
+v10+, Fetch v13+, CreateTopics v7, DeleteTopics v6) kept across a restart, fetch sessions
+answered as "no session", leader epochs and diverging epochs, ListOffsets' special timestamps,
+Produce v8+'s error_message, and the advertised ranges (Kafka 3.9's)."""
+
+from __future__ import annotations
+
+import time
+import uuid
+from typing import Any
+
+import pytest
+
+from client.protocol.api import SUPPORTED_VERSIONS, ApiKey, ErrorCode
+from client.records import Record, build_batch
+from tests.broker_process import BrokerProcess
+
+from .wire import Conn, batch, create_topic, fetch, partition_response, produce
+
+ZERO = uuid.UUID(int=0)
+
+
+def _topic_id(c: Conn, name: str) -> uuid.UUID:
+    (t,) = c.call(ApiKey.METADATA, 12, {"topics": [{"name": name}], "allow_auto_topic_creation": False})["topics"]
+    assert t["error_code"] == 0
+    return t["topic_id"]  # type: ignore[no-any-return]
+
+
+def _fetch_by_id(topic_id: uuid.UUID, offset: int, **partition: Any) -> dict[str, Any]:
+    body = fetch("", 0, offset)
+    body["topics"][0]["topic_id"] = topic_id
+    body["topics"][0]["partitions"][0].update(partition)
+    return body
+
+
+@pytest.mark.parametrize("key,expected", [
+    (ApiKey.PRODUCE, (0, 11)), (ApiKey.FETCH, (4, 17)), (ApiKey.LIST_OFFSETS, (1, 9)), (ApiKey.METADATA, (0, 12)),
+    (ApiKey.CREATE_TOPICS, (0, 7)), (ApiKey.DELETE_TOPICS, (0, 6)), (ApiKey.INIT_PRODUCER_ID, (0, 5)),
+    (ApiKey.API_VERSIONS, (0, 4)), (ApiKey.FIND_COORDINATOR, (0, 6)),
+])
+def test_ranges(key: ApiKey, expected: tuple[int, int]) -> None:
+    """Kafka 3.9's maxima; the minima old librdkafka needs (Produce 0, Fetch 4, ListOffsets 1)."""
+    assert SUPPORTED_VERSIONS[key] == expected
+
+
+def test_topic_ids_through_create_metadata_fetch_delete_and_restart(tmp_path) -> None:
+    b = BrokerProcess(str(tmp_path / "data")).start()
+    try:
+        with Conn(b.port) as c:
+            (created,) = c.call(ApiKey.CREATE_TOPICS, 7, create_topic("ids", 2))["topics"]
+            assert created["error_code"] == 0 and created["topic_id"] not in (None, ZERO)
+            assert (created["num_partitions"], created["replication_factor"]) == (2, 1)
+            assert {e["name"] for e in created["configs"]} >= {"retention.ms", "cleanup.policy"}
+            tid = created["topic_id"]
+            assert _topic_id(c, "ids") == tid
+            assert partition_response(c.call(ApiKey.PRODUCE, 11, produce("ids", 0, batch(4))))["error_code"] == 0
+            # Metadata v12 by id only: the name comes back
+            (t,) = c.call(ApiKey.METADATA, 12, {"topics": [{"name": None, "topic_id": tid}]})["topics"]
+            assert (t["error_code"], t["name"], t["topic_id"], len(t["partitions"])) == (0, "ids", tid, 2)
+            assert t["partitions"][0]["leader_epoch"] == 0
+            unknown = uuid.uuid4()
+            (t,) = c.call(ApiKey.METADATA, 12, {"topics": [{"name": None, "topic_id": unknown}]})["topics"]
+            assert (t["error_code"], t["name"], t["topic_id"]) == (ErrorCode.UNKNOWN_TOPIC_ID, None, unknown)
+            # Fetch v13+ by id; an unknown id is UNKNOWN_TOPIC_ID, answered at once
+            p = partition_response(c.call(ApiKey.FETCH, 17, _fetch_by_id(tid, 0)), "partitions")
+            assert p["error_code"] == 0 and p["high_watermark"] == 4 and len(p["records"]) > 0
+            started = time.monotonic()
+            resp = c.call(ApiKey.FETCH, 13, {**_fetch_by_id(unknown, 0), "max_wait_ms": 5000, "min_bytes": 1})
+            assert time.monotonic() - started < 4
+            assert resp["responses"][0]["topic_id"] == unknown
+            assert partition_response(resp, "partitions")["error_code"] == ErrorCode.UNKNOWN_TOPIC_ID
+        b.stop()
+        b.start()
+        with Conn(b.port) as c:
+            assert _topic_id(c, "ids") == tid  # kept in partition.metadata
+            # DeleteTopics v6 by id; then the id is unknown
+            (r,) = c.call(ApiKey.DELETE_TOPICS, 6, {"topics": [{"name": None, "topic_id": tid}],
+                                                    "timeout_ms": 1000})["responses"]
+            assert (r["error_code"], r["name"], r["topic_id"]) == (0, "ids", tid)
+            (r,) = c.call(ApiKey.DELETE_TOPICS, 6, {"topics": [{"name": None, "topic_id": tid}],
+                                                    "timeout_ms": 1000})["responses"]
+            assert r["error_code"] == ErrorCode.UNKNOWN_TOPIC_ID
+            (r,) = c.call(ApiKey.DELETE_TOPICS, 6, {"topics": [{"name": "x", "topic_id": tid}],
+                                                    "timeout_ms": 1000})["responses"]
+            assert r["error_code"] == ErrorCode.INVALID_REQUEST
+            p = partition_response(c.call(ApiKey.FETCH, 13, _fetch_by_id(tid, 0)), "partitions")
+            assert p["error_code"] == ErrorCode.UNKNOWN_TOPIC_ID
+    finally:
+        assert b.stop() == 0
+
+
+def test_fetch_sessions_answered_as_none(module_broker) -> None:
+    with Conn(module_broker.port) as c:
+        c.call(ApiKey.CREATE_TOPICS, 4, create_topic("sess"))
+        c.call(ApiKey.PRODUCE, 9, produce("sess", 0, batch(2)))
+        for version in (7, 12, 17):
+            body = _fetch_by_id(_topic_id(c, "sess"), 0) if version >= 13 else fetch("sess", 0, 0)
+            # a full fetch asking to open a session (epoch 0): answered in full, session id 0
+            resp = c.call(ApiKey.FETCH, version, {**body, "session_id": 0, "session_epoch": 0})
+            assert (resp["error_code"], resp["session_id"]) == (0, 0)
+            assert partition_response(resp, "partitions")["high_watermark"] == 2
+            # an incremental fetch of a session this broker never gave
+            resp = c.call(ApiKey.FETCH, version, {**body, "session_id": 12345, "session_epoch": 1})
+            assert (resp["error_code"], resp["session_id"], resp["responses"]) == (
+                ErrorCode.FETCH_SESSION_ID_NOT_FOUND, 0, [])
+
+
+def test_fetch_leader_epochs(module_broker) -> None:
+    with Conn(module_broker.port) as c:
+        c.call(ApiKey.CREATE_TOPICS, 4, create_topic("epochs"))
+        c.call(ApiKey.PRODUCE, 9, produce("epochs", 0, batch(3)))
+
+        def part(version: int, offset: int, **fields: Any) -> dict[str, Any]:
+            body = fetch("epochs", 0, offset)
+            body["topics"][0]["partitions"][0].update(fields)
+            return partition_response(c.call(ApiKey.FETCH, version, body), "partitions")
+
+        assert part(12, 0, current_leader_epoch=0)["error_code"] == 0
+        assert part(9, 0, current_leader_epoch=1)["error_code"] == ErrorCode.UNKNOWN_LEADER_EPOCH
+        # last_fetched_epoch (v12+): epoch 0 ends at the log end offset
+        p = part(12, 2, last_fetched_epoch=0)
+        assert p["error_code"] == 0 and p["diverging_epoch"] is None and len(p["records"]) > 0
+        p = part(12, 7, last_fetched_epoch=0)
+        assert p["error_code"] == 0 and p["diverging_epoch"] == {"epoch": 0, "end_offset": 3} and p["records"] == b""
+        assert part(12, 1, last_fetched_epoch=4)["error_code"] == ErrorCode.OFFSET_OUT_OF_RANGE
+        # without last_fetched_epoch, past the end is out of range as before
+        assert part(11, 7)["error_code"] == ErrorCode.OFFSET_OUT_OF_RANGE
+
+
+def _list_offset(c: Conn, version: int, topic: str, timestamp: int, **fields: Any) -> dict[str, Any]:
+    body = {"replica_id": -1, "isolation_level": 0, "topics": [{"name": topic, "partitions": [
+        {"partition_index": 0, "timestamp": timestamp, **fields}]}]}
+    return partition_response(c.call(ApiKey.LIST_OFFSETS, version, body), "partitions")
+
+
+def test_list_offsets_special_timestamps(module_broker) -> None:
+    with Conn(module_broker.port) as c:
+        c.call(ApiKey.CREATE_TOPICS, 4, create_topic("lo"))
+        empty = _list_offset(c, 9, "lo", -1)
+        assert (empty["offset"], empty["leader_epoch"]) == (0, -1)
+        now = int(time.time() * 1000)
+        # one batch, timestamps +100, +400, +250: the largest is the record at offset 1 (KAFKA-16310)
+        records = build_batch([Record(i, now + d, None, b"v") for i, d in enumerate((100, 400, 250))])
+        assert partition_response(c.call(ApiKey.PRODUCE, 9, produce("lo", 0, bytes(records))))["error_code"] == 0
+        assert partition_response(c.call(ApiKey.PRODUCE, 9, produce("lo", 0, batch(2))))["error_code"] == 0
+        answers = {ts: _list_offset(c, 9, "lo", ts) for ts in (-1, -2, -3, -4, -5)}
+        assert {ts: (a["error_code"], a["offset"]) for ts, a in answers.items()} == {
+            -1: (0, 5), -2: (0, 0), -3: (0, 1), -4: (0, 0), -5: (0, -1)}
+        assert answers[-3]["timestamp"] == now + 400
+        assert [answers[ts]["leader_epoch"] for ts in (-1, -2, -3, -4, -5)] == [0, 0, 0, 0, -1]
+        assert _list_offset(c, 4, "lo", now + 300)["offset"] == 1
+        assert _list_offset(c, 1, "lo", -1)["offset"] == 5
+        assert _list_offset(c, 4, "lo", -1, current_leader_epoch=3)["error_code"] == ErrorCode.UNKNOWN_LEADER_EPOCH
+
+
+def test_produce_v8_plus_says_why(module_broker) -> None:
+    with Conn(module_broker.port) as c:
+        c.call(ApiKey.CREATE_TOPICS, 4, create_topic("why"))
+        bad = bytearray(batch(2))
+        bad[-1] ^= 0xFF  # breaks the CRC
+        for version in (7, 8, 11):
+            p = partition_response(c.call(ApiKey.PRODUCE, version, produce("why", 0, bytes(bad))))
+            assert p["error_code"] == ErrorCode.CORRUPT_MESSAGE
+            assert (p["error_message"] is not None) == (version >= 8)
+            assert p["current_leader"] is None  # KIP-951 hints only come with NOT_LEADER_OR_FOLLOWER
+
+
+def test_metadata_authorized_operations_without_an_authorizer(module_broker) -> None:
+    with Conn(module_broker.port) as c:
+        c.call(ApiKey.CREATE_TOPICS, 4, create_topic("ops"))
+        for version in (8, 10, 12):
+            resp = c.call(ApiKey.METADATA, version, {"topics": [{"name": "ops"}],
+                                                     "include_cluster_authorized_operations": True,
+                                                     "include_topic_authorized_operations": True})
+            ops = resp["topics"][0]["topic_authorized_operations"]
+            # READ, WRITE, CREATE, DELETE, ALTER, DESCRIBE, DESCRIBE_CONFIGS, ALTER_CONFIGS
+            assert {i for i in range(32) if ops >> i & 1} == {3, 4, 5, 6, 7, 8, 10, 11}
+            if version <= 10:
+                assert resp["cluster_authorized_operations"] > 0
+            resp = c.call(ApiKey.METADATA, version, {"topics": [{"name": "ops"}]})
+            assert resp["topics"][0]["topic_authorized_operations"] == -(1 << 31)
+
+
+def test_find_coordinator_share_key_type(module_broker) -> None:
+    """v6 (KIP-932) adds key type 2, share groups: COORDINATOR_NOT_AVAILABLE as Kafka 3.9 answers
+    without a share coordinator; before v6 (and for undefined types) INVALID_REQUEST."""
+    with Conn(module_broker.port) as c:
+        def codes(version: int, key_type: int) -> list[int]:
+            resp = c.call(ApiKey.FIND_COORDINATOR, version, {"key_type": key_type, "coordinator_keys": ["g"]})
+            return [x["error_code"] for x in resp["coordinators"]]
+
+        assert codes(6, 0) == [0]
+        assert codes(6, 2) == [ErrorCode.COORDINATOR_NOT_AVAILABLE]
+        assert codes(5, 2) == [ErrorCode.INVALID_REQUEST]
+        assert codes(6, 3) == [ErrorCode.INVALID_REQUEST]
