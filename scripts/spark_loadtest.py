@@ -49,9 +49,9 @@ Steps:
    (``client.spark.synthetic``): a Python data source that plans the same input partitions and
    yields prebuilt Arrow batches of the same schema and sizes without any broker, i.e. Spark's
    own cost for a Python source. ``of_ceiling`` = minibroker rows/s / synthetic rows/s.
-6. **Write path** (unless ``--no-write``). Each round also writes the N values (100 random
-   bytes each by default, from the synthetic source) with the ``minibroker`` sink in K tasks
-   (``coalesce(K)``) to a new topic of P partitions, default producer settings (acks=1, linger
+6. **Write path** (unless ``--no-write``). Each round also writes N values of S bytes (made in
+   the JVM by ``spark.range(N, numPartitions=K)``: the id padded to S bytes) with the
+   ``minibroker`` sink in K tasks to a new topic of P partitions, default producer settings (acks=1, linger
    5 ms, 16 KiB batches, idempotent), then checks its end offsets sum to N and deletes it.
    Timed from ``load()`` to the end of the write job (every record acknowledged).
 
@@ -358,8 +358,8 @@ class Runner:
                 "read_tasks": self._read_tasks(group), "rows": rows, "bytes": nbytes}
 
     def write(self, k: int) -> dict[str, Any]:
-        """Time writing the N values (the synthetic source's: no read cost worth counting) with
-        the minibroker sink in K tasks to a new topic of P partitions; check its end offsets."""
+        """Time writing N values of S bytes (made by ``spark.range``: no read cost worth counting)
+        with the minibroker sink in K tasks to a new topic of P partitions; check its end offsets."""
         from client.sync import SyncAdmin
 
         self._group += 1
@@ -369,7 +369,11 @@ class Runner:
         sc = self.spark.sparkContext
         group = f"spark-loadtest-{self._group}"
         t0 = time.perf_counter()
-        df = self.load("synthetic", k).select("value").coalesce(k)
+        # Values made in the JVM (no second Python process competing for the cores): the id
+        # padded to S bytes; no compression, so their content does not matter.
+        s = self.args.record_size
+        df = self.spark.range(0, self.args.records, 1, k).selectExpr(
+            f"cast(rpad(cast(id as string), {s}, 'x') as binary) as value")
         sc.setJobGroup(group, f"write K={k}")
         try:
             (df.write.format("minibroker").mode("append").option("kafka.bootstrap.servers", self.bootstrap)
