@@ -199,12 +199,17 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
                    help="skip the Parquet copy and its reads (no ratio)")
     p.add_argument("--no-write", action="store_true",
                    help="skip the write path (the minibroker sink)")
+    p.add_argument("--write-option", action="append", default=[], metavar="KEY=VALUE", dest="write_options",
+                   help="a sink option for the write path, e.g. kafka.linger.ms=20 (repeatable)")
     p.add_argument("--verbose", action="store_true",
                    help="let Spark's logging, progress bars and UI through")
     args = p.parse_args(argv)
     for kv in args.options:
         if "=" not in kv or not kv.split("=", 1)[0]:
             p.error(f"--option: expected KEY=VALUE, not {kv!r}")
+    for kv in args.write_options:
+        if "=" not in kv or not kv.split("=", 1)[0]:
+            p.error(f"--write-option: expected KEY=VALUE, not {kv!r}")
     return args
 
 
@@ -377,7 +382,7 @@ class Runner:
         sc.setJobGroup(group, f"write K={k}")
         try:
             (df.write.format("minibroker").mode("append").option("kafka.bootstrap.servers", self.bootstrap)
-             .option("topic", topic).save())
+             .option("topic", topic).options(**dict(kv.split("=", 1) for kv in self.args.write_options)).save())
             elapsed = time.perf_counter() - t0
         finally:
             sc.setLocalProperty("spark.jobGroup.id", None)
@@ -602,7 +607,7 @@ def run(args: argparse.Namespace, spark: Any = None) -> dict[str, Any]:
                        "batch_size": args.batch_size, "tasks": args.tasks, "repeats": args.repeats,
                        "warmup": args.warmup,
                        "query": args.query, "options": args.options, "parquet": not args.no_parquet,
-                       "write": not args.no_write, "topic": topic,
+                       "write": not args.no_write, "write_options": args.write_options, "topic": topic,
                        "broker": args.bootstrap_server or "private", "master": spark_master},
         "environment": environment(),
         "command": command_line(),
