@@ -203,8 +203,13 @@ def write_task(batches: Iterator[Any], o: SinkOptions, columns: frozenset[str],
         task.check_done(everything=True)
         ok = True
     finally:
-        # After a failure: stop at once, records still buffered fail (the task is retried whole).
-        lt.run(task.producer.close(timeout=None if ok else 0))
+        if ok:
+            lt.run(task.producer.close())
+        else:  # stop at once (records still buffered fail; the task is retried whole), keep the first error
+            try:
+                lt.run(task.producer.close(timeout=0), timeout=30)
+            except Exception:  # noqa: BLE001 - the error being raised is the one to report
+                logger.debug("closing the failed task's producer", exc_info=True)
     return SinkCommitMessage(rows=task.rows, bytes=task.bytes, topics=dict(task.topics), batch_id=batch_id)
 
 
