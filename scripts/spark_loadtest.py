@@ -45,6 +45,16 @@ Steps:
    and Parquet run, interleaved so that drift on a shared machine hits both alike; medians are
    reported.
 
+5. **The ceiling.** Each round also runs the same query on ``minibroker_synthetic``
+   (``client.spark.synthetic``): a Python data source that plans the same input partitions and
+   yields prebuilt Arrow batches of the same schema and sizes without any broker, i.e. Spark's
+   own cost for a Python source. ``of_ceiling`` = minibroker rows/s / synthetic rows/s.
+6. **Write path** (unless ``--no-write``). Each round also writes N values of S bytes (made in
+   the JVM by ``spark.range(N, numPartitions=K)``: the id padded to S bytes) with the
+   ``minibroker`` sink in K tasks to a new topic of P partitions, default producer settings (acks=1, linger
+   5 ms, 16 KiB batches, idempotent), then checks its end offsets sum to N and deletes it.
+   Timed from ``load()`` to the end of the write job (every record acknowledged).
+
 Figures: elapsed = wall time from ``spark.read...load()`` to the result on the driver,
 planning included (the data source's planner process and ListOffsets; Parquet's file listing).
 rows/s = N / elapsed; MB/s = N x S / elapsed / 10^6, i.e. decimal megabytes of record
@@ -111,11 +121,14 @@ what is timed:
   queries per source first (JIT), then --repeats rounds (minibroker, Parquet); medians reported.
   empty_s: the same query over zero rows (its fixed cost: planning, scheduling).
   --query noop: df.coalesce(K).write.format("noop") instead.
+  synthetic: the same query on a Python source of prebuilt Arrow batches (Spark's ceiling);
+  of_ceiling = minibroker rows/s / synthetic rows/s.
+  write: the N values written by the minibroker sink in K tasks to a new topic (--no-write: skip).
   rows/s = N / elapsed; MB/s = N * S / elapsed / 1e6 (record value bytes only).
 
 output:
-  a table "K read_tasks minibroker rows/s MB/s empty_s parquet rows/s MB/s empty_s ratio", the command line to
-  reproduce it, OUT/spark_loadtest.json and OUT/spark_loadtest.png.
+  a table "K read_tasks minibroker rows/s MB/s empty_s synthetic rows/s of_ceiling parquet rows/s MB/s
+  empty_s ratio write rows/s MB/s", the command line to reproduce it, OUT/spark_loadtest.json and OUT/spark_loadtest.png.
 
 environment:
   PYSPARK_PYTHON / PYSPARK_DRIVER_PYTHON default to this interpreter; SPARK_LOCAL_IP defaults
@@ -184,12 +197,19 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
                    help="directory for spark_loadtest.json and spark_loadtest.png (default: %(default)s)")
     p.add_argument("--no-parquet", action="store_true",
                    help="skip the Parquet copy and its reads (no ratio)")
+    p.add_argument("--no-write", action="store_true",
+                   help="skip the write path (the minibroker sink)")
+    p.add_argument("--write-option", action="append", default=[], metavar="KEY=VALUE", dest="write_options",
+                   help="a sink option for the write path, e.g. kafka.linger.ms=20 (repeatable)")
     p.add_argument("--verbose", action="store_true",
                    help="let Spark's logging, progress bars and UI through")
     args = p.parse_args(argv)
     for kv in args.options:
         if "=" not in kv or not kv.split("=", 1)[0]:
             p.error(f"--option: expected KEY=VALUE, not {kv!r}")
+    for kv in args.write_options:
+        if "=" not in kv or not kv.split("=", 1)[0]:
+            p.error(f"--write-option: expected KEY=VALUE, not {kv!r}")
     return args
 
 
@@ -300,6 +320,11 @@ class Runner:
         if source == "parquet":
             df = self.spark.read.parquet(self.parquet)
             return df.where("offset < 0") if empty else df  # answered by row-group statistics
+        if source == "synthetic":
+            return (self.spark.read.format("minibroker_synthetic").option("topic", self.topic)
+                    .option("rows", "0" if empty else str(self.args.records))
+                    .option("recordSize", str(self.args.record_size)).option("partitions", str(self.args.partitions))
+                    .option("minPartitions", str(k)).load())
         r = (self.spark.read.format("minibroker").option("kafka.bootstrap.servers", self.bootstrap)
              .option("subscribe", self.topic).option("minPartitions", str(k)))
         r = r.options(**dict(kv.split("=", 1) for kv in self.args.options))
@@ -336,6 +361,39 @@ class Runner:
             return {"seconds": elapsed}
         return {"seconds": elapsed, "rows_per_s": n / elapsed, "mb_per_s": n * s / elapsed / MB,
                 "read_tasks": self._read_tasks(group), "rows": rows, "bytes": nbytes}
+
+    def write(self, k: int) -> dict[str, Any]:
+        """Time writing N values of S bytes (made by ``spark.range``: no read cost worth counting)
+        with the minibroker sink in K tasks to a new topic of P partitions; check its end offsets."""
+        from client.sync import SyncAdmin
+
+        self._group += 1
+        topic = f"{self.topic}-write-{self._group}"
+        with SyncAdmin(self.bootstrap) as admin:
+            admin.create_topic(topic, self.args.partitions)
+        sc = self.spark.sparkContext
+        group = f"spark-loadtest-{self._group}"
+        t0 = time.perf_counter()
+        # Values made in the JVM (no second Python process competing for the cores): the id
+        # padded to S bytes; no compression, so their content does not matter.
+        s = self.args.record_size
+        df = self.spark.range(0, self.args.records, 1, k).selectExpr(
+            f"cast(rpad(cast(id as string), {s}, 'x') as binary) as value")
+        sc.setJobGroup(group, f"write K={k}")
+        try:
+            (df.write.format("minibroker").mode("append").option("kafka.bootstrap.servers", self.bootstrap)
+             .option("topic", topic).options(**dict(kv.split("=", 1) for kv in self.args.write_options)).save())
+            elapsed = time.perf_counter() - t0
+        finally:
+            sc.setLocalProperty("spark.jobGroup.id", None)
+        with SyncAdmin(self.bootstrap) as admin:
+            written = sum(admin.topic_offsets(topic).values())
+            admin.delete_topic(topic)
+        n, s = self.args.records, self.args.record_size
+        if written != n:
+            raise RuntimeError(f"the sink wrote {written:,} records, expected {n:,}")
+        return {"seconds": elapsed, "rows_per_s": n / elapsed, "mb_per_s": n * s / elapsed / MB,
+                "write_tasks": self._read_tasks(group), "rows": written}
 
     def _read_tasks(self, group: str) -> int | None:
         """Tasks of the query's first stage (the read), from Spark's status tracker."""
@@ -376,7 +434,7 @@ def measure(spark: Any, args: argparse.Namespace, bootstrap: str, topic: str, sc
 
 def _measure(spark: Any, args: argparse.Namespace, bootstrap: str, topic: str, scratch: str) -> list[dict[str, Any]]:
     runner = Runner(spark, args, bootstrap, topic)
-    sources = ["minibroker"]
+    sources = ["minibroker", "synthetic"]
     kmax = max(args.tasks)
     if not args.no_parquet:
         print(f"writing the same records to Parquet ({max(args.partitions, kmax)} files, untimed)",
@@ -386,23 +444,35 @@ def _measure(spark: Any, args: argparse.Namespace, bootstrap: str, topic: str, s
     for _ in range(args.warmup):  # Python workers, the JVM's JIT, connections
         for src in sources:
             runner.run(src, kmax)
+        if not args.no_write:
+            runner.write(kmax)
     results = []
     for k in args.tasks:
         runs: dict[str, list[dict[str, Any]]] = {src: [] for src in sources}
         empty: dict[str, list[dict[str, Any]]] = {src: [] for src in sources}
+        writes: list[dict[str, Any]] = []
         for _ in range(args.repeats):
             for src in sources:
                 runs[src].append(runner.run(src, k))
                 empty[src].append(runner.run(src, k, empty=True))
+            if not args.no_write:
+                writes.append(runner.write(k))
         entry: dict[str, Any] = {"tasks": k}
         for src in sources:
             entry[src] = {"runs": runs[src], "empty_runs": empty[src], "median": _medians(runs[src], empty[src])}
         if "parquet" in entry:
             entry["ratio"] = entry["minibroker"]["median"]["rows_per_s"] / entry["parquet"]["median"]["rows_per_s"]
+        entry["ceiling_fraction"] = (entry["minibroker"]["median"]["rows_per_s"]
+                                     / entry["synthetic"]["median"]["rows_per_s"])
+        if writes:
+            entry["write"] = {"runs": writes, "median": {key: statistics.median(r[key] for r in writes)
+                                                         for key in ("seconds", "rows_per_s", "mb_per_s")}}
         results.append(entry)
         mb = entry["minibroker"]["median"]
         print(f"K={k}: minibroker {mb['rows_per_s']:,.0f} rows/s"
-              + (f", parquet {entry['parquet']['median']['rows_per_s']:,.0f} rows/s" if "parquet" in entry else ""),
+              f" ({entry['ceiling_fraction']:.0%} of synthetic)"
+              + (f", parquet {entry['parquet']['median']['rows_per_s']:,.0f} rows/s" if "parquet" in entry else "")
+              + (f", write {entry['write']['median']['rows_per_s']:,.0f} rows/s" if "write" in entry else ""),
               file=sys.stderr)
     return results
 
@@ -411,18 +481,26 @@ def _measure(spark: Any, args: argparse.Namespace, bootstrap: str, topic: str, s
 
 
 def table(results: list[dict[str, Any]]) -> str:
-    header = ["K", "read_tasks", "minibroker rows/s", "MB/s", "empty_s"]
+    header = ["K", "read_tasks", "minibroker rows/s", "MB/s", "empty_s", "synthetic rows/s", "of_ceiling"]
     with_pq = any("parquet" in e for e in results)
+    with_write = any("write" in e for e in results)
     if with_pq:
         header += ["parquet rows/s", "MB/s", "empty_s", "ratio"]
+    if with_write:
+        header += ["write rows/s", "MB/s"]
     body = []
     for e in results:
         row = [str(e["tasks"]), str(e["minibroker"]["median"]["read_tasks"])]
-        for src in ("minibroker", "parquet") if with_pq else ("minibroker",):
-            m = e[src]["median"]
-            row += [f"{m['rows_per_s']:,.0f}", f"{m['mb_per_s']:,.1f}", f"{m['empty_seconds']:.2f}"]
+        m = e["minibroker"]["median"]
+        row += [f"{m['rows_per_s']:,.0f}", f"{m['mb_per_s']:,.1f}", f"{m['empty_seconds']:.2f}",
+                f"{e['synthetic']['median']['rows_per_s']:,.0f}", f"{e['ceiling_fraction']:.2f}"]
         if with_pq:
-            row.append(f"{e['ratio']:.2f}")
+            m = e["parquet"]["median"]
+            row += [f"{m['rows_per_s']:,.0f}", f"{m['mb_per_s']:,.1f}", f"{m['empty_seconds']:.2f}",
+                    f"{e['ratio']:.2f}"]
+        if with_write:
+            w = e["write"]["median"]
+            row += [f"{w['rows_per_s']:,.0f}", f"{w['mb_per_s']:,.1f}"]
         body.append(row)
     widths = [max(len(h), *(len(r[i]) for r in body)) for i, h in enumerate(header)]
     return "\n".join("  ".join(c.rjust(w) for c, w in zip(line, widths)) for line in [header, *body])
@@ -437,7 +515,9 @@ def chart(result: dict[str, Any], path: str) -> None:
     prm, results = result["parameters"], result["results"]
     ks = [e["tasks"] for e in results]
     fig, ax = plt.subplots(figsize=(8, 5), dpi=110)
-    for src, label, style in (("minibroker", "minibroker data source", "o-"), ("parquet", "Parquet (same records)", "s--")):
+    for src, label, style in (("minibroker", "minibroker data source", "o-"), ("parquet", "Parquet (same records)", "s--"),
+                              ("synthetic", "synthetic Python source (ceiling)", "^:"),
+                              ("write", "minibroker sink (write)", "d-.")):
         if src not in results[0]:
             continue
         med = [e[src]["median"]["rows_per_s"] / 1e6 for e in results]
@@ -517,13 +597,17 @@ def run(args: argparse.Namespace, spark: Any = None) -> dict[str, Any]:
         if spark is None:
             spark = make_session(f"local[{kmax}]", args.verbose, app_name="minibroker-spark-loadtest")
             stack.callback(spark.stop)
+        from client.spark.synthetic import SyntheticKafkaSource
+
+        spark.dataSource.register(SyntheticKafkaSource)
         results = measure(spark, args, bootstrap, topic, scratch)
         spark_master = spark.sparkContext.master
     result = {
         "parameters": {"records": args.records, "record_size": args.record_size, "partitions": args.partitions,
                        "batch_size": args.batch_size, "tasks": args.tasks, "repeats": args.repeats,
                        "warmup": args.warmup,
-                       "query": args.query, "options": args.options, "parquet": not args.no_parquet, "topic": topic,
+                       "query": args.query, "options": args.options, "parquet": not args.no_parquet,
+                       "write": not args.no_write, "write_options": args.write_options, "topic": topic,
                        "broker": args.bootstrap_server or "private", "master": spark_master},
         "environment": environment(),
         "command": command_line(),
@@ -552,6 +636,9 @@ def report(result: dict[str, Any], json_path: str, png_path: str) -> None:
         rps = k2["minibroker"]["median"]["rows_per_s"]
         print(f"target K=2 (local[2]): >= {TARGET_RPS:,} rows/s: {rps:,.0f} -> "
               f"{'met' if rps >= TARGET_RPS else 'NOT met'}")
+    for e in result["results"]:
+        print(f"K={e['tasks']}: the minibroker reader runs at {e['ceiling_fraction']:.0%} of the synthetic Python"
+              " source's rows/s (Spark's own ceiling for a Python data source; target >= 90%)")
     cores = result["environment"]["cpu_count"]
     if cores and max(prm["tasks"]) > cores:
         print(f"note: this machine has {cores} cores (os.cpu_count()), shared with the broker: "

@@ -1,13 +1,16 @@
-"""Read minibroker (or any Kafka) topics from PySpark >= 4.0 with a Python Data Source.
+"""Read and write minibroker (or any Kafka) topics from PySpark >= 4.0 with a Python Data Source.
 
 ``MinibrokerDataSource`` (format ``minibroker``) has the schema and the options of Spark's
-built-in Kafka source, for batch and streaming reads; ``register(spark)`` registers it. Needs the ``spark`` extra
-(``pip install minibroker[spark]``: pyspark, pyarrow) and Java 17+.
+built-in Kafka source, for batch and streaming reads, and of its sink for writes;
+``register(spark)`` registers it. Needs the ``spark`` extra (``pip install minibroker[spark]``:
+pyspark, pyarrow) and Java 17+.
 
 - ``options``: the Kafka source's options, parsed and checked with Spark's messages;
 - ``ranges``: offset ranges -> input partitions (``minPartitions``, ``maxRecordsPerPartition``);
 - ``reader``: planning on the driver (ListOffsets) and bulk Arrow reads on the workers;
 - ``stream``: the streaming reader (micro-batches, Kafka-style JSON offsets; pyspark >= 4.2);
+- ``sink_options``: the Kafka sink's options and input columns, checked with Spark's messages;
+- ``writer``: the sink (batch and streaming), one producer per Spark task;
 - ``source``: the DataSource and its schema.
 """
 

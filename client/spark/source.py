@@ -17,15 +17,24 @@ The schema is the built-in Kafka source's (every field nullable)::
 ``timestampType`` is Kafka's id (0 CreateTime, 1 LogAppendTime). Options: ``client.spark.options``.
 ``spark.readStream.format("minibroker")`` gives the streaming reader (``client.spark.stream``,
 pyspark >= 4.2).
+``df.write.format("minibroker")`` and ``writeStream.format("minibroker")`` are Spark's Kafka
+sink (``client.spark.writer``; columns ``value``, ``key``, ``topic``, ``partition``, ``headers``).
 The name is not ``kafka``: Spark reserves it for its own source.
 """
 
 from __future__ import annotations
 
-from pyspark.sql.datasource import DataSource, DataSourceReader, DataSourceStreamReader
+from pyspark.sql.datasource import (
+    DataSource,
+    DataSourceReader,
+    DataSourceStreamReader,
+    DataSourceStreamWriter,
+    DataSourceWriter,
+)
 from pyspark.sql.types import StructType
 
 from client.spark.options import parse_options
+from client.spark.sink_options import check_schema, parse_sink_options
 
 __all__ = ["MinibrokerDataSource", "KAFKA_SCHEMA", "HEADERS_FIELD"]
 
@@ -57,3 +66,16 @@ class MinibrokerDataSource(DataSource):
             raise RuntimeError(f"streaming reads from minibroker need pyspark >= 4.2 (found {pyspark.__version__}):"
                                f" {e}") from None
         return MinibrokerStreamReader(schema, parse_options(self.options, streaming=True))
+
+    def writer(self, schema: StructType, overwrite: bool) -> DataSourceWriter:
+        # Appends either way: a topic is a log (Spark's Kafka sink treats Overwrite as Append too).
+        from client.spark.writer import MinibrokerWriter
+
+        o = parse_sink_options(self.options)
+        return MinibrokerWriter(o, frozenset(check_schema(schema.fields, o.topic)))
+
+    def streamWriter(self, schema: StructType, overwrite: bool) -> DataSourceStreamWriter:
+        from client.spark.writer import MinibrokerStreamWriter
+
+        o = parse_sink_options(self.options)
+        return MinibrokerStreamWriter(o, frozenset(check_schema(schema.fields, o.topic)))

@@ -1,0 +1,267 @@
+"""The sink: ``df.write.format("minibroker")`` and ``writeStream.format("minibroker")``.
+
+Spark's Kafka sink as a Python Data Source writer (columns and options:
+``client.spark.sink_options``). At-least-once, as Spark's: a task that fails after some of its
+records were acknowledged is retried (or the micro-batch replayed after a restart) and writes
+them again.
+
+**Where the code runs.** ``MinibrokerDataSource.writer()`` / ``streamWriter()`` run in a planner
+process on the driver, which checks the options and the columns there, so a mistake fails the
+query before any task starts. ``write()`` runs once per Spark task in the executors' Python
+workers and gets the task's rows as ``pyarrow.RecordBatch``es (the Arrow writer variants:
+no ``Row`` object per record on the way in). ``commit()`` / ``abort()`` run on the driver with
+every task's ``SinkCommitMessage``.
+
+**A task** (``write_task``) makes its own ``client.Producer`` (``kafka.*`` settings), on an
+event loop in a daemon thread kept by the worker process (``client.sync.LoopThread``; workers
+are reused, so the thread is too, but never a producer: a producer's failure stays with its
+task). For each Arrow batch it turns the columns into Python lists (strings are cast to binary
+without a copy), calls ``send_nowait`` per row, and lets the producer drain every
+``DRAIN_EVERY`` rows (back-pressure: at most ``buffer.memory`` bytes are buffered). Records
+already acknowledged are checked after each Arrow batch, so a failing topic fails the task
+early; at the end the task flushes, checks every record, and only then returns its commit
+message. The first failed record's ``KafkaError`` (the broker's error code and message) fails
+the task, and so the job. A null ``topic`` with no ``topic`` option fails the task with Spark's
+message.
+
+**The commit message** counts what the task wrote: rows, key + value bytes, rows per topic, and
+in streaming the micro-batch id (the ``streaming.sql.batchId`` local property Spark sets on
+every task of a micro-batch). The driver's ``commit`` logs the totals at INFO.
+
+Exactly-once (writing each micro-batch in a transaction keyed by its batch id) needs
+transactions in the client and is not offered: ``kafka.transactional.id`` is refused.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections import Counter
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from pyspark.sql.datasource import DataSourceArrowWriter, DataSourceStreamArrowWriter, WriterCommitMessage
+
+from client.producer import Producer
+from client.spark.sink_options import SinkOptions
+from client.sync import LoopThread
+
+__all__ = ["MinibrokerWriter", "MinibrokerStreamWriter", "SinkCommitMessage", "write_task", "NULL_TOPIC"]
+
+logger = logging.getLogger(__name__)
+
+DRAIN_EVERY = 512  # rows between two Producer.drain() calls (back-pressure, and lets answers in)
+NULL_TOPIC = "null topic present in the data. Use the topic option for setting a topic."  # Spark's message
+
+
+@dataclass
+class SinkCommitMessage(WriterCommitMessage):
+    """What one task wrote, every record acknowledged."""
+
+    rows: int = 0
+    bytes: int = 0                                       # keys + values
+    topics: dict[str, int] = field(default_factory=dict)  # rows per topic
+    batch_id: int | None = None                          # the micro-batch (streaming only)
+
+
+def _summary(messages: Sequence[Any]) -> SinkCommitMessage:
+    total = SinkCommitMessage()
+    per_topic: Counter[str] = Counter()
+    for m in messages:
+        if isinstance(m, SinkCommitMessage):
+            total.rows += m.rows
+            total.bytes += m.bytes
+            per_topic.update(m.topics)
+    total.topics = dict(per_topic)
+    return total
+
+
+_loop_lock = threading.Lock()
+_loop: LoopThread | None = None
+
+
+def _loop_thread() -> LoopThread:
+    global _loop
+    with _loop_lock:
+        if _loop is None:
+            _loop = LoopThread("minibroker-spark-sink")
+        return _loop
+
+
+def _column(rb: Any, name: str, as_bytes: bool = True) -> list[Any] | None:
+    """Column ``name`` of ``rb`` as a Python list (strings as bytes if ``as_bytes``; timestamps
+    as ms since the epoch), or None if absent."""
+    import pyarrow as pa
+
+    i = rb.schema.get_field_index(name)
+    if i < 0:
+        return None
+    arr = rb.column(i)
+    if pa.types.is_string(arr.type) and as_bytes:
+        arr = arr.cast(pa.binary())
+    elif pa.types.is_large_string(arr.type) and as_bytes:
+        arr = arr.cast(pa.large_binary())
+    elif pa.types.is_timestamp(arr.type):  # -> ms since the epoch
+        arr = arr.cast(pa.timestamp("ms", tz=arr.type.tz)).cast(pa.int64())
+    result: list[Any] = arr.to_pylist()
+    return result
+
+
+class _Task:
+    """One task's producer and the futures of its records not checked yet."""
+
+    def __init__(self, producer: Producer, o: SinkOptions, columns: frozenset[str]) -> None:
+        self.producer = producer
+        self.topic = o.topic
+        self.columns = columns
+        self.pending: list[Any] = []
+        self.rows = 0
+        self.bytes = 0
+        self.topics: Counter[str] = Counter()
+
+    def check_done(self, everything: bool = False) -> None:
+        """Raise the first failed record's error among the answered ones (all if ``everything``)."""
+        pending = self.pending
+        i = 0
+        for i, f in enumerate(pending):  # noqa: B007 - i is used after the loop
+            if not f.done():
+                if everything:
+                    raise RuntimeError("a record is unanswered after flush")  # flush waits for all: a bug
+                break
+            exc = f.exception()
+            if exc is not None:
+                raise exc
+        else:
+            i = len(pending)
+        del pending[:i]
+
+    async def send(self, rb: Any) -> None:
+        n = rb.num_rows
+        if n == 0:
+            return
+        values = _column(rb, "value")
+        assert values is not None  # check_schema made sure
+        keys = _column(rb, "key") if "key" in self.columns else None
+        topics = None if self.topic is not None else _column(rb, "topic", as_bytes=False)
+        partitions = _column(rb, "partition") if "partition" in self.columns else None
+        headers = _column(rb, "headers") if "headers" in self.columns else None
+        stamps = _column(rb, "timestamp") if "timestamp" in self.columns else None
+        if keys is None:
+            keys = [None] * n
+        self.bytes += sum(len(v) for v in values if v is not None) + sum(len(k) for k in keys if k is not None)
+        send = self.producer.send_nowait
+        append = self.pending.append
+        drain = self.producer.drain
+        if topics is None and partitions is None and headers is None and stamps is None:
+            topic = self.topic
+            assert topic is not None
+            for i in range(0, n, DRAIN_EVERY):
+                for k, v in zip(keys[i:i + DRAIN_EVERY], values[i:i + DRAIN_EVERY], strict=True):
+                    append(send(topic, v, k))
+                await drain()
+            self.topics[topic] += n
+        else:
+            if topics is not None:
+                if None in topics:
+                    raise ValueError(NULL_TOPIC)
+                self.topics.update(topics)
+            else:
+                assert self.topic is not None
+                self.topics[self.topic] += n
+                topics = [self.topic] * n
+            for i in range(n):
+                h = headers[i] if headers is not None else None
+                append(send(topics[i], values[i], keys[i],
+                            [(x["key"], x["value"]) for x in h] if h else None,
+                            partitions[i] if partitions is not None else None,
+                            stamps[i] if stamps is not None else None))
+                if i % DRAIN_EVERY == DRAIN_EVERY - 1:
+                    await drain()
+            await drain()
+        self.rows += n
+        self.check_done()
+
+
+def write_task(batches: Iterator[Any], o: SinkOptions, columns: frozenset[str],
+               batch_id: int | None = None) -> SinkCommitMessage:
+    """Write one task's rows (Arrow batches with the input's columns) with a producer of its own;
+    return the counts once every record is acknowledged, or raise the first record's error."""
+    lt = _loop_thread()
+
+    async def start() -> _Task:
+        p = Producer(o.bootstrap_servers, **{"client_id": "minibroker-spark-sink", **dict(o.producer_config)})
+        await p.start()
+        return _Task(p, o, columns)
+
+    task = lt.run(start())
+    ok = False
+    try:
+        for rb in batches:
+            lt.run(task.send(rb))
+        lt.run(task.producer.flush())
+        task.check_done(everything=True)
+        ok = True
+    finally:
+        if ok:
+            lt.run(task.producer.close())
+        else:  # stop at once (records still buffered fail; the task is retried whole), keep the first error
+            try:
+                lt.run(task.producer.close(timeout=0), timeout=30)
+            except Exception:  # noqa: BLE001 - the error being raised is the one to report
+                logger.debug("closing the failed task's producer", exc_info=True)
+    return SinkCommitMessage(rows=task.rows, bytes=task.bytes, topics=dict(task.topics), batch_id=batch_id)
+
+
+def _batch_id() -> int | None:
+    from pyspark import TaskContext
+
+    tc = TaskContext.get()
+    got = tc.getLocalProperty("streaming.sql.batchId") if tc is not None else None
+    return int(got) if got is not None else None
+
+
+class MinibrokerWriter(DataSourceArrowWriter):
+    """``df.write.format("minibroker")``: append the rows to Kafka (``overwrite`` is the same)."""
+
+    def __init__(self, options: SinkOptions, columns: frozenset[str]) -> None:
+        self.options = options
+        self.columns = columns
+
+    def write(self, iterator: Iterator[Any]) -> SinkCommitMessage:
+        return write_task(iterator, self.options, self.columns)
+
+    def commit(self, messages: list[WriterCommitMessage | None]) -> None:
+        s = _summary(messages)
+        logger.info("minibroker sink: wrote %d rows (%d bytes) in %d tasks: %s", s.rows, s.bytes, len(messages),
+                    s.topics)
+
+    def abort(self, messages: list[WriterCommitMessage | None]) -> None:
+        s = _summary(messages)
+        logger.warning("minibroker sink: write failed; %d rows were written by the tasks that succeeded (they stay)",
+                       s.rows)
+
+
+class MinibrokerStreamWriter(DataSourceStreamArrowWriter):
+    """``writeStream.format("minibroker")``: each micro-batch's rows, tagged with its batch id."""
+
+    def __init__(self, options: SinkOptions, columns: frozenset[str]) -> None:
+        self.options = options
+        self.columns = columns
+
+    def write(self, iterator: Iterator[Any]) -> SinkCommitMessage:
+        return write_task(iterator, self.options, self.columns, _batch_id())
+
+    def commit(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:  # noqa: N803
+        # Every task of the micro-batch saw its id (tasks of a replayed batch see the same id).
+        wrong = {m.batch_id for m in messages if isinstance(m, SinkCommitMessage)} - {batchId}
+        if wrong:
+            raise RuntimeError(f"micro-batch {batchId}: tasks reported batch ids {sorted(wrong, key=str)}")
+        s = _summary(messages)
+        logger.info("minibroker sink: micro-batch %d wrote %d rows (%d bytes): %s", batchId, s.rows, s.bytes,
+                    s.topics)
+
+    def abort(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:  # noqa: N803
+        s = _summary(messages)
+        logger.warning("minibroker sink: micro-batch %d failed; %d rows were written by the tasks that succeeded"
+                       " (a replay writes them again: at-least-once)", batchId, s.rows)

@@ -1,0 +1,87 @@
+"""client/spark/writer.py's task, called in-process (no JVM): what one Spark task does with its
+Arrow batches, against a real broker; the ``kafka.*`` settings seen in the broker's log files."""
+
+from __future__ import annotations
+
+import glob
+import os
+import struct
+from typing import Any
+
+import pytest
+
+from client.spark.sink_options import parse_sink_options
+from client.sync import SyncAdmin, SyncConsumer
+
+pa = pytest.importorskip("pyarrow")
+pytest.importorskip("pyspark")
+from client.spark.writer import SinkCommitMessage, write_task  # noqa: E402
+
+# RecordBatch v2 header: baseOffset q, batchLength i, partitionLeaderEpoch i, magic b, crc I, attributes h,
+# lastOffsetDelta i, baseTimestamp q, maxTimestamp q, producerId q, producerEpoch h, baseSequence i, count i
+HEADER = struct.Struct(">qiibIhiqqqhii")
+
+
+def batch_headers(data_dir: str, topic: str) -> list[tuple[int, int, int]]:
+    """(attributes, producerId, record count) of every batch in ``topic``'s log files."""
+    out = []
+    for path in sorted(glob.glob(os.path.join(data_dir, f"{topic}-*", "*.log"))):
+        with open(path, "rb") as f:
+            data = f.read()
+        pos = 0
+        while pos + HEADER.size <= len(data):
+            h = HEADER.unpack_from(data, pos)
+            out.append((h[5], h[9], h[12]))
+            pos += 12 + h[1]
+    return out
+
+
+def batches(n: int, size: int = 1000) -> list[Any]:
+    return [pa.record_batch([pa.array([f"k{i}".encode() for i in range(lo, min(lo + size, n))], pa.binary()),
+                             pa.array([f"v{i}" for i in range(lo, min(lo + size, n))], pa.string())],
+                            names=["key", "value"]) for lo in range(0, n, size)]
+
+
+def consume(servers: str, topic: str, parts: int, n: int) -> list[Any]:
+    got: list[Any] = []
+    with SyncConsumer(servers, auto_offset_reset="earliest") as c:
+        c.assign([(topic, p) for p in range(parts)])
+        for _ in range(50):
+            got += c.poll(timeout_ms=200)
+            if len(got) >= n:
+                break
+    return got
+
+
+@pytest.mark.parametrize("codec,idempotent", [("zstd", "true"), ("gzip", "false")])
+def test_task_counts_and_settings(broker: Any, codec: str, idempotent: str) -> None:
+    topic = f"task-{codec}"
+    with SyncAdmin(broker.bootstrap) as admin:
+        admin.create_topic(topic, num_partitions=2)
+    o = parse_sink_options({"kafka.bootstrap.servers": broker.bootstrap, "topic": topic,
+                            "kafka.compression.type": codec, "kafka.enable.idempotence": idempotent,
+                            "kafka.linger.ms": "50", "kafka.batch.size": "200000"})
+    msg = write_task(iter(batches(3000)), o, frozenset({"key", "value"}))
+    assert msg == SinkCommitMessage(rows=3000, bytes=sum(len(f"k{i}") + len(f"v{i}") for i in range(3000)),
+                                    topics={topic: 3000})
+    got = consume(broker.bootstrap, topic, 2, 3000)
+    assert sorted((r.key, r.value) for r in got) == sorted((f"k{i}".encode(), f"v{i}".encode()) for i in range(3000))
+    heads = batch_headers(broker.data_dir, topic)
+    assert sum(c for _, _, c in heads) == 3000
+    codec_id = {"gzip": 1, "zstd": 4}[codec]
+    assert {a & 7 for a, _, _ in heads} == {codec_id}
+    pids = {pid for _, pid, _ in heads}
+    assert (min(pids) >= 0) if idempotent == "true" else pids == {-1}
+
+
+def test_a_failed_record_fails_the_task(broker: Any) -> None:
+    with SyncAdmin(broker.bootstrap) as admin:
+        admin.create_topic("tiny", num_partitions=1, configs={"max.message.bytes": "500"})
+    from client.errors import KafkaError
+
+    o = parse_sink_options({"kafka.bootstrap.servers": broker.bootstrap, "topic": "tiny",
+                            "kafka.enable.idempotence": "false"})
+    rb = pa.record_batch([pa.array([b"x" * 2000], pa.binary())], names=["value"])
+    with pytest.raises(KafkaError) as e:
+        write_task(iter([rb]), o, frozenset({"value"}))
+    assert e.value.code == 10  # MESSAGE_TOO_LARGE, the broker's answer
