@@ -120,6 +120,7 @@ class BrokerConnection:
         self._slots = asyncio.Semaphore(max_in_flight)
         self._can_write = asyncio.Event()
         self._can_write.set()
+        self._write_lock = asyncio.Lock()
         self._closed_exc: KafkaError | None = None
         self.api_versions: dict[int, tuple[int, int]] = {}
 
@@ -159,17 +160,22 @@ class BrokerConnection:
         if self._closed_exc is not None:
             raise self._closed_exc
         async with self._slots:
-            if not self._can_write.is_set():
-                await self._can_write.wait()
-            if self._closed_exc is not None or self._transport is None:
-                raise self._closed_exc or KafkaConnectionError("not connected")
-            _, data = self.state.encode_request(api_key, version, body, expect_response)
-            if not expect_response:
+            # Requests go out in the order they were made: a request that finds the transport
+            # paused holds the (FIFO) write lock while it waits, so one made later cannot slip
+            # in between the resume and its wake-up. An idempotent producer's batches of a
+            # partition must reach the broker in sequence order.
+            async with self._write_lock:
+                if not self._can_write.is_set():
+                    await self._can_write.wait()
+                if self._closed_exc is not None or self._transport is None:
+                    raise self._closed_exc or KafkaConnectionError("not connected")
+                _, data = self.state.encode_request(api_key, version, body, expect_response)
+                if not expect_response:
+                    self._transport.write(data)
+                    return {}
+                fut: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
+                self._futures.append(fut)
                 self._transport.write(data)
-                return {}
-            fut: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
-            self._futures.append(fut)
-            self._transport.write(data)
             try:
                 return await asyncio.wait_for(asyncio.shield(fut), self.request_timeout if timeout is None else timeout)
             except TimeoutError:

@@ -69,6 +69,7 @@ class Sender:
         self._queues: dict[tuple[str, int], deque[ProducerBatch]] = {}  # sealed, to send
         self._ready: dict[tuple[str, int], None] = {}  # partitions with a non-empty queue
         self._in_flight: dict[int, int] = {}  # node id -> Produce requests in flight
+        self._connect_locks: dict[int, asyncio.Lock] = {}
         self._tasks: set[asyncio.Task[Any]] = set()
         self._refreshing: dict[str, asyncio.Task[Any]] = {}
         self._handle: asyncio.TimerHandle | None = None
@@ -239,7 +240,16 @@ class Sender:
     async def _send_request(self, node: int, batches: list[ProducerBatch]) -> None:
         try:
             try:
-                conn = await self._cluster.node_connection(node)
+                # Requests to a node are written in the order run() made them (an idempotent
+                # producer's batches of a partition must arrive in sequence order): the FIFO lock
+                # keeps a request made later from finding the connection ready while an earlier
+                # one is still being woken from waiting for it. Nothing between getting the
+                # connection and ``conn.request`` writing yields.
+                lock = self._connect_locks.get(node)
+                if lock is None:
+                    lock = self._connect_locks[node] = asyncio.Lock()
+                async with lock:
+                    conn = await self._cluster.node_connection(node)
                 version = conn.pick_version(ApiKey.PRODUCE)
                 topic_data: dict[str, list[dict[str, Any]]] = {}
                 for b in batches:

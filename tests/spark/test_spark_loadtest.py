@@ -45,11 +45,7 @@ def test_tiny_load_test_writes_json_and_png(loadtest: ModuleType, spark: Any, tm
     rc = loadtest.main(["--records", "2000", "--record-size", "50", "--partitions", "2", "--tasks", "1,2",
                         "--repeats", "1", "--warmup", "1", "--out", str(out),
                         # Tasks then skip the 500 ms long-poll fetch left at each range's end.
-                        "--option", "kafka.fetch.max.wait.ms=5",
-                        # Two idempotent producers writing the same new topic at once sometimes get
-                        # OUT_OF_ORDER_SEQUENCE_NUMBER (a producer/broker idempotence bug, reported);
-                        # this test is about the script, so it writes without idempotence.
-                        "--write-option", "kafka.enable.idempotence=false"], spark=spark)
+                        "--option", "kafka.fetch.max.wait.ms=5"], spark=spark)
     captured = capsys.readouterr()
     assert rc == 0, captured.err
 
