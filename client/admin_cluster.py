@@ -90,6 +90,17 @@ def _tp(tp: TP) -> TopicPartition:
     return tp if isinstance(tp, TopicPartition) else TopicPartition(*tp)
 
 
+def _by_topic(partitions: Iterable[TP] | None, topic_field: str = "topic", partitions_field: str = "partitions"
+              ) -> list[dict[str, Any]] | None:
+    """Partitions grouped by topic as a request's topic list (None stays None: "all")."""
+    if partitions is None:
+        return None
+    grouped: dict[str, list[int]] = {}
+    for tp in map(_tp, partitions):
+        grouped.setdefault(tp.topic, []).append(tp.partition)
+    return [{topic_field: t, partitions_field: ps} for t, ps in grouped.items()]
+
+
 def _raise(code: int, what: str, message: str | None = None) -> None:
     if code:
         name = ErrorCode(code).name if code in ErrorCode._value2member_map_ else str(code)
@@ -177,13 +188,7 @@ class ClusterAdmin(ABC):
                                 ) -> dict[int, list[LogDirDescription]]:
         """Every broker's log directories and the partitions in them (all, or those given):
         ``{broker id: [LogDirDescription]}``."""
-        if partitions is None:
-            topics: list[dict[str, Any]] | None = None
-        else:
-            grouped: dict[str, list[int]] = {}
-            for tp in map(_tp, partitions):
-                grouped.setdefault(tp.topic, []).append(tp.partition)
-            topics = [{"topic": t, "partitions": ps} for t, ps in grouped.items()]
+        topics = _by_topic(partitions)
         brokers = (await self.describe_cluster()).brokers
         out: dict[int, list[LogDirDescription]] = {}
 
@@ -205,13 +210,7 @@ class ClusterAdmin(ABC):
         """Elect leaders (preferred or unclean) for the partitions (all when None). Returns
         each partition's outcome: None (elected) or its error; ElectionNotNeededError means the
         right leader is already in place (always, on a one-broker cluster)."""
-        if partitions is None:
-            tps: list[dict[str, Any]] | None = None
-        else:
-            grouped: dict[str, list[int]] = {}
-            for tp in map(_tp, partitions):
-                grouped.setdefault(tp.topic, []).append(tp.partition)
-            tps = [{"topic": t, "partitions": ps} for t, ps in grouped.items()]
+        tps = _by_topic(partitions)
         body = {"election_type": election_type, "topic_partitions": tps, "timeout_ms": self.request_timeout_ms}
         resp = await self._request(self._cluster.controller_connection, ApiKey.ELECT_LEADERS, body)
         _raise(resp["error_code"], "cannot elect leaders")
@@ -226,13 +225,7 @@ class ClusterAdmin(ABC):
     async def list_partition_reassignments(self, partitions: Iterable[TP] | None = None
                                            ) -> dict[TopicPartition, PartitionReassignment]:
         """The reassignments in progress (of the partitions given, or all)."""
-        if partitions is None:
-            topics: list[dict[str, Any]] | None = None
-        else:
-            grouped: dict[str, list[int]] = {}
-            for tp in map(_tp, partitions):
-                grouped.setdefault(tp.topic, []).append(tp.partition)
-            topics = [{"name": t, "partition_indexes": ps} for t, ps in grouped.items()]
+        topics = _by_topic(partitions, "name", "partition_indexes")
         resp = await self._request(self._cluster.controller_connection, ApiKey.LIST_PARTITION_REASSIGNMENTS,
                                    {"timeout_ms": self.request_timeout_ms, "topics": topics})
         _raise(resp["error_code"], "cannot list partition reassignments", resp["error_message"])
@@ -262,10 +255,7 @@ class ClusterAdmin(ABC):
         out: dict[TopicPartition, list[ProducerState]] = {}
 
         async def ask(leader: int, tps: list[TopicPartition]) -> None:
-            grouped: dict[str, list[int]] = {}
-            for tp in tps:
-                grouped.setdefault(tp.topic, []).append(tp.partition)
-            body = {"topics": [{"name": t, "partition_indexes": ps} for t, ps in grouped.items()]}
+            body = {"topics": _by_topic(tps, "name", "partition_indexes")}
             resp = await self._request(self._leader_conn(leader), ApiKey.DESCRIBE_PRODUCERS, body)
             for t in resp["topics"]:
                 for p in t["partitions"]:
