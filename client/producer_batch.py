@@ -39,7 +39,8 @@ from client.records.batch import (
 from client.records.compression import Compression, compress
 from client.records.record import RecordBatchBuilder, encode_record, iter_records
 
-__all__ = ["ProducerBatch", "BatchResult", "RecordMetadata", "RecordFuture", "record_size_upper_bound"]
+__all__ = ["ProducerBatch", "BatchResult", "RecordMetadata", "RecordFuture", "WaitGroup", "FailedRecords",
+           "record_size_upper_bound"]
 
 _CRC = struct.Struct(">I")
 _PRODUCER_FIELDS = struct.Struct(">qhi")  # producerId, producerEpoch, baseSequence
@@ -242,19 +243,88 @@ class _RecordCallback:
     __hash__ = None  # type: ignore[assignment]
 
 
+class _Forward(_RecordCallback):
+    """A callback added while the record waited (``WaitGroup``): once the group is placed,
+    adds ``fn`` to the record's batch (or failure) instead."""
+
+    __slots__ = ("context",)
+
+    def __init__(self, fn: Callable[[Any], Any], rf: RecordFuture, context: Any) -> None:
+        super().__init__(fn, rf)
+        self.context = context
+
+    def __call__(self, _f: Any) -> None:
+        self.rf.add_done_callback(self.fn, context=self.context)
+
+
+class WaitGroup:
+    """Stands in for the batch of records that wait — for their topic's metadata or for
+    buffer memory — in the RecordAccumulator's queues (``client/accumulator.py``).
+
+    A waiting record's RecordFuture points here; when the record is appended to a batch the
+    accumulator re-points it (``RecordFuture._batch``/``_index``), or points it at a
+    ``FailedRecords`` if it fails first. ``future`` resolves (always with None) once every
+    record of the group has left the queue, so a callback added while the record waited is
+    moved to its batch then (``_Forward``): it runs after the record's own answer, at most one
+    group's placement late. Groups hold at most ``GROUP_MAX`` records, so that wait is bounded;
+    one asyncio future per group instead of one per record is what makes a burst of sends
+    before the metadata arrives cost about what sends after it cost. ``batches``: the batches
+    its records went to (for ``Producer.flush``)."""
+
+    __slots__ = ("future", "pending", "batches")
+    GROUP_MAX = 1024
+    topic = "?"
+    partition = -1
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self.future: asyncio.Future[None] = loop.create_future()
+        self.pending = 0
+        self.batches: dict[ProducerBatch, None] = {}
+
+    def metadata_args(self, index: int) -> tuple[int, int]:
+        self.future.result()  # InvalidStateError: the record is not answered yet
+        raise AssertionError("a placed record still points to its WaitGroup")  # pragma: no cover
+
+    def record_exception(self, index: int) -> BaseException | None:
+        self.future.exception()  # InvalidStateError while pending
+        raise AssertionError("a placed record still points to its WaitGroup")  # pragma: no cover
+
+
+class FailedRecords:
+    """Stands in for the batch of records that failed before they reached one (metadata or
+    memory never came, the producer closed, a bad partition): a done future holding the error."""
+
+    __slots__ = ("future", "error", "topic")
+    partition = -1
+
+    def __init__(self, topic: str, error: BaseException, loop: asyncio.AbstractEventLoop) -> None:
+        self.topic = topic
+        self.error = error
+        self.future: asyncio.Future[None] = loop.create_future()
+        self.future.set_exception(error)
+        self.future.exception()  # logged once by the accumulator, not per record
+
+    def metadata_args(self, index: int) -> tuple[int, int]:
+        raise self.error
+
+    def record_exception(self, index: int) -> BaseException | None:
+        return self.error
+
+
 class RecordFuture:
     """The future of one record of a batch: awaitable, and duck-type compatible with
     ``asyncio.Future`` (``asyncio.gather``/``wait`` accept it without wrapping it in a task).
 
     It holds only the batch, the record's index and its timestamp; ``result()`` derives the
-    RecordMetadata from the batch's single answer. Records of a batch cannot be cancelled one
-    by one: ``cancel()`` returns False.
+    RecordMetadata from the batch's single answer. While the record waits for metadata or
+    memory the "batch" is its ``WaitGroup``, then the real batch (or ``FailedRecords``).
+    Records of a batch cannot be cancelled one by one: ``cancel()`` returns False.
     """
 
     __slots__ = ("_batch", "_index", "_timestamp")
     _asyncio_future_blocking = False  # asyncio.isfuture() -> True
 
-    def __init__(self, batch: ProducerBatch, index: int, timestamp: int) -> None:
+    def __init__(self, batch: ProducerBatch | WaitGroup | FailedRecords, index: int, timestamp: int) -> None:
         self._batch = batch
         self._index = index
         self._timestamp = timestamp
@@ -280,7 +350,14 @@ class RecordFuture:
         return self._batch.record_exception(self._index)
 
     def add_done_callback(self, fn: Callable[[Any], Any], *, context: Any = None) -> None:
-        self._batch.future.add_done_callback(_RecordCallback(fn, self), context=context)
+        b = self._batch
+        f = b.future
+        if f.done():  # e.g. asyncio.gather over answered records: one call_soon, no adapter
+            f.get_loop().call_soon(fn, self, context=context)
+        elif type(b) is WaitGroup:
+            f.add_done_callback(_Forward(fn, self, context), context=context)
+        else:
+            f.add_done_callback(_RecordCallback(fn, self), context=context)
 
     def remove_done_callback(self, fn: Callable[[Any], Any]) -> int:
         return self._batch.future.remove_done_callback(_RecordCallback(fn, self))  # type: ignore[arg-type]
@@ -290,8 +367,9 @@ class RecordFuture:
 
     def __await__(self) -> Generator[Any, None, RecordMetadata]:
         f = self._batch.future
-        if not f.done():
+        while not f.done():  # a WaitGroup resolves when the record is placed: then its batch
             yield from f.__await__()
+            f = self._batch.future
         return self.result()
 
     __iter__ = __await__

@@ -16,6 +16,7 @@ import pytest
 from client import Admin, KafkaConnectionError, KafkaTimeoutError, Producer, RecordMetadata
 from client.errors import MessageTooLargeError, UnknownTopicOrPartitionError  # type: ignore[attr-defined]
 from client.producer import RecordFuture
+from client.producer_batch import WaitGroup
 from tests.broker_process import BrokerProcess
 from tests.compat._clients import CODECS, Rec, aio_consume_async, stored_batches, stored_records
 
@@ -180,7 +181,7 @@ async def test_buffer_memory_is_a_bound_records_beyond_it_wait(module_broker) ->
         for i in range(5000):  # ~550 KB of records, no await: most of them must wait
             futs.append(p.send_nowait(topic, b"%05d" % i + b"x" * 95))
             assert p.buffered_bytes <= limit
-        waiting = [f for f in futs if not isinstance(f, RecordFuture)]
+        waiting = [f for f in futs if isinstance(f._batch, WaitGroup)]
         assert len(waiting) > 4000  # ~590 records fit in 4 batches of 16 KiB
         assert not any(f.done() for f in waiting)
         await p.drain()  # back-pressure: returns once nothing waits for memory
