@@ -289,7 +289,8 @@ class RecordAccumulator:
         self.groups.pop(g, None)
         if self._group is g:
             self._group = None
-        g.future.set_result(None)
+        if not g.future.done():
+            g.future.set_result(None)
 
     def _fail(self, items: list[Waiting], err: BaseException) -> None:
         """Fail records that never reached a batch; logged once (as batch failures are)."""

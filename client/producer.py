@@ -72,7 +72,7 @@ from client.accumulator import (
 from client.cluster import Cluster
 from client.errors import KafkaError, KafkaTimeoutError
 from client.partitioner import Partitioner
-from client.producer_batch import ProducerBatch, RecordFuture, RecordMetadata
+from client.producer_batch import ProducerBatch, RecordFuture, RecordMetadata, WaitGroup
 from client.protocol.api import ErrorCode
 from client.records.codec import append_record
 from client.records.compression import Compression
@@ -242,7 +242,7 @@ class Producer:
         if batches:
             await asyncio.wait(batches)
         for g in groups:  # records that waited: once placed, the batches they went to
-            await g.future
+            await asyncio.wait([g.future])  # (not `await g.future`: a timeout would cancel it)
             later = [b.future for b in g.batches if not b.future.done()]
             if later:
                 await asyncio.wait(later)
@@ -293,13 +293,25 @@ class Producer:
         delay this caller (records of other tasks sent meanwhile still batch up behind it:
         while a batch waits for a request slot, new ones linger as usual).
         """
-        rf = self.send_nowait(topic, value, key, headers, partition, timestamp_ms)
-        b = rf._batch
-        if type(b) is ProducerBatch and b.data is None and not self._sender.backlog and not b.future.done():
-            self._acc.seal(b)
-        return await rf
+        return await self._send_now(topic, value, key, headers, partition, timestamp_ms)
 
     send_and_wait = send
+
+    def _send_now(self, topic: str, value: Any = None, key: Any = None, headers: Sequence[Header] | None = None,
+                  partition: int | None = None, timestamp_ms: int | None = None) -> RecordFuture:
+        """``send_nowait`` for a record the caller will wait on: its batch is sealed at once if
+        the sender is idle (see ``send``)."""
+        rf = self.send_nowait(topic, value, key, headers, partition, timestamp_ms)
+        b = rf._batch
+        if type(b) is ProducerBatch:
+            self._seal_if_idle(b)
+        elif type(b) is WaitGroup:  # waits for metadata or memory: once placed
+            b.future.add_done_callback(lambda _f: self._seal_if_idle(rf._batch))
+        return rf
+
+    def _seal_if_idle(self, b: Any) -> None:
+        if type(b) is ProducerBatch and b.data is None and not self._sender.backlog and not b.future.done():
+            self._acc.seal(b)
 
     def send_nowait(self, topic: str, value: Any = None, key: Any = None, headers: Sequence[Header] | None = None,
                     partition: int | None = None, timestamp_ms: int | None = None) -> RecordFuture:

@@ -368,7 +368,11 @@ class RecordFuture:
     def __await__(self) -> Generator[Any, None, RecordMetadata]:
         f = self._batch.future
         while not f.done():  # a WaitGroup resolves when the record is placed: then its batch
-            yield from f.__await__()
+            # Wait on a future of our own: cancelling the awaiting task cancels what it waits
+            # on, and the batch's (or group's) future is shared by other records.
+            waiter = f.get_loop().create_future()
+            f.add_done_callback(lambda _f, w=waiter: None if w.done() else w.set_result(None))
+            yield from waiter.__await__()
             f = self._batch.future
         return self.result()
 

@@ -25,6 +25,7 @@ throughput matters. ``SyncClient`` is the shared base.
 from __future__ import annotations
 
 import asyncio
+import collections
 import concurrent.futures
 import threading
 from collections.abc import Callable, Coroutine, Iterable, Iterator, Mapping, Sequence
@@ -134,42 +135,77 @@ class SyncClient:
 
 
 class SyncProducer(SyncClient):
-    """Blocking wrapper of ``Producer``; takes the same arguments."""
+    """Blocking wrapper of ``Producer``; takes the same arguments.
+
+    Sends cross to the loop thread in bulk: ``send_nowait`` appends the record to an outbox
+    (a deque, safe to append from one thread while another pops) and schedules one pump per
+    burst (``call_soon_threadsafe`` writes to the loop's self-pipe: a syscall, too dear per
+    record); the pump hands every record in the outbox to the producer in order. At most
+    ``OUTBOX_MAX`` records sit in the outbox: beyond that, and while the producer's records
+    wait for buffer memory, ``send_nowait`` blocks in ``drain``."""
 
     _client: Producer
+    OUTBOX_MAX = 10000
 
     def __init__(self, bootstrap_servers: str | Iterable[str] = "127.0.0.1:9092", **options: Any) -> None:
         super().__init__(lambda: Producer(bootstrap_servers, **options))
+        #: (future, awaited, topic, value, key, headers, partition, timestamp_ms)
+        self._outbox: collections.deque[tuple[Any, ...]] = collections.deque()
+        self._pump_scheduled = False
+
+    def _pump(self) -> None:
+        """On the loop thread: hand the outbox to the producer, in order."""
+        self._pump_scheduled = False  # before popping: a record appended after this schedules a new pump
+        box, client = self._outbox, self._client
+        while box:
+            cf, awaited, topic, value, key, headers, partition, timestamp_ms = box.popleft()
+            try:
+                if awaited:
+                    f: Any = client._send_now(topic, value, key, headers, partition, timestamp_ms)
+                else:
+                    f = client.send_nowait(topic, value, key, headers, partition, timestamp_ms)
+            except BaseException as e:  # noqa: BLE001 - handed to the caller's future
+                cf.set_exception(e)
+                continue
+            f.add_done_callback(lambda f, cf=cf: _copy_outcome(f, cf))
+
+    def _submit(self, awaited: bool, topic: str, value: Any, key: Any, headers: Sequence[tuple[str, bytes | None]] | None,
+                partition: int | None, timestamp_ms: int | None) -> concurrent.futures.Future[RecordMetadata]:
+        if self._closed:
+            raise RuntimeError("SyncProducer is closed")
+        if len(self._outbox) >= self.OUTBOX_MAX or self._client.waiting_for_memory:  # a benign racy read
+            self._run(self._drain())
+        cf: concurrent.futures.Future[RecordMetadata] = concurrent.futures.Future()
+        self._outbox.append((cf, awaited, topic, value, key, headers, partition, timestamp_ms))
+        if not self._pump_scheduled:
+            self._pump_scheduled = True
+            self._lt.call_soon(self._pump)
+        return cf
+
+    async def _drain(self) -> None:
+        self._pump()
+        await self._client.drain()
 
     def send(self, topic: str, value: Any = None, key: Any = None, headers: Sequence[tuple[str, bytes | None]] | None = None,
              partition: int | None = None, timestamp_ms: int | None = None, timeout: float | None = None) -> RecordMetadata:
-        """Send one record and block until it is acknowledged (or raise its error)."""
-        return self._run(self._client.send(topic, value, key, headers, partition, timestamp_ms), timeout)
+        """Send one record and block until it is acknowledged (or raise its error), as
+        ``Producer.send``; ``send_and_wait`` is the same method."""
+        return self._submit(True, topic, value, key, headers, partition, timestamp_ms).result(timeout)
+
+    send_and_wait = send
 
     def send_nowait(self, topic: str, value: Any = None, key: Any = None,
                     headers: Sequence[tuple[str, bytes | None]] | None = None, partition: int | None = None,
                     timestamp_ms: int | None = None) -> concurrent.futures.Future[RecordMetadata]:
         """Buffer one record; a ``concurrent.futures.Future`` of its RecordMetadata. Blocks
         only while the producer's buffer memory is full (back-pressure, as ``drain``)."""
-        if self._closed:
-            raise RuntimeError("SyncProducer is closed")
-        if self._client.waiting_for_memory:  # a benign racy read: at worst one extra or one missed drain
-            self._run(self._client.drain())
-        cf: concurrent.futures.Future[RecordMetadata] = concurrent.futures.Future()
-
-        def submit() -> None:
-            try:
-                f = self._client.send_nowait(topic, value, key, headers, partition, timestamp_ms)
-            except BaseException as e:  # noqa: BLE001 - handed to the caller's future
-                cf.set_exception(e)
-                return
-            f.add_done_callback(lambda f: _copy_outcome(f, cf))
-
-        self._lt.call_soon(submit)
-        return cf
+        return self._submit(False, topic, value, key, headers, partition, timestamp_ms)
 
     def flush(self, timeout: float | None = None) -> None:
-        self._run(self._client.flush(timeout))
+        async def pump_and_flush() -> None:
+            self._pump()
+            await self._client.flush(timeout)
+        self._run(pump_and_flush())
 
     def partitions_for(self, topic: str) -> list[int]:
         return self._run(self._client.partitions_for(topic))
@@ -177,8 +213,11 @@ class SyncProducer(SyncClient):
     def close(self, timeout: float | None = None) -> None:  # type: ignore[override]
         if self._closed:
             return
+        async def pump_and_close() -> None:
+            self._pump()
+            await self._client.close(timeout)
         try:
-            self._lt.run(self._client.close(timeout))
+            self._lt.run(pump_and_close())
         finally:
             self._closed = True
             self._lt.stop()

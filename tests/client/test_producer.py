@@ -320,3 +320,55 @@ async def test_broker_gone_records_expire_after_delivery_timeout(tmp_path) -> No
         assert 0.9 < elapsed < 10
     finally:
         b.kill()
+
+
+# ---------------------------------------------------------------- send / send_and_wait
+
+
+async def test_send_and_wait_is_send_and_does_not_linger_when_idle(module_broker) -> None:
+    """``send`` (= aiokafka's ``send_and_wait``) waits for the acknowledgement; with the sender
+    idle it seals the record's batch at once instead of lingering (an hour here)."""
+    topic = _topic("awaited")
+    async with Producer(module_broker.bootstrap, linger_ms=3_600_000) as p:
+        assert Producer.send_and_wait is Producer.send
+        mds = [await asyncio.wait_for(p.send_and_wait(topic, b"%d" % i), 30) for i in range(20)]
+        assert [m.offset for m in mds] == list(range(20))
+        md = await asyncio.wait_for(p.send(topic, b"last", headers=[("h", b"v")]), 30)
+        assert md.offset == 20
+        # send_nowait still lingers: its batch is not sent until flushed
+        fut = p.send_nowait(topic, b"lingers")
+        await asyncio.sleep(0.2)
+        assert not fut.done()
+        await p.flush()
+        assert (await fut).offset == 21
+
+
+async def test_cancelling_a_task_awaiting_a_record_leaves_its_batch_alone(module_broker) -> None:
+    topic = _topic("cancel")
+    async with Producer(module_broker.bootstrap, linger_ms=200) as p:
+        await p.partitions_for(topic)
+        futs = [p.send_nowait(topic, b"%d" % i) for i in range(10)]
+        async def wait_for_one() -> None:
+            await futs[3]
+
+        task = asyncio.ensure_future(wait_for_one())
+        await asyncio.sleep(0.01)
+        task.cancel()  # cancels what the task awaits: not the batch's future
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        assert not futs[3].cancelled()
+        mds = await asyncio.gather(*futs)
+    assert [m.offset for m in mds] == list(range(10))
+
+
+async def test_drain_after_every_record(module_broker) -> None:
+    topic = _topic("drain")
+    async with Producer(module_broker.bootstrap, buffer_memory=64 * 1024) as p:
+        futs = []
+        for i in range(5000):
+            futs.append(p.send_nowait(topic, b"%05d" % i + b"y" * 95))
+            await p.drain()
+            assert p.buffered_bytes <= 64 * 1024
+        await p.flush()
+        assert [f.result().offset for f in futs] == list(range(5000))
+    assert [r.value[:5] for r in stored_records(module_broker.data_dir, topic, 0)] == [b"%05d" % i for i in range(5000)]

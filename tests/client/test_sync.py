@@ -152,3 +152,20 @@ def test_sync_group_consumer_and_admin(module_broker) -> None:
         admin.alter_group_offsets(group, {(name, 0): 1})
         admin.delete_groups([group])
         assert admin.describe_groups([group])[group].state == "Dead"
+
+
+def test_sync_producer_burst_before_metadata_and_send_and_wait(module_broker) -> None:
+    """send_nowait from the caller's thread crosses to the loop in bulk (an outbox): every
+    record arrives once, in order, beyond the outbox bound and buffer memory."""
+    name = _topic("sync-burst")
+    n = 25_000  # > SyncProducer.OUTBOX_MAX, and ~2.8 MB > buffer_memory
+    with SyncProducer(module_broker.bootstrap, buffer_memory=256 * 1024, linger_ms=3_600_000) as p:
+        futs = [p.send_nowait(name, b"%06d" % i + b"z" * 100) for i in range(n)]
+        p.flush(60)
+        assert [f.result(0).offset for f in futs] == list(range(n))
+        md = p.send_and_wait(name, b"awaited", timeout=30)  # no linger while the sender is idle
+        assert md.offset == n and p.send(name, b"again", timeout=30).offset == n + 1
+        with pytest.raises(TypeError):
+            p.send_nowait(name, "not bytes").result(10)  # type: ignore[arg-type]
+    values = [r.value for r in stored_records(module_broker.data_dir, name, 0)]
+    assert values[:n] == [b"%06d" % i + b"z" * 100 for i in range(n)] and values[n:] == [b"awaited", b"again"]
