@@ -5,9 +5,10 @@ key -> partition cache (``TopicState``); every batch not yet answered (``incompl
 ``buffer_memory`` reserved by them (``used``); and the records that wait, in order, for buffer
 memory (``waiting``) or for their topic's metadata (``topic_waiting``).
 
-Waiting records (``park``) cost what appended ones cost: a tuple in a deque and a
-``RecordFuture`` pointing at a ``WaitGroup`` (one asyncio future per up to 1024 records,
-``client/producer_batch.py``), no asyncio future or callback per record. When metadata or
+Waiting records (``park``) cost about what appended ones cost: one ``WaitingRecord`` (a
+``RecordFuture`` that carries the record, pointing at a ``WaitGroup``: one asyncio future per
+up to 1024 records, ``client/producer_batch.py``) in a deque, no asyncio future or callback
+per record. When metadata or
 memory arrives, ``drain_waiting`` appends them in order with the producer's encoder and
 re-points each future at its batch.
 
@@ -38,6 +39,7 @@ from client.producer_batch import (
     ProducerBatch,
     RecordFuture,
     WaitGroup,
+    WaitingRecord,
     record_size_upper_bound,
 )
 from client.protocol.api import ErrorCode
@@ -55,9 +57,9 @@ Header = tuple[str, "bytes | None"]
 TYPE_HELP = ("record keys and values must be bytes-like or None; pass key_serializer/value_serializer "
              "to the Producer to send other types")
 
-#: A record waiting for metadata or memory: (topic, value, key, headers, partition, timestamp_ms,
-#: its future (pointing at a WaitGroup), the loop time after which it fails with KafkaTimeoutError).
-Waiting = tuple[str, Any, Any, "Sequence[Header] | None", "int | None", int, RecordFuture, float]
+#: A record waiting for metadata or memory (its future, which carries it; ``deadline``: the loop
+#: time after which it fails with KafkaTimeoutError).
+Waiting = WaitingRecord
 
 
 class TopicState:
@@ -263,23 +265,23 @@ class RecordAccumulator:
             g = self._group = WaitGroup(loop)
             self.groups[g] = None
         g.pending += 1
-        rf = RecordFuture(g, 0, timestamp_ms)
-        item = (topic, value, key, headers, partition, timestamp_ms, rf, deadline)
+        rf = WaitingRecord(g, topic, value, key, headers, partition, timestamp_ms, deadline)
         if metadata_known or topic in self.topics:
-            self.waiting.append(item)
+            self.waiting.append(rf)
             self.wake(0)
             return rf, False
         q = self.topic_waiting.get(topic)
         if q is None:
             q = self.topic_waiting[topic] = deque()
-        q.append(item)
+        q.append(rf)
         return rf, True
 
-    def _placed(self, rf: RecordFuture, b: ProducerBatch, i: int) -> None:
+    def _placed(self, rf: WaitingRecord, b: ProducerBatch, i: int) -> None:
         g = rf._batch
         assert type(g) is WaitGroup
         rf._batch = b
         rf._index = i
+        rf.value = rf.key = rf.headers = None  # the batch has the bytes now
         g.batches[b] = None
         g.pending -= 1
         if not g.pending:
@@ -298,9 +300,9 @@ class RecordAccumulator:
             return
         loop = self.loop
         assert loop is not None
-        failed = FailedRecords(items[0][0], err, loop)
-        for item in items:
-            rf = item[6]
+        failed = FailedRecords(items[0].topic, err, loop)
+        for rf in items:
+            rf.value = rf.key = rf.headers = None
             g = rf._batch
             if type(g) is not WaitGroup:
                 continue
@@ -320,8 +322,8 @@ class RecordAccumulator:
         topics = self.topics
         placed = self._placed
         while w:
-            item = w[0]
-            topic, value, key, headers, partition, ts_ms, rf, deadline = item
+            rf = w[0]
+            topic, value, key, headers, partition, ts_ms = rf.topic, rf.value, rf.key, rf.headers, rf.partition, rf._timestamp
             topic_state = topics[topic]
             try:
                 if partition is None:
@@ -351,13 +353,13 @@ class RecordAccumulator:
                 b = self.append_new(topic_state, partition, key, value, headers, ts_ms)
             except Exception as e:  # noqa: BLE001 - reported through the record's future
                 w.popleft()
-                self._fail([item], e)
+                self._fail([rf], e)
                 continue
             if b is None:
-                if now >= deadline:
+                if now >= rf.deadline:
                     expired.append(w.popleft())
                     continue
-                self.wake_at(deadline)
+                self.wake_at(rf.deadline)
                 break
             w.popleft()
             placed(rf, b, 0)

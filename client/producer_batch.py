@@ -39,7 +39,7 @@ from client.records.batch import (
 from client.records.compression import Compression, compress
 from client.records.record import RecordBatchBuilder, encode_record, iter_records
 
-__all__ = ["ProducerBatch", "BatchResult", "RecordMetadata", "RecordFuture", "WaitGroup", "FailedRecords",
+__all__ = ["ProducerBatch", "BatchResult", "RecordMetadata", "RecordFuture", "WaitGroup", "WaitingRecord", "FailedRecords",
            "record_size_upper_bound"]
 
 _CRC = struct.Struct(">I")
@@ -311,6 +311,50 @@ class FailedRecords:
         return self.error
 
 
+class _SoonCalls:
+    """Callbacks of done record futures, run in one ``call_soon`` per loop turn, in order.
+
+    ``asyncio.gather`` over N answered records adds N callbacks to done futures; one
+    ``call_soon`` each is one Handle each, a million of them alive at once, and what the
+    garbage collector's full passes then walk dominated the idiom (measured: gather of 1M
+    answered records 6 µs each, of which ~4 in collections). Here they are three list entries
+    each. Order among these callbacks is kept; other ``call_soon`` callbacks scheduled between
+    two of them may run before both (asyncio promises FIFO only per future)."""
+
+    __slots__ = ("fns", "args", "contexts", "scheduled")
+
+    def __init__(self) -> None:
+        self.fns: list[Callable[[Any], Any]] = []
+        self.args: list[Any] = []
+        self.contexts: list[Any] = []
+
+    def __call__(self) -> None:
+        fns, args, contexts = self.fns, self.args, self.contexts
+        self.fns, self.args, self.contexts = [], [], []
+        for fn, arg, ctx in zip(fns, args, contexts):
+            if ctx is None:
+                fn(arg)
+            else:
+                ctx.run(fn, arg)
+
+
+_soon: dict[asyncio.AbstractEventLoop, _SoonCalls] = {}
+
+
+def _call_soon(loop: asyncio.AbstractEventLoop, fn: Callable[[Any], Any], arg: Any, context: Any) -> None:
+    sc = _soon.get(loop)
+    if sc is None:
+        sc = _soon[loop] = _SoonCalls()
+        if len(_soon) > 16:  # closed loops' entries: drop them (loops are few; O(loops))
+            for old in [lp for lp in _soon if lp.is_closed()]:
+                del _soon[old]
+    if not sc.fns:
+        loop.call_soon(sc)
+    sc.fns.append(fn)
+    sc.args.append(arg)
+    sc.contexts.append(context)
+
+
 class RecordFuture:
     """The future of one record of a batch: awaitable, and duck-type compatible with
     ``asyncio.Future`` (``asyncio.gather``/``wait`` accept it without wrapping it in a task).
@@ -352,8 +396,8 @@ class RecordFuture:
     def add_done_callback(self, fn: Callable[[Any], Any], *, context: Any = None) -> None:
         b = self._batch
         f = b.future
-        if f.done():  # e.g. asyncio.gather over answered records: one call_soon, no adapter
-            f.get_loop().call_soon(fn, self, context=context)
+        if f.done():  # e.g. asyncio.gather over answered records
+            _call_soon(f.get_loop(), fn, self, context)
         elif type(b) is WaitGroup:
             f.add_done_callback(_Forward(fn, self, context), context=context)
         else:
@@ -382,3 +426,24 @@ class RecordFuture:
         b = self._batch
         state = "pending" if not b.future.done() else ("error" if self.exception() else "done")
         return f"<RecordFuture {b.topic}-{b.partition} #{self._index} {state}>"
+
+
+class WaitingRecord(RecordFuture):
+    """The future of a record that waits for metadata or memory, carrying the record itself
+    until ``RecordAccumulator.drain_waiting`` appends it (then the fields are dropped): one
+    object per waiting record in the accumulator's queues, not a future plus a tuple."""
+
+    __slots__ = ("topic", "value", "key", "headers", "partition", "deadline")
+
+    def __init__(self, group: WaitGroup, topic: str, value: Any, key: Any,
+                 headers: Sequence[tuple[str, bytes | None]] | None, partition: int | None, timestamp: int,
+                 deadline: float) -> None:
+        self._batch = group
+        self._index = 0
+        self._timestamp = timestamp
+        self.topic = topic
+        self.value = value
+        self.key = key
+        self.headers = headers
+        self.partition = partition
+        self.deadline = deadline
