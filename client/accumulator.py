@@ -92,6 +92,8 @@ class RecordAccumulator:
         self.max_block = max_block
         self.max_request_size = max_request_size
         self.partitioner = partitioner
+        #: the largest record_size_upper_bound + 61 that can be sent (check_size)
+        self.max_record_bound = min(max_request_size, buffer_memory)
         self.topics: dict[str, TopicState] = {}
         self.open: dict[ProducerBatch, None] = {}          # open batches, oldest first
         self.incomplete: dict[ProducerBatch, None] = {}    # every batch not yet answered

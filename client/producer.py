@@ -385,11 +385,17 @@ class Producer:
         """The record waits for metadata or for buffer memory, in order (``RecordAccumulator.park``)."""
         loop = self._loop
         assert loop is not None
-        if value is not None and not isinstance(value, (bytes, bytearray, memoryview)):
-            raise TypeError(TYPE_HELP)
-        if key is not None and not isinstance(key, (bytes, bytearray, memoryview)):
-            raise TypeError(TYPE_HELP)
-        self._acc.check_size(key, value, headers)
+        acc = self._acc
+        if key is None and headers is None and type(value) is bytes:
+            # the common case, checked inline (a burst before metadata takes this path per record)
+            if len(value) + 97 > acc.max_record_bound:
+                acc.check_size(key, value, headers)
+        else:
+            if value is not None and not isinstance(value, (bytes, bytearray, memoryview)):
+                raise TypeError(TYPE_HELP)
+            if key is not None and not isinstance(key, (bytes, bytearray, memoryview)):
+                raise TypeError(TYPE_HELP)
+            acc.check_size(key, value, headers)
         rf, fetch = self._acc.park(topic, value, key, headers, partition, timestamp_ms, loop.time() + self.max_block,
                                    metadata_known)
         if fetch and topic not in self._metadata_tasks:

@@ -123,3 +123,18 @@ async def test_close_fails_records_still_waiting(tmp_path) -> None:
         await p.close(timeout=0.2)
         for f in futs:
             assert f.done() and isinstance(f.exception(), KafkaError)
+
+
+async def test_records_that_can_never_fit_raise_at_once_before_metadata(module_broker) -> None:
+    from client.errors import MessageTooLargeError  # type: ignore[attr-defined]
+
+    topic = _topic("large")
+    async with Producer(module_broker.bootstrap, max_request_size=10_000) as p:
+        for value, key, headers in ((b"x" * (10_000 - 97 + 1), None, None), (b"x" * 9_000, b"k" * 1_000, None),
+                                    (b"x", None, [("h", b"x" * 10_000)])):
+            with pytest.raises(MessageTooLargeError):
+                p.send_nowait(topic, value, key=key, headers=headers)
+        with pytest.raises(TypeError):
+            p.send_nowait(topic, "text")  # type: ignore[arg-type]
+        ok = p.send_nowait(topic, b"x" * (10_000 - 97))  # exactly the bound: accepted
+        assert (await ok).offset == 0
