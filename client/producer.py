@@ -36,7 +36,14 @@ point for loops of ``send_nowait`` (as ``StreamWriter.drain``): it returns once 
 batches fit in the free request slots and nothing waits for memory. Nothing is sent or
 answered while the caller's loop runs without awaiting, so such a loop should ``drain()`` every
 few hundred records. Records for a topic whose metadata is not known yet wait the same way (up
-to ``max_block_ms``; UnknownTopicOrPartitionError if the topic does not exist then).
+to ``max_block_ms``; UnknownTopicOrPartitionError if the topic does not exist then). A waiting
+record costs about what a batched one costs (``RecordAccumulator.park``: its future carries it,
+one asyncio future per group of 1024), so the aiokafka idiom — start, a burst of sends before
+the metadata is in, ``flush``, ``gather`` — runs at the speed of the fast path.
+
+``send`` waits for the acknowledgement (aiokafka's ``send_and_wait``, also available under that
+name; Kafka's Java ``send().get()``); aiokafka's ``send``, which returns a future, is our
+``send_nowait``.
 
 Errors. Retriable errors (connection lost, NOT_LEADER_OR_FOLLOWER, ...) are retried after
 ``retry_backoff_ms`` until ``retries`` or ``delivery_timeout_ms`` (from the batch's creation)
