@@ -165,9 +165,9 @@ class SyncProducer(SyncClient):
                 else:
                     f = client.send_nowait(topic, value, key, headers, partition, timestamp_ms)
             except BaseException as e:  # noqa: BLE001 - handed to the caller's future
-                cf.set_exception(e)
+                cf._settle(None, e)
                 continue
-            f.add_done_callback(lambda f, cf=cf: _copy_outcome(f, cf))
+            f.add_done_callback(cf)
 
     def _submit(self, awaited: bool, topic: str, value: Any, key: Any, headers: Sequence[tuple[str, bytes | None]] | None,
                 partition: int | None, timestamp_ms: int | None) -> concurrent.futures.Future[RecordMetadata]:
@@ -175,7 +175,7 @@ class SyncProducer(SyncClient):
             raise RuntimeError("SyncProducer is closed")
         if len(self._outbox) >= self.OUTBOX_MAX or self._client.waiting_for_memory:  # a benign racy read
             self._run(self._drain())
-        cf: concurrent.futures.Future[RecordMetadata] = concurrent.futures.Future()
+        cf = RecordResult()
         self._outbox.append((cf, awaited, topic, value, key, headers, partition, timestamp_ms))
         if not self._pump_scheduled:
             self._pump_scheduled = True
@@ -223,12 +223,73 @@ class SyncProducer(SyncClient):
             self._lt.stop()
 
 
-def _copy_outcome(f: Any, cf: concurrent.futures.Future[Any]) -> None:
-    exc = f.exception()
-    if exc is not None:
-        cf.set_exception(exc)
-    else:
-        cf.set_result(f.result())
+_COND_LOCK = threading.Lock()
+_PENDING, _FINISHED = "PENDING", "FINISHED"  # concurrent.futures' state names
+
+
+class RecordResult(concurrent.futures.Future[RecordMetadata]):
+    """The ``concurrent.futures.Future`` of a record sent with ``SyncProducer.send_nowait``.
+
+    A plain ``Future`` builds a ``threading.Condition`` (a lock, a deque, five bound methods)
+    when created; with a million records in flight those objects, more than the records
+    themselves, kept the garbage collector busy. This one makes its Condition on first use —
+    when a thread waits, ``concurrent.futures.wait`` looks at it or a callback is added — under
+    one module lock, and ``_settle`` (the loop thread) takes the fast way only while it has
+    none: nobody can be waiting then. Done futures answer ``done``/``result``/``exception``
+    without it. Everything else is the standard class."""
+
+    def __init__(self) -> None:  # noqa: D107 - no super().__init__(): the Condition comes later
+        self._state = _PENDING
+        self._result: Any = None
+        self._exception: BaseException | None = None
+        self._waiters: list[Any] = []
+        self._done_callbacks: list[Any] = []
+
+    @property  # type: ignore[override]
+    def _condition(self) -> threading.Condition:
+        c = self.__dict__.get("_cond")
+        if c is None:
+            with _COND_LOCK:
+                c = self.__dict__.get("_cond")
+                if c is None:
+                    c = self.__dict__["_cond"] = threading.Condition()
+        return c
+
+    def done(self) -> bool:
+        return self._state == _FINISHED or super().done()
+
+    def result(self, timeout: float | None = None) -> RecordMetadata:
+        if self._state == _FINISHED and "_cond" not in self.__dict__:
+            if self._exception is not None:
+                raise self._exception
+            return self._result  # type: ignore[no-any-return]
+        return super().result(timeout)
+
+    def exception(self, timeout: float | None = None) -> BaseException | None:
+        if self._state == _FINISHED and "_cond" not in self.__dict__:
+            return self._exception
+        return super().exception(timeout)
+
+    def __call__(self, rf: Any) -> None:
+        """The record's asyncio future is done (on the loop thread): copy its outcome."""
+        exc = rf.exception()
+        self._settle(None if exc is not None else rf.result(), exc)
+
+    def _settle(self, result: Any, exc: BaseException | None) -> None:
+        with _COND_LOCK:
+            fast = "_cond" not in self.__dict__
+            if fast:
+                if self._state != _PENDING:
+                    return
+                self._result, self._exception, self._state = result, exc, _FINISHED
+        if not fast:
+            try:
+                if exc is not None:
+                    self.set_exception(exc)
+                else:
+                    self.set_result(result)
+            except concurrent.futures.InvalidStateError:  # cancelled meanwhile
+                pass
 
 
 class SyncAdmin(SyncClient):
