@@ -224,6 +224,9 @@ class RecordMetadata(NamedTuple):
     timestamp: int
 
 
+_new_metadata = tuple.__new__  # RecordMetadata(*fields) without the NamedTuple's Python-level __new__
+
+
 class _RecordCallback:
     """Adapts ``fn(record_future)`` to a batch-future callback; compares equal to another
     adapter of the same (fn, record future), so ``remove_done_callback`` works."""
@@ -387,11 +390,18 @@ class RecordFuture:
 
     def result(self) -> RecordMetadata:
         b = self._batch
-        offset, lat = b.metadata_args(self._index)
-        return RecordMetadata(b.topic, b.partition, offset, lat if lat >= 0 else self._timestamp)
+        if type(b) is ProducerBatch and b.results is None:  # inlined metadata_args: gather calls this per record
+            base, lat = b.future.result()
+            offset = base + self._index if base >= 0 else -1
+        else:
+            offset, lat = b.metadata_args(self._index)
+        return _new_metadata(RecordMetadata, (b.topic, b.partition, offset, lat if lat >= 0 else self._timestamp))
 
     def exception(self) -> BaseException | None:
-        return self._batch.record_exception(self._index)
+        b = self._batch
+        if type(b) is ProducerBatch and b.results is None:
+            return b.future.exception()
+        return b.record_exception(self._index)
 
     def add_done_callback(self, fn: Callable[[Any], Any], *, context: Any = None) -> None:
         b = self._batch

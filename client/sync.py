@@ -149,8 +149,7 @@ class SyncProducer(SyncClient):
 
     def __init__(self, bootstrap_servers: str | Iterable[str] = "127.0.0.1:9092", **options: Any) -> None:
         super().__init__(lambda: Producer(bootstrap_servers, **options))
-        #: (future, awaited, topic, value, key, headers, partition, timestamp_ms)
-        self._outbox: collections.deque[tuple[Any, ...]] = collections.deque()
+        self._outbox: collections.deque[RecordResult] = collections.deque()  # each carries its record
         self._pump_scheduled = False
 
     def _pump(self) -> None:
@@ -158,12 +157,14 @@ class SyncProducer(SyncClient):
         self._pump_scheduled = False  # before popping: a record appended after this schedules a new pump
         box, client = self._outbox, self._client
         while box:
-            cf, awaited, topic, value, key, headers, partition, timestamp_ms = box.popleft()
+            cf = box.popleft()
+            args = (cf.topic, cf.value, cf.key, cf.headers, cf.partition, cf.timestamp_ms)
+            cf.value = cf.key = cf.headers = None
             try:
-                if awaited:
-                    f: Any = client._send_now(topic, value, key, headers, partition, timestamp_ms)
+                if cf.awaited:
+                    f: Any = client._send_now(*args)
                 else:
-                    f = client.send_nowait(topic, value, key, headers, partition, timestamp_ms)
+                    f = client.send_nowait(*args)
             except BaseException as e:  # noqa: BLE001 - handed to the caller's future
                 cf._settle(None, e)
                 continue
@@ -175,8 +176,8 @@ class SyncProducer(SyncClient):
             raise RuntimeError("SyncProducer is closed")
         if len(self._outbox) >= self.OUTBOX_MAX or self._client.waiting_for_memory:  # a benign racy read
             self._run(self._drain())
-        cf = RecordResult()
-        self._outbox.append((cf, awaited, topic, value, key, headers, partition, timestamp_ms))
+        cf = RecordResult(awaited, topic, value, key, headers, partition, timestamp_ms)
+        self._outbox.append(cf)
         if not self._pump_scheduled:
             self._pump_scheduled = True
             self._lt.call_soon(self._pump)
@@ -238,35 +239,45 @@ class RecordResult(concurrent.futures.Future[RecordMetadata]):
     none: nobody can be waiting then. Done futures answer ``done``/``result``/``exception``
     without it. Everything else is the standard class."""
 
-    def __init__(self) -> None:  # noqa: D107 - no super().__init__(): the Condition comes later
+    # Slots, not the base class's __dict__: one object per record. Until it is handed to the
+    # producer it also carries the record (the SyncProducer's outbox holds these).
+    __slots__ = ("_state", "_result", "_exception", "_waiters", "_done_callbacks", "_cond", "awaited", "topic",
+                 "value", "key", "headers", "partition", "timestamp_ms")
+
+    def __init__(self, awaited: bool, topic: str, value: Any, key: Any, headers: Any, partition: int | None,
+                 timestamp_ms: int | None) -> None:  # no super().__init__(): the Condition comes later
         self._state = _PENDING
         self._result: Any = None
         self._exception: BaseException | None = None
-        self._waiters: list[Any] = []
-        self._done_callbacks: list[Any] = []
+        self._waiters: Any = ()  # lists once the Condition exists (only then can anyone add)
+        self._done_callbacks: Any = ()
+        self._cond: threading.Condition | None = None
+        self.awaited, self.topic, self.value, self.key = awaited, topic, value, key
+        self.headers, self.partition, self.timestamp_ms = headers, partition, timestamp_ms
 
     @property  # type: ignore[override]
     def _condition(self) -> threading.Condition:
-        c = self.__dict__.get("_cond")
+        c = self._cond
         if c is None:
             with _COND_LOCK:
-                c = self.__dict__.get("_cond")
+                c = self._cond
                 if c is None:
-                    c = self.__dict__["_cond"] = threading.Condition()
+                    self._waiters, self._done_callbacks = [], []
+                    c = self._cond = threading.Condition()
         return c
 
     def done(self) -> bool:
         return self._state == _FINISHED or super().done()
 
     def result(self, timeout: float | None = None) -> RecordMetadata:
-        if self._state == _FINISHED and "_cond" not in self.__dict__:
+        if self._state == _FINISHED and self._cond is None:
             if self._exception is not None:
                 raise self._exception
             return self._result  # type: ignore[no-any-return]
         return super().result(timeout)
 
     def exception(self, timeout: float | None = None) -> BaseException | None:
-        if self._state == _FINISHED and "_cond" not in self.__dict__:
+        if self._state == _FINISHED and self._cond is None:
             return self._exception
         return super().exception(timeout)
 
@@ -277,7 +288,7 @@ class RecordResult(concurrent.futures.Future[RecordMetadata]):
 
     def _settle(self, result: Any, exc: BaseException | None) -> None:
         with _COND_LOCK:
-            fast = "_cond" not in self.__dict__
+            fast = self._cond is None
             if fast:
                 if self._state != _PENDING:
                     return
