@@ -372,3 +372,38 @@ async def test_drain_after_every_record(module_broker) -> None:
         await p.flush()
         assert [f.result().offset for f in futs] == list(range(5000))
     assert [r.value[:5] for r in stored_records(module_broker.data_dir, topic, 0)] == [b"%05d" % i for i in range(5000)]
+
+
+async def test_record_future_callbacks_fan_out_from_one_batch_callback(module_broker) -> None:
+    """Callbacks on pending record futures run in order once the batch is answered; one that
+    raises goes to the loop's exception handler and the rest still run; removed ones do not;
+    asyncio.wait(FIRST_COMPLETED) and gather work over pending futures."""
+    topic = _topic("fanout")
+    loop = asyncio.get_running_loop()
+    errors: list[BaseException] = []
+    loop.set_exception_handler(lambda _loop, ctx: errors.append(ctx["exception"]))
+    try:
+        async with Producer(module_broker.bootstrap, linger_ms=100) as p:
+            await p.partitions_for(topic)
+            futs = [p.send_nowait(topic, b"%d" % i) for i in range(300)]
+            order: list[int] = []
+
+            def boom(_f: object) -> None:
+                raise RuntimeError("callback failure")
+
+            for i, f in enumerate(futs):
+                f.add_done_callback(lambda f, i=i: order.append(i))
+            futs[10].add_done_callback(boom)
+            removed = lambda _f: order.append(-1)  # noqa: E731
+            futs[20].add_done_callback(removed)
+            assert futs[20].remove_done_callback(removed) == 1
+            assert futs[20].remove_done_callback(removed) == 0
+            done, pending = await asyncio.wait(futs, return_when=asyncio.FIRST_COMPLETED)
+            assert done and all(f.done() for f in done)
+            mds = await asyncio.gather(*futs)
+            await asyncio.sleep(0)
+        assert [m.offset for m in mds] == list(range(300))
+        assert order == list(range(300))
+        assert len(errors) == 1 and str(errors[0]) == "callback failure"
+    finally:
+        loop.set_exception_handler(None)
