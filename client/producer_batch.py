@@ -17,6 +17,15 @@ Invariants:
   from it lazily (``metadata(index, timestamp)``): offset = base_offset + index.
 - a batch the broker refused as too large (MESSAGE_TOO_LARGE) can be ``split`` in two; the
   children answer for index ranges of the parent, whose future resolves when both are done.
+
+Record futures cost no asyncio object of their own: a record that waits for metadata or memory
+points at a ``WaitGroup`` (one future per up to 1024 waiting records) and is re-pointed at its
+batch when appended (or at ``FailedRecords``); callbacks added to pending record futures are
+kept per batch (``_Fanout``) and run by one callback on the batch's future; callbacks added to
+done ones run in one ``call_soon`` per loop turn (``_SoonCalls``). That is what makes
+``asyncio.gather`` over a million record futures cheaper than over a million asyncio futures.
+No batch or group future is ever handed to a Task to wait on (``__await__`` uses a waiter of
+its own), so cancelling a task that awaits a record cannot cancel the others' future.
 """
 
 from __future__ import annotations
