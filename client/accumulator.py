@@ -5,6 +5,13 @@ key -> partition cache (``TopicState``); every batch not yet answered (``incompl
 ``buffer_memory`` reserved by them (``used``); and the records that wait, in order, for buffer
 memory (``waiting``) or for their topic's metadata (``topic_waiting``).
 
+Waiting records (``park``) cost about what appended ones cost: one ``WaitingRecord`` (a
+``RecordFuture`` that carries the record, pointing at a ``WaitGroup``: one asyncio future per
+up to 1024 records, ``client/producer_batch.py``) in a deque, no asyncio future or callback
+per record. When metadata or
+memory arrives, ``drain_waiting`` appends them in order with the producer's encoder and
+re-points each future at its batch.
+
 Flow of a batch: ``append_new`` opens it (reserving ``batch_size`` bytes, or one large record's
 size); records are appended by the producer's fast path or ``drain_waiting``; ``seal`` closes it
 and hands it to ``sealed`` (the sender's queue); the sender calls ``finished`` once it is
@@ -27,11 +34,19 @@ from typing import Any
 
 from client.errors import ERRORS, KafkaTimeoutError
 from client.partitioner import Partitioner, murmur2
-from client.producer_batch import ProducerBatch, RecordFuture, RecordMetadata, record_size_upper_bound
+from client.producer_batch import (
+    FailedRecords,
+    ProducerBatch,
+    RecordFuture,
+    WaitGroup,
+    WaitingRecord,
+    record_size_upper_bound,
+)
 from client.protocol.api import ErrorCode
+from client.records.codec import append_record
 from client.records.compression import Compression
 
-__all__ = ["RecordAccumulator", "TopicState", "Waiting", "TYPE_HELP", "MessageTooLargeError", "fail_records"]
+__all__ = ["RecordAccumulator", "TopicState", "Waiting", "TYPE_HELP", "MessageTooLargeError"]
 
 logger = logging.getLogger("client.producer")
 
@@ -42,9 +57,9 @@ Header = tuple[str, "bytes | None"]
 TYPE_HELP = ("record keys and values must be bytes-like or None; pass key_serializer/value_serializer "
              "to the Producer to send other types")
 
-#: A record waiting for metadata or memory: (topic, value, key, headers, partition, timestamp_ms,
-#: its future, the loop time after which it fails with KafkaTimeoutError).
-Waiting = tuple[str, Any, Any, "Sequence[Header] | None", "int | None", int, "asyncio.Future[RecordMetadata]", float]
+#: A record waiting for metadata or memory (its future, which carries it; ``deadline``: the loop
+#: time after which it fails with KafkaTimeoutError).
+Waiting = WaitingRecord
 
 
 class TopicState:
@@ -77,6 +92,8 @@ class RecordAccumulator:
         self.max_block = max_block
         self.max_request_size = max_request_size
         self.partitioner = partitioner
+        #: the largest record_size_upper_bound + 61 that can be sent (check_size)
+        self.max_record_bound = min(max_request_size, buffer_memory)
         self.topics: dict[str, TopicState] = {}
         self.open: dict[ProducerBatch, None] = {}          # open batches, oldest first
         self.incomplete: dict[ProducerBatch, None] = {}    # every batch not yet answered
@@ -85,6 +102,8 @@ class RecordAccumulator:
         self.used = 0                                      # bytes of buffer_memory reserved
         self.flushing = 0                                  # flushes in progress: linger ignored
         self._seq = 0
+        self._group: WaitGroup | None = None               # where new waiting records go
+        self.groups: dict[WaitGroup, None] = {}            # groups with records still waiting
         self._space: asyncio.Event | None = None
         self.loop: asyncio.AbstractEventLoop | None = None
         #: where sealed batches go, and how to ask for a run of the sender (set by the producer)
@@ -116,7 +135,7 @@ class RecordAccumulator:
         self.wake(0)
 
     def fail_topic_waiting(self, topic: str, err: BaseException) -> None:
-        fail_records([w[6] for w in self.topic_waiting.pop(topic, ())], err)
+        self._fail(list(self.topic_waiting.pop(topic, ())), err)
         self.signal_space()
 
     def partition_for(self, topic_state: TopicState, key: Any) -> int:
@@ -151,8 +170,9 @@ class RecordAccumulator:
         return need
 
     def append_new(self, topic_state: TopicState, partition: int, key: Any, value: Any,
-                   headers: Sequence[Header] | None, timestamp_ms: int) -> RecordFuture | None:
-        """Open a batch on ``partition`` for this record; None if buffer memory is short."""
+                   headers: Sequence[Header] | None, timestamp_ms: int) -> ProducerBatch | None:
+        """Open a batch on ``partition`` for this record (its index 0); None if buffer memory
+        is short."""
         need = self.check_size(key, value, headers)
         capacity = max(self.batch_size, need)
         if self.used + capacity > self.buffer_memory:
@@ -173,7 +193,7 @@ class RecordAccumulator:
         self.open[b] = None
         self.incomplete[b] = None
         self.wake(self.linger)
-        return RecordFuture(b, 0, timestamp_ms)
+        return b
 
     def seal(self, b: ProducerBatch) -> None:
         """Close ``b`` to new records and hand it to the sender; move the sticky partition."""
@@ -236,19 +256,63 @@ class RecordAccumulator:
 
     # ------------------------------------------------------------------ waiting records
 
-    def wait(self, item: Waiting, metadata_known: bool) -> bool:
-        """Queue a record for memory (its topic's metadata known) or for metadata; True when
-        the caller must fetch the topic's metadata."""
-        topic = item[0]
-        if topic in self.topics or metadata_known:
-            self.waiting.append(item)
+    def park(self, topic: str, value: Any, key: Any, headers: Sequence[Header] | None, partition: int | None,
+             timestamp_ms: int, deadline: float, metadata_known: bool) -> tuple[RecordFuture, bool]:
+        """Queue a record for memory (its topic's metadata known) or for metadata; its future,
+        and True when the caller must fetch the topic's metadata."""
+        g = self._group
+        if g is None or g.pending >= WaitGroup.GROUP_MAX or g.future.done():
+            loop = self.loop
+            assert loop is not None
+            g = self._group = WaitGroup(loop)
+            self.groups[g] = None
+        g.pending += 1
+        rf = WaitingRecord(g, topic, value, key, headers, partition, timestamp_ms, deadline)
+        if metadata_known or topic in self.topics:
+            self.waiting.append(rf)
             self.wake(0)
-            return False
+            return rf, False
         q = self.topic_waiting.get(topic)
         if q is None:
             q = self.topic_waiting[topic] = deque()
-        q.append(item)
-        return True
+        q.append(rf)
+        return rf, True
+
+    def _placed(self, rf: WaitingRecord, b: ProducerBatch, i: int) -> None:
+        g = rf._batch
+        assert type(g) is WaitGroup
+        rf._batch = b
+        rf._index = i
+        rf.value = rf.key = rf.headers = None  # the batch has the bytes now
+        g.batches[b] = None
+        g.pending -= 1
+        if not g.pending:
+            self._resolve(g)
+
+    def _resolve(self, g: WaitGroup) -> None:
+        self.groups.pop(g, None)
+        if self._group is g:
+            self._group = None
+        if not g.future.done():
+            g.future.set_result(None)
+
+    def _fail(self, items: list[Waiting], err: BaseException) -> None:
+        """Fail records that never reached a batch; logged once (as batch failures are)."""
+        if not items:
+            return
+        loop = self.loop
+        assert loop is not None
+        failed = FailedRecords(items[0].topic, err, loop)
+        for rf in items:
+            rf.value = rf.key = rf.headers = None
+            g = rf._batch
+            if type(g) is not WaitGroup:
+                continue
+            rf._batch = failed
+            g.pending -= 1
+            if not g.pending:
+                self._resolve(g)
+        logger.warning("failed %d record(s) before they were batched: %s", len(items), err)
 
     def drain_waiting(self) -> None:
         """Append records that waited for memory, in order, while memory allows."""
@@ -256,43 +320,53 @@ class RecordAccumulator:
         assert loop is not None
         w = self.waiting
         now = loop.time()
-        expired: list[asyncio.Future[Any]] = []
+        expired: list[Waiting] = []
+        topics = self.topics
+        placed = self._placed
         while w:
-            topic, value, key, headers, partition, ts_ms, outer, deadline = w[0]
-            if outer.done():
-                w.popleft()
-                continue
-            topic_state = self.topics[topic]
+            rf = w[0]
+            topic, value, key, headers, partition, ts_ms = rf.topic, rf.value, rf.key, rf.headers, rf.partition, rf._timestamp
+            topic_state = topics[topic]
             try:
                 if partition is None:
                     partition = topic_state.sticky if key is None else self.partition_for(topic_state, key)
                 elif not 0 <= partition < topic_state.num_partitions:
                     raise ValueError(f"partition {partition} is not in [0, {topic_state.num_partitions}) for topic {topic!r}")
-                rf: RecordFuture | None = None
                 b = topic_state.open[partition]
                 if b is not None:
-                    i = b.try_append(key, value, headers, ts_ms)
-                    if i >= 0:
-                        rf = RecordFuture(b, i, ts_ms)
+                    # As the producer's fast path: the codec's encoder for header-less records.
+                    count = b.count
+                    tsd = ts_ms - b.base_ts
+                    if headers is None and value is not None and 0 <= tsd:
+                        if append_record(b.buf, b.capacity, tsd, count, key, value):
+                            b.count = count + 1
+                            if ts_ms > b.max_ts:
+                                b.max_ts = ts_ms
+                            w.popleft()
+                            placed(rf, b, count)
+                            continue
                     else:
-                        self.seal(b)
-                if rf is None:
-                    rf = self.append_new(topic_state, partition, key, value, headers, ts_ms)
+                        i = b.try_append(key, value, headers, ts_ms)
+                        if i >= 0:
+                            w.popleft()
+                            placed(rf, b, i)
+                            continue
+                    self.seal(b)
+                b = self.append_new(topic_state, partition, key, value, headers, ts_ms)
             except Exception as e:  # noqa: BLE001 - reported through the record's future
                 w.popleft()
-                fail_records([outer], e)
+                self._fail([rf], e)
                 continue
-            if rf is None:
-                if now >= deadline:
-                    w.popleft()
-                    expired.append(outer)
+            if b is None:
+                if now >= rf.deadline:
+                    expired.append(w.popleft())
                     continue
-                self.wake_at(deadline)
+                self.wake_at(rf.deadline)
                 break
             w.popleft()
-            rf.add_done_callback(lambda f, outer=outer: _chain(f, outer))
+            placed(rf, b, 0)
         if expired:
-            fail_records(expired, KafkaTimeoutError(
+            self._fail(expired, KafkaTimeoutError(
                 f"failed to allocate memory within max_block_ms={int(self.max_block * 1000)} "
                 f"(buffer_memory={self.buffer_memory} in use)"))
         self.signal_space()
@@ -308,39 +382,14 @@ class RecordAccumulator:
             self._space.clear()
             await self._space.wait()
 
-    def pending_futures(self) -> list[asyncio.Future[Any]]:
-        """Everything buffered now, for a flush to wait on."""
-        pending: list[asyncio.Future[Any]] = [b.future for b in self.incomplete if b.parent is None]
-        pending += [w[6] for w in self.waiting]
-        pending += [w[6] for q in self.topic_waiting.values() for w in q]
-        return pending
+    def pending(self) -> tuple[list[asyncio.Future[Any]], list[WaitGroup]]:
+        """Everything buffered now, for a flush to wait on: the futures of unanswered batches,
+        and the groups of waiting records (whose ``batches`` to wait on once they resolve)."""
+        return [b.future for b in self.incomplete if b.parent is None], list(self.groups)
 
     def fail_waiting(self, err: BaseException) -> None:
         """Fail every record that never reached a batch (the producer is closing)."""
-        fail_records([w[6] for w in self.waiting] + [w[6] for q in self.topic_waiting.values() for w in q], err)
+        items = list(self.waiting) + [w for q in self.topic_waiting.values() for w in q]
         self.waiting.clear()
         self.topic_waiting.clear()
-
-
-def _chain(rf: RecordFuture, outer: asyncio.Future[RecordMetadata]) -> None:
-    if outer.done():
-        return
-    exc = rf.exception()
-    if exc is not None:
-        outer.set_exception(exc)
-        outer.exception()  # the batch's failure was logged already
-    else:
-        outer.set_result(rf.result())
-
-
-def fail_records(futures: list[asyncio.Future[Any]], err: BaseException) -> None:
-    """Fail records that never reached a batch; logged once (as batch failures are) and
-    marked retrieved, so ignored futures do not each log "exception was never retrieved"."""
-    n = 0
-    for f in futures:
-        if not f.done():
-            f.set_exception(err)
-            f.exception()
-            n += 1
-    if n:
-        logger.warning("failed %d record(s) before they were batched: %s", n, err)
+        self._fail(items, err)

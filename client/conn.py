@@ -173,16 +173,23 @@ class BrokerConnection:
                 if not expect_response:
                     self._transport.write(data)
                     return {}
-                fut: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
+                loop = asyncio.get_running_loop()
+                fut: asyncio.Future[dict[str, Any]] = loop.create_future()
                 self._futures.append(fut)
                 self._transport.write(data)
+            # A timer, not wait_for(shield(fut)): two futures, three callbacks and three loop
+            # turns less per request (measured: ~10 µs of a ~200 µs round trip). A cancelled
+            # caller cancels ``fut``; its response is then read and dropped (``_on_data``).
+            timer = loop.call_later(self.request_timeout if timeout is None else timeout, self._timed_out, fut, api_key)
             try:
-                return await asyncio.wait_for(asyncio.shield(fut), self.request_timeout if timeout is None else timeout)
-            except TimeoutError:
-                # The connection's in-order stream is now out of step with us: close it.
-                self._fail(KafkaTimeoutError(
-                    f"{ApiKey(api_key).name} request to {self.host}:{self.port} timed out"))
-                raise self._closed_exc from None  # type: ignore[misc]
+                return await fut
+            finally:
+                timer.cancel()
+
+    def _timed_out(self, fut: asyncio.Future[dict[str, Any]], api_key: int) -> None:
+        if not fut.done():
+            # The connection's in-order stream is now out of step with us: close it.
+            self._fail(KafkaTimeoutError(f"{ApiKey(api_key).name} request to {self.host}:{self.port} timed out"))
 
     def _on_data(self, data: bytes) -> None:
         try:

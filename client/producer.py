@@ -36,7 +36,14 @@ point for loops of ``send_nowait`` (as ``StreamWriter.drain``): it returns once 
 batches fit in the free request slots and nothing waits for memory. Nothing is sent or
 answered while the caller's loop runs without awaiting, so such a loop should ``drain()`` every
 few hundred records. Records for a topic whose metadata is not known yet wait the same way (up
-to ``max_block_ms``; UnknownTopicOrPartitionError if the topic does not exist then).
+to ``max_block_ms``; UnknownTopicOrPartitionError if the topic does not exist then). A waiting
+record costs about what a batched one costs (``RecordAccumulator.park``: its future carries it,
+one asyncio future per group of 1024), so the aiokafka idiom — start, a burst of sends before
+the metadata is in, ``flush``, ``gather`` — runs at the speed of the fast path.
+
+``send`` waits for the acknowledgement (aiokafka's ``send_and_wait``, also available under that
+name; Kafka's Java ``send().get()``); aiokafka's ``send``, which returns a future, is our
+``send_nowait``.
 
 Errors. Retriable errors (connection lost, NOT_LEADER_OR_FOLLOWER, ...) are retried after
 ``retry_backoff_ms`` until ``retries`` or ``delivery_timeout_ms`` (from the batch's creation)
@@ -72,7 +79,7 @@ from client.accumulator import (
 from client.cluster import Cluster
 from client.errors import KafkaError, KafkaTimeoutError
 from client.partitioner import Partitioner
-from client.producer_batch import RecordFuture, RecordMetadata
+from client.producer_batch import ProducerBatch, RecordFuture, RecordMetadata, WaitGroup
 from client.protocol.api import ErrorCode
 from client.records.codec import append_record
 from client.records.compression import Compression
@@ -85,6 +92,7 @@ logger = logging.getLogger("client.producer")
 
 _time_ns = time.time_ns
 Header = tuple[str, "bytes | None"]
+_DRAIN_YIELD_EVERY = 0.001  # seconds: drain() yields at least this often
 
 
 def _acks(value: int | str) -> int:
@@ -176,6 +184,7 @@ class Producer:
         self._started = False
         self._closed = False
         self._plain = False  # started, not closed, no serializers: send_nowait's fast path
+        self._drain_yield_at = 0.0  # loop time after which drain() yields even without back-pressure
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -235,10 +244,15 @@ class Producer:
     async def _wait_all(self) -> None:
         # What is buffered now; records sent while flush waits are not waited for (as Kafka's
         # flush), but they are sent at once too (linger is ignored while a flush runs).
-        pending = self._acc.pending_futures()
+        batches, groups = self._acc.pending()
         self._sender.wake(0)
-        if pending:
-            await asyncio.wait(pending)
+        if batches:
+            await asyncio.wait(batches)
+        for g in groups:  # records that waited: once placed, the batches they went to
+            await asyncio.wait([g.future])  # (not `await g.future`: a timeout would cancel it)
+            later = [b.future for b in g.batches if not b.future.done()]
+            if later:
+                await asyncio.wait(later)
 
     async def close(self, timeout: float | None = None) -> None:
         """Flush (up to ``timeout`` seconds), then close the connections. Records still
@@ -275,11 +289,39 @@ class Producer:
     async def send(self, topic: str, value: Any = None, key: Any = None, headers: Sequence[Header] | None = None,
                    partition: int | None = None, timestamp_ms: int | None = None) -> RecordMetadata:
         """Send one record and return its metadata once the broker acknowledged it; raises the
-        KafkaError that failed it. Waits for buffer memory like ``send_nowait``."""
-        return await self.send_nowait(topic, value, key, headers, partition, timestamp_ms)
+        KafkaError that failed it. Waits for buffer memory like ``send_nowait``.
+
+        This is aiokafka's ``send_and_wait`` (also available under that name) and Kafka's Java
+        ``send(record).get()``; aiokafka's ``send()``, which returns a future, is our
+        ``send_nowait`` (a future without awaiting anything).
+
+        No linger for a record someone waits on while the sender is idle: if no sealed batch
+        waits to be sent, the record's batch is sealed at once, since lingering would only
+        delay this caller (records of other tasks sent meanwhile still batch up behind it:
+        while a batch waits for a request slot, new ones linger as usual).
+        """
+        return await self._send_now(topic, value, key, headers, partition, timestamp_ms)
+
+    send_and_wait = send
+
+    def _send_now(self, topic: str, value: Any = None, key: Any = None, headers: Sequence[Header] | None = None,
+                  partition: int | None = None, timestamp_ms: int | None = None) -> RecordFuture:
+        """``send_nowait`` for a record the caller will wait on: its batch is sealed at once if
+        the sender is idle (see ``send``)."""
+        rf = self.send_nowait(topic, value, key, headers, partition, timestamp_ms)
+        b = rf._batch
+        if type(b) is ProducerBatch:
+            self._seal_if_idle(b)
+        elif type(b) is WaitGroup:  # waits for metadata or memory: once placed
+            b.future.add_done_callback(lambda _f: self._seal_if_idle(rf._batch))
+        return rf
+
+    def _seal_if_idle(self, b: Any) -> None:
+        if type(b) is ProducerBatch and b.data is None and not self._sender.backlog and not b.future.done():
+            self._acc.seal(b)
 
     def send_nowait(self, topic: str, value: Any = None, key: Any = None, headers: Sequence[Header] | None = None,
-                    partition: int | None = None, timestamp_ms: int | None = None) -> RecordFuture | asyncio.Future[RecordMetadata]:
+                    partition: int | None = None, timestamp_ms: int | None = None) -> RecordFuture:
         """Buffer one record; return a future of its RecordMetadata without waiting.
 
         ``value``/``key``: bytes-like or None (or anything the configured serializers take);
@@ -328,10 +370,10 @@ class Producer:
                 if i >= 0:
                     return RecordFuture(b, i, timestamp_ms)
             acc.seal(b)
-        rf = acc.append_new(topic_state, partition, key, value, headers, timestamp_ms)
-        if rf is None:
+        nb = acc.append_new(topic_state, partition, key, value, headers, timestamp_ms)
+        if nb is None:
             return self._enqueue(topic, value, key, headers, partition, timestamp_ms, metadata_known=True)
-        return rf
+        return RecordFuture(nb, 0, timestamp_ms)
 
     def _prepare(self, key: Any, value: Any) -> tuple[Any, Any]:
         """The slow prelude of send_nowait: state checks and serializers."""
@@ -346,20 +388,26 @@ class Producer:
         return key, value
 
     def _enqueue(self, topic: str, value: Any, key: Any, headers: Sequence[Header] | None, partition: int | None,
-                 timestamp_ms: int, metadata_known: bool = False) -> asyncio.Future[RecordMetadata]:
-        """The slow path: the record waits for metadata or for buffer memory, in order."""
+                 timestamp_ms: int, metadata_known: bool = False) -> RecordFuture:
+        """The record waits for metadata or for buffer memory, in order (``RecordAccumulator.park``)."""
         loop = self._loop
         assert loop is not None
-        if value is not None and not isinstance(value, (bytes, bytearray, memoryview)):
-            raise TypeError(TYPE_HELP)
-        if key is not None and not isinstance(key, (bytes, bytearray, memoryview)):
-            raise TypeError(TYPE_HELP)
-        self._acc.check_size(key, value, headers)
-        outer: asyncio.Future[RecordMetadata] = loop.create_future()
-        item = (topic, value, key, headers, partition, timestamp_ms, outer, loop.time() + self.max_block)
-        if self._acc.wait(item, metadata_known) and topic not in self._metadata_tasks:
+        acc = self._acc
+        if key is None and headers is None and type(value) is bytes:
+            # the common case, checked inline (a burst before metadata takes this path per record)
+            if len(value) + 97 > acc.max_record_bound:
+                acc.check_size(key, value, headers)
+        else:
+            if value is not None and not isinstance(value, (bytes, bytearray, memoryview)):
+                raise TypeError(TYPE_HELP)
+            if key is not None and not isinstance(key, (bytes, bytearray, memoryview)):
+                raise TypeError(TYPE_HELP)
+            acc.check_size(key, value, headers)
+        rf, fetch = self._acc.park(topic, value, key, headers, partition, timestamp_ms, loop.time() + self.max_block,
+                                   metadata_known)
+        if fetch and topic not in self._metadata_tasks:
             self._spawn_metadata(topic)
-        return outer
+        return rf
 
     async def drain(self) -> None:
         """Back-pressure for loops of ``send_nowait`` (as ``StreamWriter.drain``): yield to the
@@ -371,10 +419,23 @@ class Producer:
         loop that seals batches faster than it lets answers in would fill ``buffer_memory``
         with batches waiting for a slot (measured: 16 KiB batches, 5 slots, ``drain`` every
         1024 records: 250k records/s, most of it waiting; with this wait, 3x that).
+
+        Like ``StreamWriter.drain`` it returns without yielding when there is no back-pressure:
+        no sealed batch waits to be sent, no record waits, and the last yield was less than
+        1 ms ago (so linger timers and answers still run about every millisecond). A yield
+        costs ~5-10 µs, more than a record's send; yielding on every call halved the
+        throughput of a loop that drains after every record.
         """
+        sender, acc = self._sender, self._acc
+        loop = self._loop
+        if loop is None:
+            raise KafkaError("the producer is not started: use 'async with Producer(...)' or 'await producer.start()'")
+        if not (sender.backlog or acc.waiting or acc.topic_waiting) and loop.time() < self._drain_yield_at:
+            return
         await asyncio.sleep(0)
-        await self._sender.wait_backlog(self.max_in_flight * max(1, len(self._cluster.brokers)))
-        await self._acc.wait_for_space()
+        self._drain_yield_at = loop.time() + _DRAIN_YIELD_EVERY
+        await sender.wait_backlog(self.max_in_flight * max(1, len(self._cluster.brokers)))
+        await acc.wait_for_space()
 
     # ------------------------------------------------------------------ metadata
 

@@ -25,6 +25,7 @@ throughput matters. ``SyncClient`` is the shared base.
 from __future__ import annotations
 
 import asyncio
+import collections
 import concurrent.futures
 import threading
 from collections.abc import Callable, Coroutine, Iterable, Iterator, Mapping, Sequence
@@ -134,42 +135,78 @@ class SyncClient:
 
 
 class SyncProducer(SyncClient):
-    """Blocking wrapper of ``Producer``; takes the same arguments."""
+    """Blocking wrapper of ``Producer``; takes the same arguments.
+
+    Sends cross to the loop thread in bulk: ``send_nowait`` appends the record to an outbox
+    (a deque, safe to append from one thread while another pops) and schedules one pump per
+    burst (``call_soon_threadsafe`` writes to the loop's self-pipe: a syscall, too dear per
+    record); the pump hands every record in the outbox to the producer in order. At most
+    ``OUTBOX_MAX`` records sit in the outbox: beyond that, and while the producer's records
+    wait for buffer memory, ``send_nowait`` blocks in ``drain``."""
 
     _client: Producer
+    OUTBOX_MAX = 10000
 
     def __init__(self, bootstrap_servers: str | Iterable[str] = "127.0.0.1:9092", **options: Any) -> None:
         super().__init__(lambda: Producer(bootstrap_servers, **options))
+        self._outbox: collections.deque[RecordResult] = collections.deque()  # each carries its record
+        self._pump_scheduled = False
+
+    def _pump(self) -> None:
+        """On the loop thread: hand the outbox to the producer, in order."""
+        self._pump_scheduled = False  # before popping: a record appended after this schedules a new pump
+        box, client = self._outbox, self._client
+        while box:
+            cf = box.popleft()
+            args = (cf.topic, cf.value, cf.key, cf.headers, cf.partition, cf.timestamp_ms)
+            cf.value = cf.key = cf.headers = None
+            try:
+                if cf.awaited:
+                    f: Any = client._send_now(*args)
+                else:
+                    f = client.send_nowait(*args)
+            except BaseException as e:  # noqa: BLE001 - handed to the caller's future
+                cf._settle(None, e)
+                continue
+            f.add_done_callback(cf)
+
+    def _submit(self, awaited: bool, topic: str, value: Any, key: Any, headers: Sequence[tuple[str, bytes | None]] | None,
+                partition: int | None, timestamp_ms: int | None) -> concurrent.futures.Future[RecordMetadata]:
+        if self._closed:
+            raise RuntimeError("SyncProducer is closed")
+        if len(self._outbox) >= self.OUTBOX_MAX or self._client.waiting_for_memory:  # a benign racy read
+            self._run(self._drain())
+        cf = RecordResult(awaited, topic, value, key, headers, partition, timestamp_ms)
+        self._outbox.append(cf)
+        if not self._pump_scheduled:
+            self._pump_scheduled = True
+            self._lt.call_soon(self._pump)
+        return cf
+
+    async def _drain(self) -> None:
+        self._pump()
+        await self._client.drain()
 
     def send(self, topic: str, value: Any = None, key: Any = None, headers: Sequence[tuple[str, bytes | None]] | None = None,
              partition: int | None = None, timestamp_ms: int | None = None, timeout: float | None = None) -> RecordMetadata:
-        """Send one record and block until it is acknowledged (or raise its error)."""
-        return self._run(self._client.send(topic, value, key, headers, partition, timestamp_ms), timeout)
+        """Send one record and block until it is acknowledged (or raise its error), as
+        ``Producer.send``; ``send_and_wait`` is the same method."""
+        return self._submit(True, topic, value, key, headers, partition, timestamp_ms).result(timeout)
+
+    send_and_wait = send
 
     def send_nowait(self, topic: str, value: Any = None, key: Any = None,
                     headers: Sequence[tuple[str, bytes | None]] | None = None, partition: int | None = None,
                     timestamp_ms: int | None = None) -> concurrent.futures.Future[RecordMetadata]:
         """Buffer one record; a ``concurrent.futures.Future`` of its RecordMetadata. Blocks
         only while the producer's buffer memory is full (back-pressure, as ``drain``)."""
-        if self._closed:
-            raise RuntimeError("SyncProducer is closed")
-        if self._client.waiting_for_memory:  # a benign racy read: at worst one extra or one missed drain
-            self._run(self._client.drain())
-        cf: concurrent.futures.Future[RecordMetadata] = concurrent.futures.Future()
-
-        def submit() -> None:
-            try:
-                f = self._client.send_nowait(topic, value, key, headers, partition, timestamp_ms)
-            except BaseException as e:  # noqa: BLE001 - handed to the caller's future
-                cf.set_exception(e)
-                return
-            f.add_done_callback(lambda f: _copy_outcome(f, cf))
-
-        self._lt.call_soon(submit)
-        return cf
+        return self._submit(False, topic, value, key, headers, partition, timestamp_ms)
 
     def flush(self, timeout: float | None = None) -> None:
-        self._run(self._client.flush(timeout))
+        async def pump_and_flush() -> None:
+            self._pump()
+            await self._client.flush(timeout)
+        self._run(pump_and_flush())
 
     def partitions_for(self, topic: str) -> list[int]:
         return self._run(self._client.partitions_for(topic))
@@ -177,19 +214,93 @@ class SyncProducer(SyncClient):
     def close(self, timeout: float | None = None) -> None:  # type: ignore[override]
         if self._closed:
             return
+        async def pump_and_close() -> None:
+            self._pump()
+            await self._client.close(timeout)
         try:
-            self._lt.run(self._client.close(timeout))
+            self._lt.run(pump_and_close())
         finally:
             self._closed = True
             self._lt.stop()
 
 
-def _copy_outcome(f: Any, cf: concurrent.futures.Future[Any]) -> None:
-    exc = f.exception()
-    if exc is not None:
-        cf.set_exception(exc)
-    else:
-        cf.set_result(f.result())
+_COND_LOCK = threading.Lock()
+_PENDING, _FINISHED = "PENDING", "FINISHED"  # concurrent.futures' state names
+
+
+class RecordResult(concurrent.futures.Future[RecordMetadata]):
+    """The ``concurrent.futures.Future`` of a record sent with ``SyncProducer.send_nowait``.
+
+    A plain ``Future`` builds a ``threading.Condition`` (a lock, a deque, five bound methods)
+    when created; with a million records in flight those objects, more than the records
+    themselves, kept the garbage collector busy. This one makes its Condition on first use —
+    when a thread waits, ``concurrent.futures.wait`` looks at it or a callback is added — under
+    one module lock, and ``_settle`` (the loop thread) takes the fast way only while it has
+    none: nobody can be waiting then. Done futures answer ``done``/``result``/``exception``
+    without it. Everything else is the standard class."""
+
+    # Slots, not the base class's __dict__: one object per record. Until it is handed to the
+    # producer it also carries the record (the SyncProducer's outbox holds these).
+    __slots__ = ("_state", "_result", "_exception", "_waiters", "_done_callbacks", "_cond", "awaited", "topic",
+                 "value", "key", "headers", "partition", "timestamp_ms")
+
+    def __init__(self, awaited: bool, topic: str, value: Any, key: Any, headers: Any, partition: int | None,
+                 timestamp_ms: int | None) -> None:  # no super().__init__(): the Condition comes later
+        self._state = _PENDING
+        self._result: Any = None
+        self._exception: BaseException | None = None
+        self._waiters: Any = ()  # lists once the Condition exists (only then can anyone add)
+        self._done_callbacks: Any = ()
+        self._cond: threading.Condition | None = None
+        self.awaited, self.topic, self.value, self.key = awaited, topic, value, key
+        self.headers, self.partition, self.timestamp_ms = headers, partition, timestamp_ms
+
+    @property  # type: ignore[override]
+    def _condition(self) -> threading.Condition:
+        c = self._cond
+        if c is None:
+            with _COND_LOCK:
+                c = self._cond
+                if c is None:
+                    self._waiters, self._done_callbacks = [], []
+                    c = self._cond = threading.Condition()
+        return c
+
+    def done(self) -> bool:
+        return self._state == _FINISHED or super().done()
+
+    def result(self, timeout: float | None = None) -> RecordMetadata:
+        if self._state == _FINISHED and self._cond is None:
+            if self._exception is not None:
+                raise self._exception
+            return self._result  # type: ignore[no-any-return]
+        return super().result(timeout)
+
+    def exception(self, timeout: float | None = None) -> BaseException | None:
+        if self._state == _FINISHED and self._cond is None:
+            return self._exception
+        return super().exception(timeout)
+
+    def __call__(self, rf: Any) -> None:
+        """The record's asyncio future is done (on the loop thread): copy its outcome."""
+        exc = rf.exception()
+        self._settle(None if exc is not None else rf.result(), exc)
+
+    def _settle(self, result: Any, exc: BaseException | None) -> None:
+        with _COND_LOCK:
+            fast = self._cond is None
+            if fast:
+                if self._state != _PENDING:
+                    return
+                self._result, self._exception, self._state = result, exc, _FINISHED
+        if not fast:
+            try:
+                if exc is not None:
+                    self.set_exception(exc)
+                else:
+                    self.set_result(result)
+            except concurrent.futures.InvalidStateError:  # cancelled meanwhile
+                pass
 
 
 class SyncAdmin(SyncClient):

@@ -71,6 +71,11 @@ checking that it exits 0. Sections (``--only NAME[,NAME...]``; all by default):
   ColumnBatches, rows counted, no record objects), aiokafka ``getmany``, kafka-python ``poll``,
   10,000 records per call. Targets: ours getmany >= 1,000,000 records/s and >= 3x aiokafka;
   bulk >= 3,000,000 records/s.
+- ``client-idioms``: our client in the idioms users write (start + burst of ``send_nowait`` +
+  ``flush`` + ``gather``; awaited sends one at a time; ``drain()`` every record; ``async for``
+  and ``getmany``; the sync wrappers), each beside aiokafka and confluent-kafka with their
+  defaults (``scripts/_bench_idioms.py`` describes each). Targets: every idiom >= 3x aiokafka,
+  the burst >= 500,000 records/s.
 - ``metrics``: the cost of the metrics listener. A second broker with ``metrics.listeners`` on
   is started; W1 acks=1 and W2 (as above) run against it and against the bench's own broker
   (metrics off), alternating run by run, while the metrics broker is scraped every
@@ -95,6 +100,7 @@ Run from the repository root::
     .venv/bin/python scripts/bench.py --quick            # 200,000 records
     .venv/bin/python scripts/bench.py --only w1,latency --json bench-results/bench.json
     .venv/bin/python scripts/bench.py --only client-produce,client-consume   # Python clients
+    .venv/bin/python scripts/bench.py --only client-idioms --quick --repeats 1
 """
 
 from __future__ import annotations
@@ -124,6 +130,7 @@ if REPO not in sys.path:
     sys.path.insert(0, REPO)
 
 from _bench_clients import CLIENT_TARGETS, section_client_consume, section_client_produce  # noqa: E402
+from _bench_idioms import IDIOM_TARGETS, section_client_idioms  # noqa: E402
 from _benchutil import command_line, fs_type, machine_line  # noqa: E402
 
 from broker.testing import BrokerProcess, parse_metrics  # noqa: E402
@@ -157,6 +164,7 @@ TARGETS: dict[str, tuple[str, float]] = {
     "start_s": ("<", 0.5),
     "rss_mb": ("<", 60.0),
     **CLIENT_TARGETS,  # the Python client issue's targets (scripts/_bench_clients.py)
+    **IDIOM_TARGETS,  # our client's everyday idioms (scripts/_bench_idioms.py)
 }
 
 
@@ -1354,6 +1362,11 @@ def section_client_consume_(ctx: Ctx) -> dict[str, Any]:
     return section_client_consume(ctx, lambda: CpuMeter(ctx.broker.pid))
 
 
+@section("client-idioms")
+def section_client_idioms_(ctx: Ctx) -> dict[str, Any]:
+    return section_client_idioms(ctx, lambda: CpuMeter(ctx.broker.pid))
+
+
 # ---------------------------------------------------------------- main
 
 
@@ -1366,6 +1379,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--records", type=int, help="records per W1 run (default 2,000,000; --quick 200,000)")
     ap.add_argument("--client-records", type=int,
                     help="records per client-produce run (default 1,000,000; --quick 200,000)")
+    ap.add_argument("--idiom-awaited", type=int, default=2000,
+                    help="records per awaited-send idiom run in client-idioms (default 2,000; --quick 500)")
+    ap.add_argument("--idioms", help="client-idioms: comma-separated idiom numbers to run (0-7; default all)")
     ap.add_argument("--repeats", type=int, default=3, help="runs per figure; medians are reported (default 3)")
     ap.add_argument("--json", metavar="PATH", help="also write the results as JSON")
     ap.add_argument("--dir", help="parent of the scratch data directory (default: the repository)")
@@ -1396,6 +1412,8 @@ def main(argv: list[str] | None = None) -> int:
         args.records = 200_000 if args.quick else 2_000_000
     if args.client_records is None:
         args.client_records = 200_000 if args.quick else 1_000_000
+    if args.quick and args.idiom_awaited == 2000:
+        args.idiom_awaited = 500
     if args.fetch_gb is None:
         args.fetch_gb = 1.0 if args.quick else 4.0
     if args.latency_seconds is None:

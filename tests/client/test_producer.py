@@ -16,6 +16,7 @@ import pytest
 from client import Admin, KafkaConnectionError, KafkaTimeoutError, Producer, RecordMetadata
 from client.errors import MessageTooLargeError, UnknownTopicOrPartitionError  # type: ignore[attr-defined]
 from client.producer import RecordFuture
+from client.producer_batch import WaitGroup
 from tests.broker_process import BrokerProcess
 from tests.compat._clients import CODECS, Rec, aio_consume_async, stored_batches, stored_records
 
@@ -180,7 +181,7 @@ async def test_buffer_memory_is_a_bound_records_beyond_it_wait(module_broker) ->
         for i in range(5000):  # ~550 KB of records, no await: most of them must wait
             futs.append(p.send_nowait(topic, b"%05d" % i + b"x" * 95))
             assert p.buffered_bytes <= limit
-        waiting = [f for f in futs if not isinstance(f, RecordFuture)]
+        waiting = [f for f in futs if isinstance(f._batch, WaitGroup)]
         assert len(waiting) > 4000  # ~590 records fit in 4 batches of 16 KiB
         assert not any(f.done() for f in waiting)
         await p.drain()  # back-pressure: returns once nothing waits for memory
@@ -319,3 +320,90 @@ async def test_broker_gone_records_expire_after_delivery_timeout(tmp_path) -> No
         assert 0.9 < elapsed < 10
     finally:
         b.kill()
+
+
+# ---------------------------------------------------------------- send / send_and_wait
+
+
+async def test_send_and_wait_is_send_and_does_not_linger_when_idle(module_broker) -> None:
+    """``send`` (= aiokafka's ``send_and_wait``) waits for the acknowledgement; with the sender
+    idle it seals the record's batch at once instead of lingering (an hour here)."""
+    topic = _topic("awaited")
+    async with Producer(module_broker.bootstrap, linger_ms=3_600_000) as p:
+        assert Producer.send_and_wait is Producer.send
+        mds = [await asyncio.wait_for(p.send_and_wait(topic, b"%d" % i), 30) for i in range(20)]
+        assert [m.offset for m in mds] == list(range(20))
+        md = await asyncio.wait_for(p.send(topic, b"last", headers=[("h", b"v")]), 30)
+        assert md.offset == 20
+        # send_nowait still lingers: its batch is not sent until flushed
+        fut = p.send_nowait(topic, b"lingers")
+        await asyncio.sleep(0.2)
+        assert not fut.done()
+        await p.flush()
+        assert (await fut).offset == 21
+
+
+async def test_cancelling_a_task_awaiting_a_record_leaves_its_batch_alone(module_broker) -> None:
+    topic = _topic("cancel")
+    async with Producer(module_broker.bootstrap, linger_ms=200) as p:
+        await p.partitions_for(topic)
+        futs = [p.send_nowait(topic, b"%d" % i) for i in range(10)]
+        async def wait_for_one() -> None:
+            await futs[3]
+
+        task = asyncio.ensure_future(wait_for_one())
+        await asyncio.sleep(0.01)
+        task.cancel()  # cancels what the task awaits: not the batch's future
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        assert not futs[3].cancelled()
+        mds = await asyncio.gather(*futs)
+    assert [m.offset for m in mds] == list(range(10))
+
+
+async def test_drain_after_every_record(module_broker) -> None:
+    topic = _topic("drain")
+    async with Producer(module_broker.bootstrap, buffer_memory=64 * 1024) as p:
+        futs = []
+        for i in range(5000):
+            futs.append(p.send_nowait(topic, b"%05d" % i + b"y" * 95))
+            await p.drain()
+            assert p.buffered_bytes <= 64 * 1024
+        await p.flush()
+        assert [f.result().offset for f in futs] == list(range(5000))
+    assert [r.value[:5] for r in stored_records(module_broker.data_dir, topic, 0)] == [b"%05d" % i for i in range(5000)]
+
+
+async def test_record_future_callbacks_fan_out_from_one_batch_callback(module_broker) -> None:
+    """Callbacks on pending record futures run in order once the batch is answered; one that
+    raises goes to the loop's exception handler and the rest still run; removed ones do not;
+    asyncio.wait(FIRST_COMPLETED) and gather work over pending futures."""
+    topic = _topic("fanout")
+    loop = asyncio.get_running_loop()
+    errors: list[BaseException] = []
+    loop.set_exception_handler(lambda _loop, ctx: errors.append(ctx["exception"]))
+    try:
+        async with Producer(module_broker.bootstrap, linger_ms=100) as p:
+            await p.partitions_for(topic)
+            futs = [p.send_nowait(topic, b"%d" % i) for i in range(300)]
+            order: list[int] = []
+
+            def boom(_f: object) -> None:
+                raise RuntimeError("callback failure")
+
+            for i, f in enumerate(futs):
+                f.add_done_callback(lambda f, i=i: order.append(i))
+            futs[10].add_done_callback(boom)
+            removed = lambda _f: order.append(-1)  # noqa: E731
+            futs[20].add_done_callback(removed)
+            assert futs[20].remove_done_callback(removed) == 1
+            assert futs[20].remove_done_callback(removed) == 0
+            done, pending = await asyncio.wait(futs, return_when=asyncio.FIRST_COMPLETED)
+            assert done and all(f.done() for f in done)
+            mds = await asyncio.gather(*futs)
+            await asyncio.sleep(0)
+        assert [m.offset for m in mds] == list(range(300))
+        assert order == list(range(300))
+        assert len(errors) == 1 and str(errors[0]) == "callback failure"
+    finally:
+        loop.set_exception_handler(None)

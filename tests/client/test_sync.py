@@ -152,3 +152,47 @@ def test_sync_group_consumer_and_admin(module_broker) -> None:
         admin.alter_group_offsets(group, {(name, 0): 1})
         admin.delete_groups([group])
         assert admin.describe_groups([group])[group].state == "Dead"
+
+
+def test_sync_producer_burst_before_metadata_and_send_and_wait(module_broker) -> None:
+    """send_nowait from the caller's thread crosses to the loop in bulk (an outbox): every
+    record arrives once, in order, beyond the outbox bound and buffer memory."""
+    name = _topic("sync-burst")
+    n = 25_000  # > SyncProducer.OUTBOX_MAX, and ~2.8 MB > buffer_memory
+    with SyncProducer(module_broker.bootstrap, buffer_memory=256 * 1024, linger_ms=3_600_000) as p:
+        futs = [p.send_nowait(name, b"%06d" % i + b"z" * 100) for i in range(n)]
+        p.flush(60)
+        assert [f.result(0).offset for f in futs] == list(range(n))
+        md = p.send_and_wait(name, b"awaited", timeout=30)  # no linger while the sender is idle
+        assert md.offset == n and p.send(name, b"again", timeout=30).offset == n + 1
+        with pytest.raises(TypeError):
+            p.send_nowait(name, "not bytes").result(10)  # type: ignore[arg-type]
+    values = [r.value for r in stored_records(module_broker.data_dir, name, 0)]
+    assert values[:n] == [b"%06d" % i + b"z" * 100 for i in range(n)] and values[n:] == [b"awaited", b"again"]
+
+
+def test_sync_record_futures_are_concurrent_futures(module_broker) -> None:
+    """RecordResult (Condition made on first use) behaves as concurrent.futures.Future:
+    wait/as_completed, callbacks, result with a timeout while pending, errors."""
+    name = _topic("sync-futures")
+    with SyncProducer(module_broker.bootstrap, linger_ms=300) as p:
+        p.partitions_for(name)
+        futs = [p.send_nowait(name, b"%d" % i) for i in range(50)]
+        assert all(isinstance(f, concurrent.futures.Future) for f in futs)
+        with pytest.raises(concurrent.futures.TimeoutError):
+            futs[0].result(timeout=0.01)  # lingering: still pending
+        seen: list[int] = []
+        futs[1].add_done_callback(lambda f: seen.append(f.result().offset))
+        waited_in_thread: list[int] = []
+        t = threading.Thread(target=lambda: waited_in_thread.append(futs[2].result(30).offset))
+        t.start()
+        done, not_done = concurrent.futures.wait(futs[:25], timeout=30)
+        assert len(done) == 25 and not not_done
+        assert sorted(f.result().offset for f in concurrent.futures.as_completed(futs, timeout=30)) == list(range(50))
+        t.join(30)
+        assert seen == [1] and waited_in_thread == [2]
+        assert all(f.done() and f.exception() is None and not f.cancelled() for f in futs)
+        bad = p.send_nowait(name, b"x", partition=7)  # no such partition: reported through the future
+        with pytest.raises(ValueError):
+            bad.result(10)
+        assert isinstance(bad.exception(), ValueError)
