@@ -202,6 +202,41 @@ async def test_commits_survive_restart_nothing_committed_is_read_again(broker, n
     assert sorted(seen) == sorted((p, o) for p in range(3) for o in range(20))  # each exactly once
 
 
+async def test_auto_commit_commits_the_positions_periodically_while_running(broker, name):
+    """``enable_auto_commit`` with a short interval: the committed offsets (read by a separate
+    Admin) reach the consumer's positions while it keeps running, twice over, with no commit()
+    and no close (whose final commit would hide a broken periodic one)."""
+    await make_topic(broker.bootstrap, name, 3, 10)
+    tps = [(name, p) for p in range(3)]
+    async with Admin(broker.bootstrap) as admin, \
+            Consumer(broker.bootstrap, group_id=name, enable_auto_commit=True, auto_commit_interval_ms=200,
+                     **FAST) as c:
+        c.subscribe([name])
+        offsets: dict[TopicPartition, int] = {}
+        committed: dict[TopicPartition, int] = {}
+
+        async def poll_until_committed(expected: dict[TopicPartition, int], timeout: float = 20.0) -> None:
+            deadline = time.monotonic() + timeout
+            while committed != expected:
+                assert time.monotonic() < deadline, f"committed {committed}, consumed up to {expected}"
+                for tp, rows in (await c.getmany(timeout_ms=100)).items():
+                    offsets[tp] = rows[-1].offset + 1
+                committed.clear()
+                committed.update({tp: go.committed for tp, go in (await admin.list_group_offsets(name, tps)).items()})
+
+        # nothing is committed before something is consumed; then the commit follows the positions
+        assert await admin.list_group_offsets(name, tps) == {}
+        await poll_until_committed({TopicPartition(name, p): 10 for p in range(3)})
+        assert {tp: await c.position(tp) for tp in offsets} == offsets
+        async with Producer(broker.bootstrap, linger_ms=1) as p:
+            for i in range(5):
+                p.send_nowait(name, b"more-%d" % i, partition=1)
+            await p.flush()
+        await poll_until_committed({TopicPartition(name, 0): 10, TopicPartition(name, 1): 15,
+                                    TopicPartition(name, 2): 10})
+        assert offsets[TopicPartition(name, 1)] == 15
+
+
 async def test_static_member_restart_gets_its_partitions_back_without_rebalance(broker, name):
     await make_topic(broker.bootstrap, name, 4)
     a = Consumer(broker.bootstrap, group_id=name, group_instance_id="a", **FAST)
