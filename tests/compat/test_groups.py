@@ -6,6 +6,8 @@ static membership, and kcat's balanced consumer (-G)."""
 
 from __future__ import annotations
 
+import asyncio
+import re
 import signal
 import subprocess
 import sys
@@ -17,6 +19,7 @@ import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 
 from broker.testing import BrokerProcess, create_topic
+from client.admin import Admin
 
 from ._clients import KCAT, KCAT_MISSING
 
@@ -202,3 +205,96 @@ def test_kcat_balanced_consumer_commits(module_broker: BrokerProcess) -> None:
     assert committed(bs, "kcat-g", topic, 3) == {p: max(o for q, o in sent if q == p) + 1 for p in range(3)}
     new = produce(bs, topic, 9, 30)
     assert run_kcat() == new  # only what came after the committed offsets
+
+
+class KcatMember:
+    """``kcat -G GROUP TOPIC`` (librdkafka's balanced consumer) in its own process, running until
+    signalled: every record it reads is a ``partition offset`` line on stdout (unbuffered, -u);
+    its rebalances are ``Group ... rebalanced ...: assigned: t [0], t [3]`` lines on stderr."""
+
+    def __init__(self, tmp: Path, bs: str, group: str, topic: str, name: str) -> None:
+        assert KCAT is not None
+        self.out, self.err = tmp / f"{name}.out", tmp / f"{name}.err"
+        with open(self.out, "wb") as out, open(self.err, "wb") as err:
+            self.proc = subprocess.Popen(
+                [KCAT, "-b", bs, "-G", group, "-u", "-f", "%p %o\\n", "-X", "auto.offset.reset=earliest",
+                 "-X", "enable.auto.commit=true", "-X", "auto.commit.interval.ms=200",
+                 "-X", "session.timeout.ms=45000", "-X", "heartbeat.interval.ms=500",
+                 "-X", "fetch.wait.max.ms=50", topic], stdin=subprocess.DEVNULL, stdout=out, stderr=err)
+
+    def read(self) -> list[tuple[int, int]]:
+        return [(int(p), int(o)) for p, o in (ln.split() for ln in self.out.read_text().splitlines() if ln.strip())]
+
+    def assignment(self) -> list[int] | None:
+        """The partitions of its latest rebalance (None before its first assignment)."""
+        last: list[int] | None = None
+        for line in self.err.read_text(errors="replace").splitlines():
+            if "rebalanced" in line and "assigned:" in line:
+                last = sorted(int(p) for p in re.findall(r"\[(\d+)\]", line.split("assigned:", 1)[1]))
+            elif "rebalanced" in line and "revoked:" in line:
+                last = []
+        return last
+
+    def terminate(self) -> None:
+        """SIGTERM: kcat closes its consumer (a final commit, then LeaveGroup) and exits 0."""
+        self.proc.send_signal(signal.SIGTERM)
+        assert self.proc.wait(30) == 0, self.err.read_text(errors="replace")
+
+    def kill(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait(10)
+
+
+@pytest.mark.skipif(KCAT is None, reason=KCAT_MISSING)
+def test_kcat_balanced_consumers_share_then_one_leaves(module_broker: BrokerProcess, tmp_path: Path) -> None:
+    """Three ``kcat -G`` processes share a six-partition topic; together they read every record
+    (at least once: a partition moving between members may be re-read from its last commit).
+    One is SIGTERMed and leaves; the survivors take over its partitions and read what comes
+    next; the committed offsets reach the log end of every partition."""
+    bs, topic, group = module_broker.bootstrap_servers, "kcat-members", "kcat-members-g"
+    create_topic(bs, topic, 6)
+    sent = produce(bs, topic, 30)  # before anyone joins: read from the earliest offset
+    members = [KcatMember(tmp_path, bs, group, topic, name) for name in ("a", "b", "c")]
+    try:
+        def shares(ms: list[KcatMember], each: int) -> bool:
+            parts = [m.assignment() for m in ms]
+            return all(p is not None and len(p) == each for p in parts) \
+                and sorted(sum(parts, [])) == list(range(6))  # type: ignore[arg-type]
+
+        def read(ms: list[KcatMember]) -> list[tuple[int, int]]:
+            return [r for m in ms for r in m.read()]
+
+        wait_for(lambda: shares(members, 2), 60, "three kcat members with two partitions each")
+        sent |= produce(bs, topic, 30, 30)
+        wait_for(lambda: set(read(members)) >= sent, 30, "every record read by some member")
+        assert set(read(members)) == sent  # nothing that was not produced
+        a, b, c = members
+        before = {m: len(m.read()) for m in (b, c)}
+        a.terminate()
+        # the session timeout (45 s) is longer than this wait: only a's LeaveGroup can move its
+        # partitions in time; they continue from a's last commit (its close commits)
+        wait_for(lambda: shares([b, c], 3), 30, "the two survivors with three partitions each")
+        new = produce(bs, topic, 30, 60)
+        wait_for(lambda: set(read([b, c])) >= new, 30, "the records produced after a left")
+        assert set(read(members)) == sent | new
+        for m in (b, c):
+            later = m.read()[before[m]:]
+            assert {p for p, _ in later} <= set(m.assignment() or []), "a survivor read a partition it does not own"
+        ends: dict[int, int] = {}
+        for p, o in sent | new:
+            ends[p] = max(ends.get(p, 0), o + 1)
+
+        async def offsets() -> dict[int, tuple[int, int | None, int | None]]:
+            async with Admin(bs) as admin:
+                got = await admin.list_group_offsets(group, [(topic, p) for p in range(6)])
+            return {tp.partition: (go.committed, go.log_end_offset, go.lag) for tp, go in got.items()}
+
+        want = {p: (end, end, 0) for p, end in ends.items()}
+        wait_for(lambda: asyncio.run(offsets()) == want, 30, "committed offsets at the log end (auto-commit)")
+        b.terminate()
+        c.terminate()
+        assert asyncio.run(offsets()) == want
+    finally:
+        for m in members:
+            m.kill()
