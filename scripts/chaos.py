@@ -152,12 +152,14 @@ def read_all(bootstrap: str) -> dict[int, list[tuple[int, bytes]]]:
 
 def check(acks: Acks, log: dict[int, list[tuple[int, bytes]]]) -> dict[str, int]:
     where: dict[bytes, list[int]] = defaultdict(list)  # value -> offsets holding it
+    partition_of: dict[bytes, int] = {}
     gaps = 0
     for part, records in log.items():
         offsets = [o for o, _ in records]
         gaps += sum(1 for a, b in zip(offsets, offsets[1:], strict=False) if b != a + 1)
         for offset, value in records:
             where[value].append(offset)
+            partition_of[value] = part
     lost = reordered = 0
     for producer, acked in acks.by_producer.items():
         last_offset: dict[int, int] = {}
@@ -170,10 +172,10 @@ def check(acks: Acks, log: dict[int, list[tuple[int, bytes]]]) -> dict[str, int]
             if offsets[0] < last_offset.get(partition, -1):
                 reordered += 1
             last_offset[partition] = offsets[0]
-    duplicated = sorted((offsets, value) for value, offsets in where.items() if len(offsets) > 1)
-    for offsets, value in duplicated[:20]:
-        print(f"DUPLICATE: {value!r} at offsets {offsets}", file=sys.stderr)
-    duplicates = sum(len(o) - 1 for o, _ in duplicated)
+    duplicated = sorted((partition_of[value], offsets, value) for value, offsets in where.items() if len(offsets) > 1)
+    for part, offsets, value in duplicated[:20]:
+        print(f"DUPLICATE: {value!r} in partition {part} at offsets {offsets}", file=sys.stderr)
+    duplicates = sum(len(o) - 1 for _, o, _ in duplicated)
     return {"lost": lost, "reordered": reordered, "duplicates": duplicates, "offset_gaps": gaps,
             "records_in_log": sum(len(r) for r in log.values())}
 
