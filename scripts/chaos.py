@@ -6,18 +6,23 @@ the log, in the order its producer had it acknowledged.
     .venv/bin/python scripts/chaos.py --duration 120          # what CI runs (tests/broker)
     .venv/bin/python scripts/chaos.py --duration 1800 --seed 7 # a long one
 
-Load: one confluent-kafka producer (librdkafka, acks=all, enable.idempotence) and one of ours
-(acks=all), each writing values ``<producer>-<sequence>`` to a 3-partition topic, plus an admin
+Load: one confluent-kafka producer (librdkafka, acks=all, ``enable.idempotence=true``) and one
+of ours (acks=all, ``enable_idempotence=True``, 1 request in flight), each writing values
+``<producer>-<sequence>`` to a 3-partition topic, plus an admin
 thread listing offsets and describing the topic. The broker (a ``python -m broker serve``
 process on a fixed port, data kept across restarts) is SIGKILLed every ``--kill-every``
 seconds on average (uniformly 0.5x-1.5x) and restarted at once.
 
 Checks, on a last clean start: every acknowledged record is present; per producer and
 partition, acknowledged records appear in the log in sequence order; the log's offsets are
-contiguous. Records written but not acknowledged (in flight at a kill) may or may not be
-there, and a retried batch may appear twice (the broker does not deduplicate retries until
-idempotent producers are checked): duplicates are counted and reported, not failures. Exit
-status 1 on any lost or reordered acknowledged record.
+contiguous; no value is in the log twice. Records written but not acknowledged (in flight at a
+kill) may or may not be there. A retried batch whose first attempt was written (its answer
+lost with the killed broker) is recognised by the broker from the producer's id, epoch and
+sequences, also after the restart (producer state rebuilt from the snapshot plus the log
+tail), and answered with its first offsets: a value in the log twice is a failure.
+``--no-idempotence`` runs both producers without idempotence, where such retries are written
+twice: duplicates are then counted and reported, not failures. Exit status 1 on any lost or
+reordered acknowledged record, or on any duplicate with idempotent producers.
 """
 
 from __future__ import annotations
@@ -61,10 +66,10 @@ class Acks:
             self.errors[producer] += 1
 
 
-def run_confluent(bootstrap: str, acks: Acks, stop: threading.Event, rng: random.Random) -> None:
+def run_confluent(bootstrap: str, acks: Acks, stop: threading.Event, rng: random.Random, idempotence: bool) -> None:
     from confluent_kafka import Producer
 
-    p = Producer({"bootstrap.servers": bootstrap, "acks": "all", "enable.idempotence": True,
+    p = Producer({"bootstrap.servers": bootstrap, "acks": "all", "enable.idempotence": idempotence,
                   "linger.ms": 5, "message.timeout.ms": 600000, "retry.backoff.ms": 50,
                   "reconnect.backoff.max.ms": 200, "log_level": 2})  # no line per refused reconnect
 
@@ -83,9 +88,10 @@ def run_confluent(bootstrap: str, acks: Acks, stop: threading.Event, rng: random
     p.flush(120)
 
 
-def run_ours(bootstrap: str, acks: Acks, stop: threading.Event, rng: random.Random) -> None:
+def run_ours(bootstrap: str, acks: Acks, stop: threading.Event, rng: random.Random, idempotence: bool) -> None:
     with SyncProducer(bootstrap, acks="all", linger_ms=5, retries=1_000_000, delivery_timeout_ms=600000,
-                      max_in_flight_requests_per_connection=1, retry_backoff_ms=50) as p:
+                      max_in_flight_requests_per_connection=1, retry_backoff_ms=50,
+                      enable_idempotence=idempotence) as p:
         seq = 0
         pending: list[tuple[bytes, Future]] = []  # type: ignore[type-arg]
         while not stop.is_set():
@@ -146,12 +152,14 @@ def read_all(bootstrap: str) -> dict[int, list[tuple[int, bytes]]]:
 
 def check(acks: Acks, log: dict[int, list[tuple[int, bytes]]]) -> dict[str, int]:
     where: dict[bytes, list[int]] = defaultdict(list)  # value -> offsets holding it
+    partition_of: dict[bytes, int] = {}
     gaps = 0
     for part, records in log.items():
         offsets = [o for o, _ in records]
         gaps += sum(1 for a, b in zip(offsets, offsets[1:], strict=False) if b != a + 1)
         for offset, value in records:
             where[value].append(offset)
+            partition_of[value] = part
     lost = reordered = 0
     for producer, acked in acks.by_producer.items():
         last_offset: dict[int, int] = {}
@@ -164,7 +172,10 @@ def check(acks: Acks, log: dict[int, list[tuple[int, bytes]]]) -> dict[str, int]
             if offsets[0] < last_offset.get(partition, -1):
                 reordered += 1
             last_offset[partition] = offsets[0]
-    duplicates = sum(len(o) - 1 for o in where.values())
+    duplicated = sorted((partition_of[value], offsets, value) for value, offsets in where.items() if len(offsets) > 1)
+    for part, offsets, value in duplicated[:20]:
+        print(f"DUPLICATE: {value!r} in partition {part} at offsets {offsets}", file=sys.stderr)
+    duplicates = sum(len(o) - 1 for _, o, _ in duplicated)
     return {"lost": lost, "reordered": reordered, "duplicates": duplicates, "offset_gaps": gaps,
             "records_in_log": sum(len(r) for r in log.values())}
 
@@ -176,6 +187,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seed", type=int, default=None)
     ap.add_argument("--data-dir", default=None, help="keep the data here (default: a temp dir, removed)")
     ap.add_argument("--json", default=None, help="also write the summary to this file")
+    ap.add_argument("--no-idempotence", dest="idempotence", action="store_false",
+                    help="producers without idempotence: duplicates reported, not failures")
     args = ap.parse_args(argv)
     seed = args.seed if args.seed is not None else random.randrange(1 << 30)
     rng = random.Random(seed)
@@ -188,8 +201,9 @@ def main(argv: list[str] | None = None) -> int:
     acks = Acks()
     stop = threading.Event()
     admin_calls = [0]
-    threads = [threading.Thread(target=run_confluent, args=(bootstrap, acks, stop, random.Random(seed + 1))),
-               threading.Thread(target=run_ours, args=(bootstrap, acks, stop, random.Random(seed + 2))),
+    threads = [threading.Thread(target=run_confluent,
+                                args=(bootstrap, acks, stop, random.Random(seed + 1), args.idempotence)),
+               threading.Thread(target=run_ours, args=(bootstrap, acks, stop, random.Random(seed + 2), args.idempotence)),
                threading.Thread(target=run_admin, args=(bootstrap, stop, admin_calls), daemon=True)]
     for t in threads:
         t.start()
@@ -216,16 +230,18 @@ def main(argv: list[str] | None = None) -> int:
         broker.stop()
         if args.data_dir is None:
             shutil.rmtree(data, ignore_errors=True)
-    result = {"seed": seed, "duration_s": args.duration, "kills": kills, "admin_calls": admin_calls[0],
+    result = {"seed": seed, "duration_s": args.duration, "idempotence": args.idempotence, "kills": kills,
+              "admin_calls": admin_calls[0],
               "acknowledged": {k: len(v) for k, v in acks.by_producer.items()},
               "failed_deliveries": dict(acks.errors), **check(acks, log)}
     print(json.dumps(result, indent=2))
     print(f"reproduce: .venv/bin/python scripts/chaos.py --duration {args.duration:g}"
-          f" --kill-every {args.kill_every:g} --seed {seed}")
+          f" --kill-every {args.kill_every:g} --seed {seed}" + ("" if args.idempotence else " --no-idempotence"))
     if args.json:
         with open(args.json, "w") as f:
             json.dump(result, f, indent=2)
-    return 1 if result["lost"] or result["reordered"] else 0
+    failed = result["lost"] or result["reordered"] or (args.idempotence and result["duplicates"])
+    return 1 if failed else 0
 
 
 if __name__ == "__main__":
