@@ -424,3 +424,31 @@ def test_offset_for_leader_epoch_librdkafka_validates_position(tmp_path: Any, to
         assert "OFFSET_FOR_LEADER_EPOCH" not in counters(b.scrape(), "minibroker_request_errors_total")
     finally:
         assert b.stop() == 0, b.log_text()
+
+
+# ---------------------------------------------------------------- CreateTopics configs
+
+
+def test_create_topics_with_the_configs_librdkafka_sets(module_broker: Any, ck_admin: Any, topic: str) -> None:
+    """The topic configs librdkafka's admin test and ordinary tools set at creation are accepted
+    and reported back as the topic's own (DYNAMIC_TOPIC_CONFIG); values outside Kafka's
+    validators are refused with INVALID_CONFIG."""
+    from confluent_kafka import KafkaError, KafkaException
+    from confluent_kafka.admin import ConfigResource as CkCR
+    from confluent_kafka.admin import ConfigSource, NewTopic
+
+    config = {"compression.type": "zstd", "delete.retention.ms": "3600000", "min.insync.replicas": "1",
+              "unclean.leader.election.enable": "true", "min.compaction.lag.ms": "1000",
+              "message.timestamp.difference.max.ms": "86400000"}
+    fut = ck_admin.create_topics([NewTopic(topic, 1, 1, config=config)], request_timeout=10)
+    assert fut[topic].result(10) is None
+    entries = next(iter(ck_admin.describe_configs([CkCR("TOPIC", topic)]).values())).result(10)
+    assert {k: (entries[k].value, entries[k].source) for k in config} == {
+        k: (v, ConfigSource.DYNAMIC_TOPIC_CONFIG.value) for k, v in config.items()}
+    for key, value in (("min.insync.replicas", "0"), ("compression.type", "brotli"),
+                       ("unclean.leader.election.enable", "yes"), ("delete.retention.ms", "-1")):
+        bad = ck_admin.create_topics([NewTopic(topic + "-bad", 1, 1, config={key: value})], request_timeout=10)
+        with pytest.raises(KafkaException, match=f"INVALID_CONFIG.*{key}") as err:
+            bad[topic + "-bad"].result(10)
+        assert err.value.args[0].code() == KafkaError.INVALID_CONFIG
+    assert not glob.glob(os.path.join(module_broker.data_dir, f"{topic}-bad-*"))
