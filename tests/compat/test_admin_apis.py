@@ -138,6 +138,26 @@ def test_delete_records_three_clients(module_broker: Any, ck_admin: Any, kp_admi
     assert [log_start(kp_admin, topic, p) for p in range(3)] == [40, 25, 10]
 
 
+def test_delete_records_refused_on_a_compacted_topic(module_broker: Any, ck_admin: Any, kp_admin: Any,
+                                                    topic: str) -> None:
+    """``cleanup.policy=compact`` alone: POLICY_VIOLATION and the log start stays (Kafka keeps
+    a compacted log's history whole); ``compact,delete`` allows it."""
+    from confluent_kafka import KafkaError, KafkaException
+    from confluent_kafka import TopicPartition as CkTP
+
+    for suffix, policy in (("c", "compact"), ("cd", "compact,delete")):
+        create_topic(module_broker.bootstrap, f"{topic}-{suffix}", 1, {"cleanup.policy": policy})
+        ck_produce(module_broker.bootstrap, f"{topic}-{suffix}", 0, [Msg(b"k%d" % i, b"v") for i in range(10)])
+    (refused,) = ck_admin.delete_records([CkTP(f"{topic}-c", 0, 5)], request_timeout=10).values()
+    with pytest.raises(KafkaException) as err:
+        refused.result(10)
+    assert err.value.args[0].code() == KafkaError.POLICY_VIOLATION, err.value
+    assert log_start(kp_admin, f"{topic}-c", 0) == 0
+    (allowed,) = ck_admin.delete_records([CkTP(f"{topic}-cd", 0, 5)], request_timeout=10).values()
+    assert allowed.result(10).low_watermark == 5
+    assert log_start(kp_admin, f"{topic}-cd", 0) == 5
+
+
 # ---------------------------------------------------------------- configs
 
 
