@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import glob
+import json
 import os
 import shutil
 import subprocess
@@ -32,6 +33,12 @@ from client.records.record import iter_records
 KCAT = shutil.which("kcat")
 KCAT_MISSING = ("kcat is not installed (Debian package `kcat`; scripts/test installs it with apt-get "
                 "when apt is available)")
+#: The Node.js client (@platformatic/kafka) that tests/compat/node/admin_calls.mjs drives.
+NODE_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "node")
+PK_MISSING = None if shutil.which("node") and os.path.isdir(os.path.join(NODE_DIR, "node_modules", "@platformatic",
+                                                                            "kafka")) else (
+    "node or tests/compat/node/node_modules is missing (scripts/test runs `npm ci` there when node and npm are"
+    " installed)")
 
 Header = tuple[str, "bytes | None"]
 Positions = Mapping[tuple[str, int], tuple[int, int]]  # (topic, partition) -> (start offset, count)
@@ -109,6 +116,16 @@ def create_topic(bootstrap: str, topic: str, partitions: int = 1, config: Mappin
     admin = AdminClient({"bootstrap.servers": bootstrap, "socket.timeout.ms": 5000})
     fut = admin.create_topics([NewTopic(topic, partitions, 1, config=dict(config or {}))], request_timeout=10)
     fut[topic].result(15)
+
+
+def pk_admin_calls(bootstrap: str, calls: Sequence[tuple[str, Sequence[Any]]]) -> list[Any]:
+    """Run ``[(name, args), ...]`` through @platformatic/kafka (tests/compat/node/admin_calls.mjs
+    says which names and args) and return its decoded responses, int64 fields as strings."""
+    out = subprocess.run(["node", os.path.join(NODE_DIR, "admin_calls.mjs"), bootstrap, json.dumps(calls)],
+                         capture_output=True, text=True, timeout=60, cwd=NODE_DIR)
+    assert out.returncode == 0, out.stderr
+    result: list[Any] = json.loads(out.stdout)
+    return result
 
 
 # ---------------------------------------------------------------- kafka-python
