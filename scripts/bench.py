@@ -66,6 +66,12 @@ checking that it exits 0. Sections (``--only NAME[,NAME...]``; all by default):
   empty data directories: time from spawn to the "minibroker listening" line on stderr and to
   the first ApiVersions reply on a new TCP connection; VmRSS (``/proc/PID/status``) right after
   that and after 2 s idle. Also the RSS of the benchmark's own broker after the workloads.
+- ``requests``: the broker's cost per small request, per API (``scripts/_bench_requests.py``
+  describes each row): single-record Produce at acks=0, 1 and all, Fetch of 1 and of 100
+  partitions with nothing new, Metadata of one topic, ApiVersions, Heartbeat of a real group
+  member, OffsetCommit of one partition; raw socket, each request encoded once, ``--depth``
+  (1,16) in flight for ``--request-seconds`` (0.8) per run. Requests/s and broker CPU µs per
+  request; target <= 20 µs per single-record Produce at acks=1.
 - ``client-produce``: our Python client against aiokafka and kafka-python, in one run on the
   same broker (``scripts/_bench_clients.py``). ``--client-records`` (default 1,000,000;
   ``--quick`` 200,000) 100-byte records into a fresh 1-partition topic per run, acks=1,
@@ -106,6 +112,7 @@ Run from the repository root::
     .venv/bin/python scripts/bench.py --quick            # 200,000 records
     .venv/bin/python scripts/bench.py --only w1,latency --json bench-results/bench.json
     .venv/bin/python scripts/bench.py --only w1b --quick --repeats 1
+    .venv/bin/python scripts/bench.py --only requests --depth 1,16 --repeats 3
     .venv/bin/python scripts/bench.py --only client-produce,client-consume   # Python clients
     .venv/bin/python scripts/bench.py --only client-idioms --quick --repeats 1
 """
@@ -138,6 +145,7 @@ if REPO not in sys.path:
 
 from _bench_clients import CLIENT_TARGETS, section_client_consume, section_client_produce  # noqa: E402
 from _bench_idioms import IDIOM_TARGETS, section_client_idioms  # noqa: E402
+from _bench_requests import REQUEST_TARGETS, section_requests  # noqa: E402
 from _benchutil import command_line, fs_type, machine_line  # noqa: E402
 
 from broker.testing import BrokerProcess, parse_metrics  # noqa: E402
@@ -173,6 +181,7 @@ TARGETS: dict[str, tuple[str, float]] = {
     "rss_mb": ("<", 60.0),
     **CLIENT_TARGETS,  # the Python client issue's targets (scripts/_bench_clients.py)
     **IDIOM_TARGETS,  # our client's everyday idioms (scripts/_bench_idioms.py)
+    **REQUEST_TARGETS,  # broker CPU per small request (scripts/_bench_requests.py)
 }
 
 
@@ -1415,6 +1424,12 @@ def section_startup(ctx: Ctx) -> dict[str, Any]:
     return out
 
 
+@section("requests")
+def section_requests_(ctx: Ctx) -> dict[str, Any]:
+    with Profiler(ctx, "requests"):
+        return section_requests(ctx, lambda: CpuMeter(ctx.broker.pid))
+
+
 @section("client-produce")
 def section_client_produce_(ctx: Ctx) -> dict[str, Any]:
     return section_client_produce(ctx, lambda: CpuMeter(ctx.broker.pid))
@@ -1448,6 +1463,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--repeats", type=int, default=3, help="runs per figure; medians are reported (default 3)")
     ap.add_argument("--json", metavar="PATH", help="also write the results as JSON")
     ap.add_argument("--dir", help="parent of the scratch data directory (default: the repository)")
+    ap.add_argument("--depth", default="1,16",
+                    help="requests: comma-separated numbers of requests in flight (default 1,16)")
+    ap.add_argument("--request-seconds", type=float, default=0.8,
+                    help="requests: seconds per run of each API and depth (default 0.8)")
     ap.add_argument("--consumer-fetch-bytes", type=int, default=16 * MiB,
                     help="W2 fetch.max.bytes and max.partition.fetch.bytes (default 16 MiB)")
     ap.add_argument("--raw-produce-depth", type=int, default=4,
