@@ -13,6 +13,10 @@ use their compact forms and every struct ends with a tag buffer. Decoding yields
 (field name -> value; absent-in-this-version fields get their default); encoding takes dicts
 and fills missing keys with defaults. Byte fields decode to ``memoryview``s of the frame (no
 copy); keep the frame alive while you use them.
+
+``Message.decode``/``encode`` run code generated per version from the field tree
+(``_codegen``); ``_compile_struct`` below is the interpreted reference it must match
+(``Message.interpreted``), and still codes the rare tagged fields.
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ from dataclasses import dataclass
 from dataclasses import field as dc_field
 from typing import Any
 
+from ._codegen import compile_struct
 from .primitives import DecodeError, Reader, Writer
 
 __all__ = ["Field", "Array", "Struct", "Message", "parse_versions", "NULL"]
@@ -228,8 +233,15 @@ class Message:
         if c is None:
             if not _in(self.valid, version):
                 raise ValueError(f"{self.name} has no version {version}")
-            c = self._compiled[version] = _compile_struct(self.fields, version, self.is_flexible(version))
+            c = self._compiled[version] = compile_struct(self.fields, version, self.is_flexible(version))
         return c
+
+    def interpreted(self, version: int) -> tuple[Decoder, Encoder]:
+        """The reference (decoder, encoder): the closure-interpreted field tree that the
+        generated codec (``_codegen``, used by ``decode``/``encode``) must match exactly."""
+        if not _in(self.valid, version):
+            raise ValueError(f"{self.name} has no version {version}")
+        return _compile_struct(self.fields, version, self.is_flexible(version))
 
     def decode(self, reader: Reader, version: int) -> dict[str, Any]:
         return self._get(version)[0](reader)
