@@ -99,3 +99,29 @@ def test_tables_agree_with_schemas() -> None:
             assert m.api_key == key
             assert m.valid == (lo, hi), m.name
             assert m.flexible[0] == FLEXIBLE_FROM[key], m.name
+
+
+@given(key=st.sampled_from([0, 1, 3, 18, 1234]), version=st.integers(0, 20), cid=st.integers(-(1 << 31), (1 << 31) - 1),
+       client_id=st.none() | st.text(max_size=8), tail=st.binary(max_size=6), cut=st.integers(0, 40))
+def test_fast_header_decode_matches_the_reader_path(key: int, version: int, cid: int, client_id: str | None,
+                                                    tail: bytes, cut: int) -> None:
+    """decode_request_header's one-unpack fast path gives the field-by-field result: the same
+    header and body position, or DecodeError from both (truncated, tags present, bad UTF-8)."""
+    from client.protocol.header import _decode_request_header_reader
+    raw = (req_header(key, version, cid, client_id) + tail)[:cut]
+    results = []
+    for dec in (decode_request_header, lambda b: _decode_request_header_reader(memoryview(b))):
+        try:
+            h, r = dec(raw)
+            results.append((h, r.pos, r.end))
+        except DecodeError:
+            results.append(None)
+    assert results[0] == results[1]
+
+
+def test_header_with_bad_utf8_client_id_or_tags_takes_the_reader_path() -> None:
+    with pytest.raises(DecodeError):
+        decode_request_header(struct.pack(">hhih", 3, 4, 7, 2) + b"\xff\xfe")
+    raw = struct.pack(">hhih", 18, 3, 1, 1) + b"c" + b"\x01\x05\x01x" + b"BODY"  # one unknown tag
+    header, r = decode_request_header(raw)
+    assert header == (18, 3, 1, "c") and bytes(r.buf[r.pos:]) == b"BODY"
