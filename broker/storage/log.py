@@ -375,7 +375,11 @@ class Log:
             if rewritten is not None:
                 buf = rewritten
                 batches = validate_batches(buf, cfg, now_ms=self._now_ms())
-        has_producer = any(b.producer_id >= 0 for b in batches)
+        has_producer = False  # a loop, not any(<generator>): most appends are one batch
+        for b in batches:
+            if b.producer_id >= 0:
+                has_producer = True
+                break
         with self._lock:
             self._check_open()
             now = self._now_ms()

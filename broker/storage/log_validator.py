@@ -257,9 +257,11 @@ def assign_offsets(buf: bytearray | memoryview, batches: list[BatchMetadata], fi
             _Q.pack_into(buf, b.position + MAX_TIMESTAMP_OFFSET, log_append_time_ms)
             _I.pack_into(buf, b.position + CRC_OFFSET, compute_crc(memoryview(buf)[b.position:b.position + b.size]))
             ts = log_append_time_ms
-        b = b._replace(base_offset=offset, max_timestamp=ts, attributes=attributes)
-        assigned.append(b)
-        last = b.last_offset
+        # Positional construction, not b._replace(...): ~4x cheaper, and this runs per batch
+        # of every produce request.
+        last = offset + b.last_offset_delta
+        assigned.append(BatchMetadata(b.position, b.size, offset, b.last_offset_delta, b.record_count, ts,
+                                      attributes, b.producer_id, b.producer_epoch, b.base_sequence))
         if ts > max_ts:
             max_ts, offset_of_max_ts = ts, last
         offset = last + 1
