@@ -26,7 +26,6 @@ from dataclasses import dataclass
 from dataclasses import field as dc_field
 from typing import Any
 
-from ._codegen import compile_struct
 from .primitives import DecodeError, Reader, Writer
 
 __all__ = ["Field", "Array", "Struct", "Message", "parse_versions", "NULL"]
@@ -233,6 +232,10 @@ class Message:
         if c is None:
             if not _in(self.valid, version):
                 raise ValueError(f"{self.name} has no version {version}")
+            # Imported here, not at the top: _codegen compiles this module's field trees (it
+            # needs Field, Array, Struct and the interpreted codec), so a module-level import
+            # would make the two modules import each other. It runs once per version.
+            from ._codegen import compile_struct
             c = self._compiled[version] = compile_struct(self.fields, version, self.is_flexible(version))
         return c
 
