@@ -70,6 +70,7 @@ __all__ = ["Log", "LogAppendInfo", "FetchResult", "DELETED_FILE_SUFFIX", "CLEANE
 
 logger = logging.getLogger(__name__)
 _RNG = random.Random()  # segment jitter draws; seeding one per log costs ~10 us at startup
+_new = tuple.__new__  # NamedTuple construction without its Python-level __new__ (log_validator._new)
 
 DELETED_FILE_SUFFIX = ".deleted"
 CLEANED_FILE_SUFFIX = ".cleaned"
@@ -411,9 +412,9 @@ class Log:
             for update in updates:
                 psm.update(update)
             psm.last_map_offset = leo
-            info = LogAppendInfo(first_offset, last_offset, max_timestamp, offset_of_max_timestamp,
-                                 now if log_append_time is not None else -1, self.log_start_offset,
-                                 leo - first_offset, n)
+            info = _new(LogAppendInfo, (first_offset, last_offset, max_timestamp, offset_of_max_timestamp,
+                                        now if log_append_time is not None else -1, self.log_start_offset,
+                                        leo - first_offset, n))
         if self._leo - self.recovery_point >= cfg.flush_messages:
             if self.flush_scheduler is not None:
                 self.flush_scheduler(self)

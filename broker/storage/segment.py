@@ -62,6 +62,7 @@ _UNKNOWN = TimestampOffset(-1, -1)
 _BATCH_FIELDS = struct.Struct(">qi")  # baseOffset, batchLength
 _I32 = struct.Struct(">i")
 _I64 = struct.Struct(">q")
+_new = tuple.__new__  # NamedTuple construction without its Python-level __new__ (per append)
 
 
 def filename_prefix_from_offset(offset: int) -> str:
@@ -239,7 +240,7 @@ class LogSegment:
         for b in batches:
             if b.max_timestamp > max_timestamp:
                 max_timestamp = b.max_timestamp
-                max_ts = TimestampOffset(max_timestamp, b.base_offset + b.last_offset_delta)
+                max_ts = _new(TimestampOffset, (max_timestamp, b.base_offset + b.last_offset_delta))
             if since_entry > interval:
                 offset_index.append(b.base_offset + b.last_offset_delta, physical + b.position)
                 time_index.maybe_append(max_timestamp, max_ts.offset)
