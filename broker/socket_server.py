@@ -279,7 +279,7 @@ class Connection:
             return
         if result is CLOSE:
             raise _Close("acks=0 produce request failed; closing as Kafka does so the producer notices")
-        if asyncio.iscoroutine(result):
+        if type(result) is not dict and asyncio.iscoroutine(result):  # the type test spares an ABC check
             task = asyncio.ensure_future(result)
             self._enqueue(_Pending(key, version, cid, task))
         else:

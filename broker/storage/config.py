@@ -24,6 +24,7 @@ import dataclasses
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 from .errors import InvalidConfigError
@@ -359,32 +360,42 @@ class LogConfig:
         """Every topic config as Kafka name -> string value (DescribeConfigs)."""
         return {d.name: _text(getattr(self, d.field)) for d in TOPIC_CONFIGS.values()}
 
-    @property
+    # The derived values below are read on every append: cached per instance (the dataclass is
+    # frozen, and ``with_overrides`` makes a new instance, so a cached value never goes stale).
+
+    @cached_property
     def delete_enabled(self) -> bool:
         return "delete" in self.cleanup_policy.split(",")
 
-    @property
+    @cached_property
     def compact(self) -> bool:
         """``cleanup.policy`` includes ``compact``: the log cleaner keeps the last record of each
         key, and produce refuses records without a key."""
         return "compact" in self.cleanup_policy.split(",")
 
-    @property
+    @cached_property
     def log_append_time(self) -> bool:
         return self.message_timestamp_type == "LogAppendTime"
 
-    @property
+    @cached_property
     def timestamp_before_max_ms(self) -> int:
         """message.timestamp.before.max.ms, or the deprecated difference.max.ms when it is unset."""
         if self.message_timestamp_before_max_ms != LONG_MAX:
             return self.message_timestamp_before_max_ms
         return self.message_timestamp_difference_max_ms
 
-    @property
+    @cached_property
     def timestamp_after_max_ms(self) -> int:
         if self.message_timestamp_after_max_ms != LONG_MAX:
             return self.message_timestamp_after_max_ms
         return self.message_timestamp_difference_max_ms
+
+    @cached_property
+    def timestamps_bounded(self) -> bool:
+        """CreateTime with a finite before/after bound: appends check record timestamps (and
+        need the clock for it)."""
+        return not self.log_append_time and (
+            self.timestamp_before_max_ms != LONG_MAX or self.timestamp_after_max_ms != LONG_MAX)
 
     def random_segment_jitter(self, rng: Callable[[], float]) -> int:
         """Kafka: abs(random) % min(segment.jitter.ms, segment.ms); drawn once per segment."""

@@ -70,6 +70,7 @@ __all__ = ["Log", "LogAppendInfo", "FetchResult", "DELETED_FILE_SUFFIX", "CLEANE
 
 logger = logging.getLogger(__name__)
 _RNG = random.Random()  # segment jitter draws; seeding one per log costs ~10 us at startup
+_new = tuple.__new__  # NamedTuple construction without its Python-level __new__ (log_validator._new)
 
 DELETED_FILE_SUFFIX = ".deleted"
 CLEANED_FILE_SUFFIX = ".cleaned"
@@ -330,7 +331,7 @@ class Log:
 
     @property
     def active_segment(self) -> LogSegment:
-        return self.segments.last()[1]  # type: ignore[index]
+        return self.segments.last_value()  # type: ignore[return-value]  # a log always has a segment
 
     @property
     def num_segments(self) -> int:
@@ -369,44 +370,51 @@ class Log:
         else:
             buf = bytearray(records)
         cfg = self.config
-        batches = validate_batches(buf, cfg, from_producer=assign_offsets, now_ms=self._now_ms())
-        if assign_offsets:
-            rewritten = recompress(buf, batches, cfg)  # compression.type other than producer
+        # The clock is read for validation only when timestamps are bounded (it is unused
+        # otherwise); the append itself reads it again under the lock.
+        bounded = cfg.timestamps_bounded
+        batches = validate_batches(buf, cfg, from_producer=assign_offsets, now_ms=self._now_ms() if bounded else 0)
+        if assign_offsets and cfg.compression_type != "producer":  # recompress would keep them as they are
+            rewritten = recompress(buf, batches, cfg)
             if rewritten is not None:
                 buf = rewritten
-                batches = validate_batches(buf, cfg, now_ms=self._now_ms())
+                batches = validate_batches(buf, cfg, now_ms=self._now_ms() if bounded else 0)
         has_producer = False  # a loop, not any(<generator>): most appends are one batch
         for b in batches:
             if b.producer_id >= 0:
                 has_producer = True
                 break
         with self._lock:
-            self._check_open()
+            if self._closed:
+                self._check_open()
             now = self._now_ms()
             log_append_time = now if cfg.log_append_time else None
             if assign_offsets:
                 appended = assign_offsets_to(buf, batches, self._leo, log_append_time)
             else:
                 appended = offsets_as_given(batches, self._leo)
+            assigned, first_offset, last_offset, max_timestamp, offset_of_max_timestamp = appended
             updates: Iterable[ProducerAppendInfo] = ()
             if has_producer:
-                checked = self._analyze_producer_state(appended.batches, validate=assign_offsets)
+                checked = self._analyze_producer_state(assigned, validate=assign_offsets)
                 if isinstance(checked, ProducerBatch):  # a retry of a batch already written
                     return LogAppendInfo(checked.first_offset, checked.last_offset, checked.timestamp,
                                          checked.last_offset, checked.timestamp if log_append_time is not None else -1,
                                          self.log_start_offset, 0, 0)
                 updates = checked
             n = len(buf)
-            segment = self._maybe_roll(n, appended.max_timestamp, appended.last_offset, appended.first_offset, now)
-            segment.append(buf, appended.batches)
-            self._leo = appended.last_offset + 1
+            segment: LogSegment = self.segments.last_value()  # type: ignore[assignment]  # the active one
+            if segment.roll_needed(cfg.segment_bytes, cfg.segment_ms, n, max_timestamp, last_offset, now):
+                segment = self.roll(first_offset)
+            segment.append(buf, assigned)
+            self._leo = leo = last_offset + 1
             psm = self.producer_state
             for update in updates:
                 psm.update(update)
-            psm.last_map_offset = self._leo
-            info = LogAppendInfo(appended.first_offset, appended.last_offset, appended.max_timestamp,
-                                 appended.offset_of_max_timestamp, now if log_append_time is not None else -1,
-                                 self.log_start_offset, appended.last_offset - appended.first_offset + 1, n)
+            psm.last_map_offset = leo
+            info = _new(LogAppendInfo, (first_offset, last_offset, max_timestamp, offset_of_max_timestamp,
+                                        now if log_append_time is not None else -1, self.log_start_offset,
+                                        leo - first_offset, n))
         if self._leo - self.recovery_point >= cfg.flush_messages:
             if self.flush_scheduler is not None:
                 self.flush_scheduler(self)
@@ -439,19 +447,6 @@ class Log:
             info.append_data_batch(b.producer_epoch, b.base_sequence, last_seq, b.max_timestamp, b.base_offset,
                                    b.last_offset, b.is_transactional)
         return infos.values()
-
-    def _maybe_roll(self, messages_size: int, max_ts: int, max_offset: int, first_offset: int, now: int) -> LogSegment:
-        segment = self.active_segment
-        if segment.should_roll(
-            max_segment_bytes=self.config.segment_bytes,
-            max_segment_ms=self.config.segment_ms,
-            messages_size=messages_size,
-            max_timestamp_in_messages=max_ts,
-            max_offset_in_messages=max_offset,
-            now_ms=now,
-        ):
-            return self.roll(first_offset)
-        return segment
 
     def roll(self, expected_next_offset: int | None = None) -> LogSegment:
         """Start a new active segment at max(expected_next_offset, LEO). An empty active

@@ -58,13 +58,13 @@ from client.records.batch import (
     CorruptRecordError,
     InvalidRecordError,
     compute_crc,
-    validate_batch,
+    validate_batch_fields,
 )
 from client.records.compression import Compression, DecompressedSizeError
 from client.records.record import RecordBatchBuilder, iter_records
 from client.records.validate import check_records
 
-from .config import LONG_MAX, LogConfig
+from .config import LogConfig
 from .errors import InvalidTimestampError, RecordBatchTooLargeError, RecordTooLargeError
 
 __all__ = ["BatchMetadata", "AssignedOffsets", "validate_batches", "assign_offsets", "batch_metadata",
@@ -72,6 +72,9 @@ __all__ = ["BatchMetadata", "AssignedOffsets", "validate_batches", "assign_offse
 
 _Q = struct.Struct(">q")
 _I = struct.Struct(">I")
+#: ``_new(NamedTupleClass, (fields...))`` builds a NamedTuple without its generated Python-level
+#: ``__new__`` (a frame per call); used on the append path, where the fields are all given.
+_new = tuple.__new__
 
 
 class BatchMetadata(NamedTuple):
@@ -124,9 +127,9 @@ def max_decompressed_size(config: LogConfig) -> int:
 
 
 def batch_metadata(buf: bytes | bytearray | memoryview, pos: int) -> BatchMetadata:
-    """Validate the header (and CRC) of the batch at ``pos`` and describe it."""
+    """Validate the header (and CRC) of the batch at ``buf[pos]`` and describe it."""
     (base, length, _, _, _, attributes, last_delta, _, max_ts, producer_id, producer_epoch, base_sequence,
-     count) = validate_batch(buf, pos).unpack()
+     count) = validate_batch_fields(buf, pos)
     return BatchMetadata(pos, length + LOG_OVERHEAD, base, last_delta, count, max_ts, attributes,
                          producer_id, producer_epoch, base_sequence)
 
@@ -136,52 +139,60 @@ def validate_batches(buf: bytes | bytearray | memoryview, config: LogConfig, *,
     """Check every batch of ``buf`` (see the module docstring); ``from_producer=False`` is for
     batches that already carry their offsets (a follower-style append), whose records were
     checked when they were first written. ``now_ms`` is the broker's clock for the timestamp
-    bounds."""
+    bounds (read only when ``config.timestamps_bounded``)."""
     n = len(buf)
-    create_time = not config.log_append_time
-    before, after = config.timestamp_before_max_ms, config.timestamp_after_max_ms
-    bounded = from_producer and create_time and (before != LONG_MAX or after != LONG_MAX)
     if n == 0:
         raise CorruptRecordError("empty record set")
+    create_time = not config.log_append_time
+    bounded = from_producer and config.timestamps_bounded
+    before, after = config.timestamp_before_max_ms, config.timestamp_after_max_ms
+    max_message_bytes = config.max_message_bytes
+    max_inflated = max_decompressed_size(config)
+    require_keys = config.compact
     batches: list[BatchMetadata] = []
     pos = 0
     while pos < n:
-        b = batch_metadata(buf, pos)
-        if b.size > config.max_message_bytes:
+        # The fields of BatchMetadata, unpacked once (this runs per batch of every append).
+        (base_offset, length, _, _, _, attributes, last_delta, _, max_ts, producer_id, producer_epoch,
+         base_sequence, count) = validate_batch_fields(buf, pos)
+        size = length + LOG_OVERHEAD
+        if size > max_message_bytes:
             raise RecordTooLargeError(
-                f"the record batch is {b.size} bytes, larger than max.message.bytes ({config.max_message_bytes})"
+                f"the record batch is {size} bytes, larger than max.message.bytes ({max_message_bytes})"
             )
-        if from_producer and b.base_offset != 0:
-            raise InvalidRecordError(
-                f"the baseOffset of a producer's record batch should be 0, but it is {b.base_offset}")
-        if from_producer and b.attributes & CONTROL_FLAG_MASK:
-            raise InvalidRecordError("clients are not allowed to write control records")
-        if from_producer and b.producer_id >= 0 and b.base_sequence < 0:
-            raise InvalidRecordError(
-                f"invalid sequence number {b.base_sequence} in record batch with producerId {b.producer_id}")
-        if b.last_offset_delta != b.record_count - 1:
-            raise InvalidRecordError(
-                f"record batch has lastOffsetDelta {b.last_offset_delta} but {b.record_count} records")
-        if from_producer and b.attributes & TIMESTAMP_TYPE_MASK and (not create_time or b.max_timestamp == NO_TIMESTAMP):
-            # Kafka's rule: a producer may not ask for LogAppendTime, except that a CreateTime
-            # topic takes such a batch's timestamp (its maxTimestamp) as the records' CreateTime.
-            raise InvalidTimestampError("Invalid timestamp type in message. Producer should not set timestamp type"
-                                        " to LogAppendTime.")
         if from_producer:
+            if base_offset != 0:
+                raise InvalidRecordError(
+                    f"the baseOffset of a producer's record batch should be 0, but it is {base_offset}")
+            if attributes & CONTROL_FLAG_MASK:
+                raise InvalidRecordError("clients are not allowed to write control records")
+            if producer_id >= 0 and base_sequence < 0:
+                raise InvalidRecordError(
+                    f"invalid sequence number {base_sequence} in record batch with producerId {producer_id}")
+        if last_delta != count - 1:
+            raise InvalidRecordError(
+                f"record batch has lastOffsetDelta {last_delta} but {count} records")
+        if from_producer:
+            if attributes & TIMESTAMP_TYPE_MASK and (not create_time or max_ts == NO_TIMESTAMP):
+                # Kafka's rule: a producer may not ask for LogAppendTime, except that a CreateTime
+                # topic takes such a batch's timestamp (its maxTimestamp) as the records' CreateTime.
+                raise InvalidTimestampError("Invalid timestamp type in message. Producer should not set"
+                                            " timestamp type to LogAppendTime.")
             try:
-                deltas = check_records(buf, pos, b.size, b.record_count, b.attributes & COMPRESSION_CODEC_MASK,
-                                       max_decompressed_size(config), require_keys=config.compact)
+                deltas = check_records(buf, pos, size, count, attributes & COMPRESSION_CODEC_MASK, max_inflated,
+                                       require_keys=require_keys)
             except DecompressedSizeError as e:
                 raise RecordTooLargeError(str(e)) from None
             if bounded:
-                if b.attributes & TIMESTAMP_TYPE_MASK:  # every record has the batch's maxTimestamp
-                    deltas = [0] * b.record_count
-                    base = b.max_timestamp
+                if attributes & TIMESTAMP_TYPE_MASK:  # every record has the batch's maxTimestamp
+                    deltas = [0] * count
+                    base = max_ts
                 else:
                     (base,) = _Q.unpack_from(buf, pos + BASE_TIMESTAMP_OFFSET)
                 _check_timestamps(base, deltas, now_ms, before, after)
-        batches.append(b)
-        pos += b.size
+        batches.append(_new(BatchMetadata, (pos, size, base_offset, last_delta, count, max_ts, attributes,
+                                            producer_id, producer_epoch, base_sequence)))
+        pos += size
     if n > config.segment_bytes:
         raise RecordBatchTooLargeError(
             f"the request includes {n} bytes of records, larger than segment.bytes ({config.segment_bytes})"
@@ -260,12 +271,12 @@ def assign_offsets(buf: bytearray | memoryview, batches: list[BatchMetadata], fi
         # Positional construction, not b._replace(...): ~4x cheaper, and this runs per batch
         # of every produce request.
         last = offset + b.last_offset_delta
-        assigned.append(BatchMetadata(b.position, b.size, offset, b.last_offset_delta, b.record_count, ts,
-                                      attributes, b.producer_id, b.producer_epoch, b.base_sequence))
+        assigned.append(_new(BatchMetadata, (b.position, b.size, offset, b.last_offset_delta, b.record_count, ts,
+                                              attributes, b.producer_id, b.producer_epoch, b.base_sequence)))
         if ts > max_ts:
             max_ts, offset_of_max_ts = ts, last
         offset = last + 1
-    return AssignedOffsets(assigned, first_offset, offset - 1, max_ts, offset_of_max_ts)
+    return _new(AssignedOffsets, (assigned, first_offset, offset - 1, max_ts, offset_of_max_ts))
 
 
 def offsets_as_given(batches: list[BatchMetadata], log_end_offset: int) -> AssignedOffsets:

@@ -62,6 +62,7 @@ _UNKNOWN = TimestampOffset(-1, -1)
 _BATCH_FIELDS = struct.Struct(">qi")  # baseOffset, batchLength
 _I32 = struct.Struct(">i")
 _I64 = struct.Struct(">q")
+_new = tuple.__new__  # NamedTuple construction without its Python-level __new__ (per append)
 
 
 def filename_prefix_from_offset(offset: int) -> str:
@@ -211,29 +212,41 @@ class LogSegment:
         if batches is None:
             batches = _walk_headers(view)
         first, last = batches[0], batches[-1]
-        if not self.can_convert_to_relative_offset(last.last_offset) or \
-                not self.can_convert_to_relative_offset(first.last_offset):
+        last_offset = last.base_offset + last.last_offset_delta
+        base = self.base_offset
+        if not 0 <= last_offset - base <= _INT32_MAX or \
+                not 0 <= first.base_offset + first.last_offset_delta - base <= _INT32_MAX:
             raise LogSegmentOffsetOverflowError(
-                f"offset {last.last_offset} cannot be stored in segment with base offset {self.base_offset}"
+                f"offset {last_offset} cannot be stored in segment with base offset {base}"
             )
-        offset_index = self.offset_index
-        time_index = self.time_index
+        offset_index = self._offset_index.get()
+        time_index = self._time_index.get()
         # Index blocks first: a full disk fails here, before the .log holds a byte of the append.
-        offset_index.reserve(len(batches))
-        time_index.reserve(len(batches))
-        physical = self.log.size
+        # (The comparisons are reserve's own early return, without its call per append.)
+        n = len(batches)
+        if (offset_index._entries + n) * offset_index.ENTRY_SIZE > offset_index._allocated:
+            offset_index.reserve(n)
+        if (time_index._entries + n) * time_index.ENTRY_SIZE > time_index._allocated:
+            time_index.reserve(n)
+        log_file = self.log
+        physical = log_file._size
         if physical == 0:
             self._rolling_based_timestamp = max(b.max_timestamp for b in batches)
-        self.log.append(view)
+        log_file.append(view)
         max_ts = self._max_ts()
+        max_timestamp = max_ts.timestamp
+        interval = self.index_interval_bytes
+        since_entry = self.bytes_since_last_index_entry
         for b in batches:
-            if b.max_timestamp > max_ts.timestamp:
-                max_ts = TimestampOffset(b.max_timestamp, b.last_offset)
-            if self.bytes_since_last_index_entry > self.index_interval_bytes:
-                offset_index.append(b.last_offset, physical + b.position)
-                time_index.maybe_append(max_ts.timestamp, max_ts.offset)
-                self.bytes_since_last_index_entry = 0
-            self.bytes_since_last_index_entry += b.size
+            if b.max_timestamp > max_timestamp:
+                max_timestamp = b.max_timestamp
+                max_ts = _new(TimestampOffset, (max_timestamp, b.base_offset + b.last_offset_delta))
+            if since_entry > interval:
+                offset_index.append(b.base_offset + b.last_offset_delta, physical + b.position)
+                time_index.maybe_append(max_timestamp, max_ts.offset)
+                since_entry = 0
+            since_entry += b.size
+        self.bytes_since_last_index_entry = since_entry
         self._max_ts_and_offset = max_ts
 
     # -- read --
@@ -405,18 +418,22 @@ class LogSegment:
         now_ms: int,
     ) -> bool:
         """Kafka's roll conditions: size, age, full indexes, relative offset overflow."""
-        size = self.log.size
-        reached_roll_ms = (
-            self.time_waited_for_roll(now_ms, max_timestamp_in_messages)
-            > max_segment_ms - self.rolling_jitter_ms
-        )
-        return (
-            size > max_segment_bytes - messages_size
-            or (size > 0 and reached_roll_ms)
-            or self.offset_index.is_full()
-            or self.time_index.is_full()
-            or not self.can_convert_to_relative_offset(max_offset_in_messages)
-        )
+        return self.roll_needed(max_segment_bytes, max_segment_ms, messages_size, max_timestamp_in_messages,
+                                max_offset_in_messages, now_ms)
+
+    def roll_needed(self, max_segment_bytes: int, max_segment_ms: int, messages_size: int,
+                    max_timestamp_in_messages: int, max_offset_in_messages: int, now_ms: int) -> bool:
+        """``should_roll`` with positional arguments, for the append path: each condition is
+        tested inline, in the same order, cheapest first."""
+        size = self.log._size
+        if size > max_segment_bytes - messages_size:
+            return True
+        if size > 0 and self.time_waited_for_roll(now_ms, max_timestamp_in_messages) \
+                > max_segment_ms - self.rolling_jitter_ms:
+            return True
+        if self._offset_index.get().is_full() or self._time_index.get().is_full():
+            return True
+        return not 0 <= max_offset_in_messages - self.base_offset <= _INT32_MAX
 
     def on_become_inactive_segment(self) -> None:
         """Write the final time-index entry and trim the indexes and the log file."""

@@ -41,6 +41,7 @@ class SkipListMap(Generic[K, V]):
         self._head: _Node[K, V] = _Node(None, None, MAX_LEVEL)  # type: ignore[arg-type]
         self._level = 1
         self._len = 0
+        self._tail: _Node[K, V] = self._head  # the last node (the head when empty): last() in O(1)
         self._rng = random.Random(seed)
 
     def __len__(self) -> int:
@@ -86,6 +87,8 @@ class SkipListMap(Generic[K, V]):
         for i in range(level):
             node.forward[i] = update[i].forward[i]
             update[i].forward[i] = node
+        if node.forward[0] is None:
+            self._tail = node
         self._len += 1
         return None
 
@@ -101,6 +104,8 @@ class SkipListMap(Generic[K, V]):
         for i in range(len(node.forward)):
             if update[i].forward[i] is node:
                 update[i].forward[i] = node.forward[i]
+        if node is self._tail:
+            self._tail = update[0]  # its predecessor (the head when it was the only node)
         while self._level > 1 and self._head.forward[self._level - 1] is None:
             self._level -= 1
         self._len -= 1
@@ -157,13 +162,13 @@ class SkipListMap(Generic[K, V]):
         return None if nxt is None else (nxt.key, nxt.value)
 
     def last(self) -> tuple[K, V] | None:
-        x = self._head
-        for i in range(self._level - 1, -1, -1):
-            nxt = x.forward[i]
-            while nxt is not None:
-                x = nxt
-                nxt = x.forward[i]
+        x = self._tail
         return None if x is self._head else (x.key, x.value)
+
+    def last_value(self) -> V | None:
+        """The value of the last entry (None when empty), without a pair."""
+        x = self._tail
+        return None if x is self._head else x.value
 
     # -- ordered iteration --
 

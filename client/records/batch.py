@@ -40,7 +40,7 @@ __all__ = [
     "HEADER_SIZE_UP_TO_MAGIC", "CURRENT_MAGIC", "NO_TIMESTAMP",
     "RecordError", "CorruptRecordError", "UnsupportedMagicError", "InvalidRecordError",
     "UnsupportedCompressionTypeError",
-    "RecordBatchHeader", "crc32c", "compute_crc", "set_base_offset", "validate_batch",
+    "RecordBatchHeader", "crc32c", "compute_crc", "set_base_offset", "validate_batch", "validate_batch_fields",
     "iter_batch_headers",
 ]
 
@@ -275,7 +275,17 @@ def _codec_name(codec_id: int) -> str:
 def validate_batch(
     buf: bytes | bytearray | memoryview, pos: int = 0, end: int | None = None, *, allow_empty: bool = False
 ) -> RecordBatchHeader:
-    """Check the batch at ``buf[pos]`` and return its header view; raise a RecordError if bad.
+    """Check the batch at ``buf[pos]`` and return its header view; raise a RecordError if bad
+    (the checks: ``validate_batch_fields``)."""
+    validate_batch_fields(buf, pos, end, allow_empty=allow_empty)
+    return RecordBatchHeader(buf, pos)
+
+
+def validate_batch_fields(
+    buf: bytes | bytearray | memoryview, pos: int = 0, end: int | None = None, *, allow_empty: bool = False
+) -> tuple[int, ...]:
+    """Check the batch at ``buf[pos]`` and return its 13 fixed header fields in layout order
+    (``RecordBatchHeader.unpack``); raise a RecordError if bad.
 
     Checks, in order: enough bytes for the header, magic == 2, batchLength consistent with the
     bytes available (``end`` defaults to ``len(buf)``; the batch may be followed by others),
@@ -297,7 +307,8 @@ def validate_batch(
         raise UnsupportedMagicError(f"record batch magic {magic} is not supported (only 2)")
     if avail < RECORDS_OFFSET:
         raise CorruptRecordError(f"truncated record batch: {avail} bytes, header needs 61")
-    (_, batch_length, _, _, crc, _, last_delta, _, _, _, _, _, count) = _HEADER.unpack_from(buf, pos)
+    fields = _HEADER.unpack_from(buf, pos)
+    (_, batch_length, _, _, crc, _, last_delta, _, _, _, _, _, count) = fields
     size = batch_length + LOG_OVERHEAD
     if size < RECORDS_OFFSET:
         raise CorruptRecordError(f"record batch length {batch_length} is below the minimum 49")
@@ -317,7 +328,7 @@ def validate_batch(
     codec = buf[pos + ATTRIBUTES_OFFSET + 1] & COMPRESSION_CODEC_MASK
     if codec > 4:
         raise UnsupportedCompressionTypeError(f"record batch uses unknown compression codec id {codec}")
-    return RecordBatchHeader(buf, pos)
+    return fields
 
 
 def iter_batch_headers(

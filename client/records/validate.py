@@ -48,7 +48,7 @@ def check_records(buf: bytes | bytearray | memoryview, pos: int, size: int, coun
     offsets = decoded[0]
     if require_keys and None in decoded[2]:
         raise InvalidRecordError("Compacted topic cannot accept message without key")
-    if offsets != list(range(count)):
+    if (offsets[0] != 0) if count == 1 else (offsets != list(range(count))):  # one record: no list to build
         first = next(i for i, d in enumerate(offsets) if d != i)
         raise InvalidRecordError(f"record {first} of the batch has offset delta {offsets[first]}: inner record"
                                  " offsets must be 0, 1, 2, ...")
