@@ -71,23 +71,17 @@ def _fit(n: int, left: int) -> DecodeError:
 
 
 def _dec_tags(buf: memoryview, pos: int, end: int, out: dict[str, Any], tagged: dict[int, Any]) -> int:
+    """A non-empty tag buffer (the rare path): the interpreted codec's reader."""
+    from .schema import read_tagged
     r = Reader(buf, pos, end)
-    for tag, raw in r.tagged_fields().items():
-        if tag in tagged:
-            f, d, _ = tagged[tag]
-            out[f.name] = d(Reader(raw))
+    read_tagged(r, out, tagged)
     return r.pos
 
 
 def _enc_tags(buf: bytearray, value: dict[str, Any], tagged: dict[int, Any], version: int) -> None:
-    tf: dict[int, bytes] = {}
-    for tag, (f, _, e) in tagged.items():
-        v = value.get(f.name)
-        if v is not None and v != f.default_value(version):
-            sub = Writer()
-            e(sub, v)
-            tf[tag] = bytes(sub.buf)
-    Writer(buf).tagged_fields(tf)
+    """Tagged fields to write (the rare path): the interpreted codec's writer."""
+    from .schema import write_tagged
+    write_tagged(Writer(buf), value, tagged, version)
 
 
 class _Src:

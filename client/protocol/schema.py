@@ -190,10 +190,7 @@ def _compile_struct(fields: Sequence[Field], version: int, flexible: bool) -> tu
         for name, d, _, _ in present:
             out[name] = d(r)
         if flexible:
-            for tag, raw in r.tagged_fields().items():
-                if tag in tagged:
-                    f, d, _ = tagged[tag]
-                    out[f.name] = d(Reader(raw))
+            read_tagged(r, out, tagged)
         return out
 
     def enc(w: Writer, value: dict[str, Any]) -> None:
@@ -201,16 +198,31 @@ def _compile_struct(fields: Sequence[Field], version: int, flexible: bool) -> tu
             v = value.get(name, default)
             e(w, v)
         if flexible:
-            tf: dict[int, bytes] = {}
-            for tag, (f, _, e) in tagged.items():
-                v = value.get(f.name)
-                if v is not None and v != f.default_value(version):
-                    sub = Writer()
-                    e(sub, v)
-                    tf[tag] = bytes(sub.buf)
-            w.tagged_fields(tf)
+            write_tagged(w, value, tagged, version)
 
     return dec, enc
+
+
+def read_tagged(r: Reader, out: dict[str, Any], tagged: dict[int, tuple[Field, Decoder, Encoder]]) -> None:
+    """Read a tag buffer into ``out``: known tags decoded by their field, unknown ones skipped."""
+    for tag, raw in r.tagged_fields().items():
+        if tag in tagged:
+            f, d, _ = tagged[tag]
+            out[f.name] = d(Reader(raw))
+
+
+def write_tagged(w: Writer, value: dict[str, Any], tagged: dict[int, tuple[Field, Decoder, Encoder]],
+                 version: int) -> None:
+    """Write the tag buffer of ``value``: each tagged field whose value is set and not its
+    default, in tag order (``Writer.tagged_fields`` sorts)."""
+    tf: dict[int, bytes] = {}
+    for tag, (f, _, e) in tagged.items():
+        v = value.get(f.name)
+        if v is not None and v != f.default_value(version):
+            sub = Writer()
+            e(sub, v)
+            tf[tag] = bytes(sub.buf)
+    w.tagged_fields(tf)
 
 
 class Message:
