@@ -42,6 +42,7 @@ from client.protocol.api import ApiKey
 from .config import BrokerConfig
 from .dynamic_config import DynamicBrokerConfig
 from .group.runtime import GroupRuntime
+from .txn.coordinator import TransactionCoordinator
 from .http_listener import HttpListener, Response
 from .socket_server import BrokerServer, handle_request
 from .state import BrokerState
@@ -98,6 +99,7 @@ class Broker:
             self.cleaner.start()
         self.state = BrokerState(cfg, self.logs, dynamic)
         self.state.groups = GroupRuntime(self.state)
+        self.state.txn = TransactionCoordinator(self.state)
         host, port = cfg.listener
         self.server = BrokerServer(self.state, host, port)
         await self.server.start()
@@ -114,6 +116,12 @@ class Broker:
                                               self._expire_producers)),
             asyncio.ensure_future(self._every(cfg.int("offsets.retention.check.interval.ms") / 1000,
                                               self.state.groups.expire_offsets)),
+            asyncio.ensure_future(self._every(
+                cfg.int("transaction.abort.timed.out.transaction.cleanup.interval.ms") / 1000,
+                self.state.txn.abort_timed_out)),
+            asyncio.ensure_future(self._every(
+                cfg.int("transaction.remove.expired.transaction.cleanup.interval.ms") / 1000,
+                self.state.txn.expire_transactional_ids)),
         ]
         logger.info("minibroker listening on %s:%d (advertised %s:%d), data in %s, %d partitions, started in %.3f s",
                     host, self.server.port, self.state.host, self.state.port, self.logs.log_dir,
@@ -142,7 +150,8 @@ class Broker:
         self._install_hook(self.faults is not None and self.faults.armed)
 
     def _start_groups(self) -> None:
-        """Load ``__consumer_offsets`` in the background; /healthz says "groups" until done."""
+        """Load ``__consumer_offsets`` and ``__transaction_state`` in the background; /healthz says
+        "loading: groups" / "transactions" until each is done."""
         assert self.state is not None
         groups = self.state.groups
         if self.metrics is not None:
@@ -152,6 +161,10 @@ class Broker:
         if groups.load_task is not None:
             self.pending.add("groups")
             groups.load_task.add_done_callback(lambda _: self.pending.discard("groups"))
+        txn_load = self.state.txn.start_loading()
+        if txn_load is not None:
+            self.pending.add("transactions")
+            txn_load.add_done_callback(lambda _: self.pending.discard("transactions"))
 
     def _healthz(self, method: str, body: bytes) -> Response:
         if self.pending:
@@ -274,6 +287,8 @@ class Broker:
             await listener.stop()
         if self.server is not None:
             await self.server.stop()
+        if self.state is not None and self.state.txn is not None:
+            await self.state.txn.close()
         if self.state is not None and self.state.groups is not None:
             await self.state.groups.close()
         if self.cleaner is not None:  # a cleaning in progress gives up (its swap may still run here)

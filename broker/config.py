@@ -63,6 +63,15 @@ BROKER_DEFAULTS: dict[str, str] = {
     "group.max.session.timeout.ms": "1800000",
     "group.max.size": "2147483647",
     "group.initial.rebalance.delay.ms": "0",  # ours (Kafka: 3000): fresh groups in tests start at once
+    # the transaction coordinator (broker/txn)
+    "transaction.state.log.num.partitions": "50",
+    "transaction.state.log.segment.bytes": "104857600",
+    "transaction.state.log.replication.factor": "1",  # ours (Kafka: 3); one node can hold one replica
+    "transaction.state.log.load.buffer.size": "5242880",
+    "transaction.max.timeout.ms": "900000",
+    "transaction.abort.timed.out.transaction.cleanup.interval.ms": "10000",
+    "transactional.id.expiration.ms": "604800000",
+    "transaction.remove.expired.transaction.cleanup.interval.ms": "3600000",
     # the log cleaner (broker/storage/cleaner/): Kafka's names and defaults
     "log.cleaner.enable": "true",
     "log.cleaner.threads": "1",
@@ -111,6 +120,14 @@ BROKER_TYPES: dict[str, tuple[str, int | None, int | None]] = {
     "group.max.session.timeout.ms": ("int", None, None),
     "group.max.size": ("int", 1, None),
     "group.initial.rebalance.delay.ms": ("int", None, None),
+    "transaction.state.log.num.partitions": ("int", 1, None),
+    "transaction.state.log.segment.bytes": ("int", 1, None),
+    "transaction.state.log.replication.factor": ("int", 1, 1),
+    "transaction.state.log.load.buffer.size": ("int", 1, None),
+    "transaction.max.timeout.ms": ("int", 1, None),
+    "transaction.abort.timed.out.transaction.cleanup.interval.ms": ("int", 1, None),
+    "transactional.id.expiration.ms": ("int", 1, None),
+    "transaction.remove.expired.transaction.cleanup.interval.ms": ("int", 1, None),
     "log.cleaner.enable": ("bool", None, None),
     "log.cleaner.threads": ("int", 0, None),
     "log.cleaner.dedupe.buffer.size": ("long", None, None),

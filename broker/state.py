@@ -74,6 +74,8 @@ class BrokerState:
         self.producer_ids = ProducerIdManager(logs.log_dir)
         #: the group coordinator (broker/group/runtime.py), set by Broker.start
         self.groups: Any = None
+        #: the transaction coordinator (broker/txn/coordinator.py), set by Broker.start
+        self.txn: Any = None
         #: BrokerMetrics when ``metrics.listeners`` is set, else None (handlers test for None)
         self.metrics: Any = None
         self._flushes: dict[int, asyncio.Future[Any]] = {}

@@ -103,7 +103,9 @@ class Timer(Protocol):
     def cancel(self, key: Hashable) -> None: ...
 
 
-Writer = Callable[[str, list[Record], Callable[[int], None]], int]
+#: ``write(group_id, records, on_durable, producer=None)``; ``producer`` = (id, epoch) writes a
+#: transactional batch (TxnOffsetCommit)
+Writer = Callable[..., int]
 
 
 class GroupConfig(NamedTuple):
@@ -658,6 +660,73 @@ class GroupCoordinator:
             g.offsets[tp] = om
         return 0, errors
 
+    def commit_txn_offsets(self, req: dict[str, Any], on_durable: Callable[[int], None]
+                           ) -> tuple[int, dict[tuple[str, int], int]]:
+        """TxnOffsetCommit: the offsets are written in a transactional batch of the producer
+        and held as pending until its transaction's marker reaches this partition
+        (``complete_txn``). The member checks are OffsetCommit's, except that a commit with no
+        member and generation -1 (clients before v3) is accepted whatever the group's state."""
+        group_id = req["group_id"]
+        generation = req.get("generation_id", -1)
+        member_id = req.get("member_id", "")
+        instance_id = req.get("group_instance_id")
+        pid, epoch = req["producer_id"], req["producer_epoch"]
+        try:
+            self.check_loaded(group_id)
+            g = self.groups.get(group_id)
+            if g is None:
+                if generation >= 0:
+                    raise GroupError(E.ILLEGAL_GENERATION)
+                g = self._get_or_create(group_id)
+            if g.is_in(DEAD):
+                raise GroupError(E.COORDINATOR_NOT_AVAILABLE)
+            if generation >= 0 or member_id or instance_id is not None:
+                g.validate_member(member_id, instance_id)
+                if generation != g.generation_id:
+                    raise GroupError(E.ILLEGAL_GENERATION)
+        except GroupError as e:
+            return e.code, {}
+        now = self.clock()
+        errors: dict[tuple[str, int], int] = {}
+        records: list[Record] = []
+        updates: list[tuple[tuple[str, int], OffsetAndMetadata]] = []
+        for t in req["topics"]:
+            for p in t["partitions"]:
+                tp = (t["name"], p["partition_index"])
+                metadata = p.get("committed_metadata") or ""
+                if len(metadata.encode()) > self.config.offset_metadata_max_bytes:
+                    errors[tp] = int(E.OFFSET_METADATA_TOO_LARGE)
+                    continue
+                errors[tp] = 0
+                om = OffsetAndMetadata(p["committed_offset"], p.get("committed_leader_epoch", -1), metadata, now)
+                records.append((encode_offset_commit_key(group_id, *tp), encode_offset_commit_value(om)))
+                updates.append((tp, om))
+        if not records:
+            on_durable(0)
+            return 0, errors
+        code = self.write(group_id, records, on_durable, producer=(pid, epoch))
+        if code:
+            return _error_after_append(code), {}
+        pending = g.pending_txn_offsets.setdefault(pid, {})
+        for tp, om in updates:
+            pending[tp] = om
+        return 0, errors
+
+    def complete_txn(self, partition: int, producer_id: int, commit: bool) -> None:
+        """A COMMIT or ABORT marker of ``producer_id`` reached ``__consumer_offsets`` partition
+        ``partition``: its pending offsets there become the groups' offsets, or are dropped."""
+        for g in self.groups.values():
+            if g.pending_txn_offsets and self.partition_for(g.group_id) == partition:
+                pending = g.pending_txn_offsets.pop(producer_id, None)
+                if pending and commit:
+                    g.offsets.update(pending)
+
+    def has_pending_offset(self, group_id: str, topic: str, partition: int) -> bool:
+        """Whether an open transaction holds an offset of ``group_id`` for this partition
+        (OffsetFetch's ``require_stable`` answers UNSTABLE_OFFSET_COMMIT then)."""
+        g = self.groups.get(group_id)
+        return g is not None and any((topic, partition) in p for p in g.pending_txn_offsets.values())
+
     def _validate_commit(self, g: ClassicGroup, member_id: str, instance_id: str | None, generation: int) -> None:
         if g.is_in(DEAD):
             raise GroupError(E.COORDINATOR_NOT_AVAILABLE)
@@ -823,7 +892,11 @@ class GroupCoordinator:
 
     # ------------------------------------------------------------------ loading
 
-    def replay_offset(self, group_id: str, topic: str, partition: int, om: OffsetAndMetadata | None) -> None:
+    def replay_offset(self, group_id: str, topic: str, partition: int, om: OffsetAndMetadata | None,
+                      producer_id: int = -1) -> None:
+        if producer_id >= 0 and om is not None:  # a TxnOffsetCommit: pending until its marker
+            self._get_or_create(group_id).pending_txn_offsets.setdefault(producer_id, {})[(topic, partition)] = om
+            return
         g = self.groups.get(group_id)
         if om is None:
             if g is not None:

@@ -161,6 +161,8 @@ class ClassicGroup:
         #: the initial-rebalance delay is extended while new members keep arriving
         self.new_member_added = False
         self.offsets: dict[tuple[str, int], OffsetAndMetadata] = {}
+        #: TxnOffsetCommit's offsets by producer id, visible only once its transaction commits
+        self.pending_txn_offsets: dict[int, dict[tuple[str, int], OffsetAndMetadata]] = {}
 
     # -- state --
 

@@ -29,12 +29,14 @@ from collections.abc import Callable, Hashable
 from typing import Any
 
 from client.protocol.primitives import DecodeError
-from client.records.batch import RecordError, iter_batch_headers
-from client.records.record import build_batch, iter_records
+from client.records.batch import RecordError
+from client.records.control import ABORT, COMMIT, ControlRecord, parse_control_key
+from client.records.record import build_batch
 
 from ..handlers.common import error_code_of
 from ..storage.errors import TopicExistsError
 from ..storage.log import Log
+from ..storage.record_reader import read_record_chunk
 from .coordinator import GroupConfig, GroupCoordinator, Record
 from .records import (
     CONSUMER_OFFSETS,
@@ -129,10 +131,15 @@ class GroupRuntime:
         log: Log = self.state.logs.log_or_raise(CONSUMER_OFFSETS, self.coordinator.partition_for(group_id))
         return log
 
-    def _write(self, group_id: str, records: list[Record], on_durable: Callable[[int], None]) -> int:
+    def _write(self, group_id: str, records: list[Record], on_durable: Callable[[int], None],
+               producer: tuple[int, int] | None = None) -> int:
         try:
             log = self._log_for(group_id)
-            info = log.append(build_batch(records))
+            if producer is None:
+                info = log.append(build_batch(records))
+            else:  # TxnOffsetCommit: a transactional batch of the producer, no sequence
+                info = log.append(build_batch(records, producer_id=producer[0], producer_epoch=producer[1],
+                                              is_transactional=True), from_coordinator=True)
         except Exception as e:  # noqa: BLE001 - the caller answers with the error code
             return error_code_of(e)
         fut = asyncio.ensure_future(self.state.durable(log, info.last_offset + 1))
@@ -178,17 +185,20 @@ class GroupRuntime:
                     logger.error("%s-%d: cannot load past offset %d: %s", CONSUMER_OFFSETS, p, offset, e)
                     break
                 records += len(parsed)
-                self._replay(parsed)
+                self._replay(p, parsed)
             self.coordinator.on_loaded(p)
         self.load_seconds = time.perf_counter() - t0
         logger.info("loaded %d groups (%d records) from %s in %.3f s", len(self.coordinator.groups), records,
                     CONSUMER_OFFSETS, self.load_seconds)
 
-    def _replay(self, parsed: list[tuple[Any, Any]]) -> None:
+    def _replay(self, partition: int, parsed: list[tuple[Any, Any, int]]) -> None:
         c = self.coordinator
-        for key, value in parsed:
-            if isinstance(key, OffsetCommitKey):
-                c.replay_offset(key.group, key.topic, key.partition, value)
+        for key, value, producer_id in parsed:
+            if isinstance(key, ControlRecord):
+                if key.type in (ABORT, COMMIT):
+                    c.complete_txn(partition, producer_id, key.type == COMMIT)
+            elif isinstance(key, OffsetCommitKey):
+                c.replay_offset(key.group, key.topic, key.partition, value, producer_id)
             else:
                 c.replay_group(key.group, value)
 
@@ -213,36 +223,33 @@ class GroupRuntime:
             await asyncio.wait(list(self._durable_tasks), timeout=5)
 
 
-def _read_chunk(log: Log, offset: int, max_bytes: int) -> tuple[list[tuple[Any, Any]], int]:
-    """Decode the records of about ``max_bytes`` from ``offset`` (at least one batch): the
-    (key, value) pairs, values None for tombstones, and the offset to continue from. Records of
-    unknown types and control batches are skipped."""
-    data = log.read_bytes(offset, max_bytes, min_one_batch=True)
-    out: list[tuple[Any, Any]] = []
-    next_offset = offset
-    for header in iter_batch_headers(data):
-        next_offset = header.last_offset + 1
-        if header.is_control:
+def _read_chunk(log: Log, offset: int, max_bytes: int) -> tuple[list[tuple[Any, Any, int]], int]:
+    """Decode the records of about ``max_bytes`` from ``offset`` (at least one batch): (key,
+    value, producer id) triples, values None for tombstones; transaction markers as (their
+    ControlRecord, None, producer id); and the offset to continue from. Records of unknown
+    types are skipped."""
+    chunk, next_offset = read_record_chunk(log, offset, max_bytes)
+    out: list[tuple[Any, Any, int]] = []
+    for pid, _, is_control, record in chunk:
+        if record.key is None:
             continue
-        for record in iter_records(data, header.pos):
-            if record.offset < offset or record.key is None:
+        try:
+            if is_control:
+                out.append((parse_control_key(record.key), None, pid))
                 continue
-            try:
-                key = decode_key(record.key)
-                if key is None:
-                    continue
-                value: GroupMetadata | OffsetAndMetadata | None
-                if record.value is None:
-                    value = None
-                elif isinstance(key, GroupMetadataKey):
-                    value = decode_group_metadata_value(record.value)
-                else:
-                    value = decode_offset_commit_value(record.value)
-            except DecodeError as e:
-                logger.warning("%s-%d: skipping undecodable record at offset %d: %s", CONSUMER_OFFSETS,
-                               log.partition, record.offset, e)
+            key = decode_key(record.key)
+            if key is None:
                 continue
-            out.append((key, value))
-    if next_offset == offset:  # nothing readable: stop rather than spin
-        raise RecordError(f"no complete batch at offset {offset}")
+            value: GroupMetadata | OffsetAndMetadata | None
+            if record.value is None:
+                value = None
+            elif isinstance(key, GroupMetadataKey):
+                value = decode_group_metadata_value(record.value)
+            else:
+                value = decode_offset_commit_value(record.value)
+        except (DecodeError, ValueError) as e:
+            logger.warning("%s-%d: skipping undecodable record at offset %d: %s", CONSUMER_OFFSETS,
+                           log.partition, record.offset, e)
+            continue
+        out.append((key, value, pid if not is_control else -1))
     return out, next_offset

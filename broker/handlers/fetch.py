@@ -6,8 +6,16 @@ that ``min(partition_max_bytes, bytes left of max_bytes)`` (a slice may end mid-
 drop the partial tail). Errors: OFFSET_OUT_OF_RANGE below the log start or above the log end,
 UNKNOWN_TOPIC_OR_PARTITION, UNKNOWN_TOPIC_ID (v13+, topics named by id),
 UNKNOWN_LEADER_EPOCH for a ``current_leader_epoch`` (v9+) above 0, the only leader epoch here.
-high_watermark = last_stable_offset = log end offset (one replica, no transactions);
-preferred_read_replica = -1 (no follower to read from); records are never null.
+high_watermark = log end offset (one replica); preferred_read_replica = -1 (no follower to
+read from); records are never null.
+
+Isolation (v4+): read_uncommitted (0) reads up to the high watermark and answers
+``aborted_transactions`` null. read_committed (1) reads only below the partition's last
+stable offset (the first offset of its oldest open transaction, see Log.last_stable_offset)
+and answers the aborted transactions (producer id, first offset) overlapping the records
+returned, from the segments' ``.txnindex``: the client drops those producers' records from
+each first offset up to their ABORT marker, and skips control batches. ``last_stable_offset``
+is the LSO in both modes.
 
 Fetch sessions (KIP-227, v7+) are not kept: every fetch is answered in full with session id 0,
 which is how Kafka answers when its session cache has no room
@@ -65,11 +73,13 @@ _TOP = struct.Struct(">ihi")  # throttle, error_code, session_id (v7+)
 _I32 = struct.Struct(">i")
 _PART = struct.Struct(">ihqq")  # index, error, high watermark, last stable offset
 _I64 = struct.Struct(">q")
+_ABORTED = struct.Struct(">qq")  # producer_id, first_offset
 _DIVERGING_TAG = struct.Struct(">iq")  # the diverging_epoch struct: epoch, end offset
 
 #: one partition of the answer: (index, error, high watermark, log start, slices, diverging
-#: epoch's end offset or -1)
-Part = tuple[int, int, int, int, list[FileSlice], int]
+#: epoch's end offset or -1, last stable offset, aborted transactions (producer id, first offset))
+Part = tuple[int, int, int, int, list[FileSlice], int, int, list[tuple[int, int]]]
+_NO_ABORTED: list[tuple[int, int]] = []
 #: the answer: [(topic name, topic id, [Part])]; the name is "" for an unknown id
 Result = list[tuple[str, uuid.UUID | None, list[Part]]]
 
@@ -97,6 +107,7 @@ def _partition_error(p: dict[str, Any], log: Any) -> int:
 def _read_all(request: dict[str, Any], version: int, state: Any) -> tuple[Result, int, bool]:
     """Read every partition: the answer, the total record bytes, and whether any partition had
     an error."""
+    read_committed = request.get("isolation_level", 0) == 1
     limit = request["max_bytes"]
     min_one = True
     total = 0
@@ -108,7 +119,7 @@ def _read_all(request: dict[str, Any], version: int, state: Any) -> tuple[Result
         name = state.logs.topic_name(topic_id) if by_id else t["topic"]
         parts: list[Part] = []
         if name is None:
-            out.append(("", topic_id, [(p["partition"], ErrorCode.UNKNOWN_TOPIC_ID, -1, -1, [], -1)
+            out.append(("", topic_id, [(p["partition"], ErrorCode.UNKNOWN_TOPIC_ID, -1, -1, [], -1, -1, _NO_ABORTED)
                                        for p in t["partitions"]]))
             errors = True
             continue
@@ -116,35 +127,42 @@ def _read_all(request: dict[str, Any], version: int, state: Any) -> tuple[Result
             idx = p["partition"]
             log = state.logs.get_log(name, idx)
             if log is None:
-                parts.append((idx, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, -1, -1, [], -1))
+                parts.append((idx, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, -1, -1, [], -1, -1, _NO_ABORTED))
                 errors = True
                 continue
+            lso = log.last_stable_offset
             err = _partition_error(p, log)
             if err:
-                parts.append((idx, err, log.high_watermark, log.log_start_offset, [], -1))
+                parts.append((idx, err, log.high_watermark, log.log_start_offset, [], -1, lso, _NO_ABORTED))
                 errors = True
                 continue
             if p["last_fetched_epoch"] == LEADER_EPOCH and p["fetch_offset"] > log.log_end_offset:
                 end = log.log_end_offset
-                parts.append((idx, 0, log.high_watermark, log.log_start_offset, [], end))
+                parts.append((idx, 0, log.high_watermark, log.log_start_offset, [], end, lso, _NO_ABORTED))
                 errors = True  # answer at once, as for an error: there is nothing to wait for
                 continue
+            offset = p["fetch_offset"]
             try:
-                res = log.read(p["fetch_offset"], min(p["partition_max_bytes"], limit), min_one)
+                res = log.read(offset, min(p["partition_max_bytes"], limit), min_one,
+                               lso if read_committed else None)
             except OffsetOutOfRangeError:
-                parts.append((idx, ErrorCode.OFFSET_OUT_OF_RANGE, log.high_watermark, log.log_start_offset, [], -1))
+                parts.append((idx, ErrorCode.OFFSET_OUT_OF_RANGE, log.high_watermark, log.log_start_offset, [], -1,
+                              lso, _NO_ABORTED))
                 errors = True
                 continue
             except Exception as e:  # noqa: BLE001
-                parts.append((idx, error_code_of(e), -1, -1, [], -1))
+                parts.append((idx, error_code_of(e), -1, -1, [], -1, -1, _NO_ABORTED))
                 errors = True
                 continue
             size = res.size
+            aborted = _NO_ABORTED
             if size > 0:
                 min_one = False
+                if read_committed:
+                    aborted = [(a.producer_id, a.first_offset) for a in log.collect_aborted_transactions(offset, lso)]
             limit = max(0, limit - size)
             total += size
-            parts.append((idx, 0, res.high_watermark, res.log_start_offset, res.slices, -1))
+            parts.append((idx, 0, res.high_watermark, res.log_start_offset, res.slices, -1, lso, aborted))
         out.append((name, topic_id, parts))
     return out, total, errors
 
@@ -163,9 +181,9 @@ def _encode(result: Result, version: int, correlation_id: int, read_committed: b
     buf += _uvarint(len(result) + 1) if flexible else _I32.pack(len(result))
     size = 0
     if flexible:
-        aborted = b"\x01" if read_committed else b"\x00"  # compact array: empty / null
+        no_aborted = b"\x01" if read_committed else b"\x00"  # compact array: empty / null
     else:
-        aborted = _I32.pack(0 if read_committed else -1)
+        no_aborted = _I32.pack(0 if read_committed else -1)
     for name, topic_id, plist in result:
         if by_id:
             buf += topic_id.bytes if topic_id is not None else bytes(16)
@@ -173,11 +191,18 @@ def _encode(result: Result, version: int, correlation_id: int, read_committed: b
             nb = name.encode()
             buf += _uvarint(len(nb) + 1) + nb if flexible else struct.pack(">h", len(nb)) + nb
         buf += _uvarint(len(plist) + 1) if flexible else _I32.pack(len(plist))
-        for idx, err, hw, start, slices, diverging in plist:
-            buf += _PART.pack(idx, err, hw, hw)
+        for idx, err, hw, start, slices, diverging, lso, aborted in plist:
+            buf += _PART.pack(idx, err, hw, lso)
             if version >= 5:
                 buf += _I64.pack(start)
-            buf += aborted
+            if aborted:
+                buf += _uvarint(len(aborted) + 1) if flexible else _I32.pack(len(aborted))
+                for pid, first in aborted:
+                    buf += _ABORTED.pack(pid, first)
+                    if flexible:
+                        buf += b"\x00"
+            else:
+                buf += no_aborted
             if version >= 11:
                 buf += _I32.pack(-1)
             n = sum(s.size for s in slices)

@@ -1,9 +1,8 @@
-"""FindCoordinator (10), v0-6 (Kafka 3.9): this broker coordinates every group (key type 0);
-looking one up creates ``__consumer_offsets`` if it does not exist yet, as Kafka does. v4+ looks
-up several keys at once. There is no transaction coordinator yet: key type 1 gets
-COORDINATOR_NOT_AVAILABLE, as InitProducerId answers a transactional id. Key type 2 (share
-groups, v6+) gets COORDINATOR_NOT_AVAILABLE too, as Kafka 3.9 answers it (no share
-coordinator); before v6, and for key types Kafka does not define, INVALID_REQUEST.
+"""FindCoordinator (10), v0-6 (Kafka 3.9): this broker coordinates every group (key type 0)
+and every transactional id (key type 1); looking one up creates ``__consumer_offsets`` or
+``__transaction_state`` if it does not exist yet, as Kafka does. v4+ looks up several keys at
+once. Key type 2 (share groups, v6+) gets COORDINATOR_NOT_AVAILABLE, as Kafka 3.9 answers it
+(no share coordinator); before v6, and for key types Kafka does not define, INVALID_REQUEST.
 
 librdkafka also gates LZ4 compression on this API (rdkafka_feature.c: LZ4 "depends" on
 FindCoordinator v0, the 0.8.2 marker).
@@ -23,6 +22,7 @@ API_KEY = ApiKey.FIND_COORDINATOR
 logger = logging.getLogger(__name__)
 
 GROUP = 0
+TRANSACTION = 1
 SHARE = 2
 
 
@@ -34,15 +34,16 @@ def _lookup(key: str, key_type: int, state: Any, version: int) -> dict[str, Any]
         return error(ErrorCode.INVALID_REQUEST, f"coordinator key type {key_type} is not valid in version {version}")
     if key_type == SHARE:
         return error(ErrorCode.COORDINATOR_NOT_AVAILABLE, "share groups are not supported")
-    if key_type != GROUP:
-        return error(ErrorCode.COORDINATOR_NOT_AVAILABLE, "transactions are not supported")
+    what = "group id" if key_type == GROUP else "transactional id"
     if not key:
-        return error(ErrorCode.INVALID_REQUEST, "the group id is empty")
+        return error(ErrorCode.INVALID_REQUEST, f"the {what} is empty")
+    coordinator = state.groups if key_type == GROUP else state.txn
     try:
-        state.groups.ensure_topic()
+        coordinator.ensure_topic()
     except Exception as e:  # noqa: BLE001 - the client retries a retriable answer
-        logger.error("cannot create __consumer_offsets: %s", e)
-        return error(ErrorCode.COORDINATOR_NOT_AVAILABLE, f"cannot create __consumer_offsets: {error_code_of(e)}")
+        topic = "__consumer_offsets" if key_type == GROUP else "__transaction_state"
+        logger.error("cannot create %s: %s", topic, e)
+        return error(ErrorCode.COORDINATOR_NOT_AVAILABLE, f"cannot create {topic}: {error_code_of(e)}")
     return {"key": key, "error_code": 0, "error_message": None, "node_id": state.node_id, "host": state.host,
             "port": state.port}
 

@@ -1,21 +1,31 @@
 """InitProducerId (22), v0-5 (Kafka 3.9): a producer id unique across restarts
-(state.ProducerIdManager), epoch 0. Transactional ids are not supported (no transaction
-coordinator). v3+ may carry the producer's current id and epoch, asking for a new epoch
-(KIP-360); without a transactional id Kafka answers such a request with a fresh producer id,
-as here. v4 and v5 change only which errors a client may be sent."""
+(state.ProducerIdManager).
+
+Without a transactional id: a fresh producer id at epoch 0 — also for v3+ requests that carry
+the producer's current id and epoch asking for a new epoch (KIP-360), as Kafka answers them.
+With one: the transaction coordinator's answer (broker/txn/coordinator.py): the id's producer
+id with its epoch bumped, fencing the previous producer of that id. v4 and v5 change only
+which errors a client may be sent."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from client.protocol.api import ApiKey, ErrorCode
+from client.protocol.api import ApiKey
 
 API_KEY = ApiKey.INIT_PRODUCER_ID
 
 
-def handle(request: dict[str, Any], version: int, state: Any) -> dict[str, Any]:
-    if request["transactional_id"] is not None:
-        return {"throttle_time_ms": 0, "error_code": ErrorCode.COORDINATOR_NOT_AVAILABLE,
-                "producer_id": -1, "producer_epoch": -1}
-    return {"throttle_time_ms": 0, "error_code": 0, "producer_id": state.producer_ids.next_id(),
-            "producer_epoch": 0}
+def handle(request: dict[str, Any], version: int, state: Any) -> Any:
+    txn_id = request["transactional_id"]
+    if txn_id is None:
+        return {"throttle_time_ms": 0, "error_code": 0, "producer_id": state.producer_ids.next_id(),
+                "producer_epoch": 0}
+
+    async def transactional() -> dict[str, Any]:
+        code, pid, epoch = await state.txn.init_producer_id(
+            txn_id, request["transaction_timeout_ms"], request.get("producer_id", -1),
+            request.get("producer_epoch", -1))
+        return {"throttle_time_ms": 0, "error_code": code, "producer_id": pid, "producer_epoch": epoch}
+
+    return transactional()

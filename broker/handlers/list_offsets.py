@@ -1,5 +1,5 @@
 """ListOffsets (2), v1-9 (Kafka 3.9): -2 = log start offset, -1 = log end offset (= high
-watermark = last stable offset here), -3 (v7+) = the first offset holding the largest
+watermark; with ``isolation_level`` 1, read_committed (v2+), the last stable offset), -3 (v7+) = the first offset holding the largest
 timestamp, -4 (v8+, earliest local) = the log start offset and -5 (v9+, latest tiered) = offset
 -1, as Kafka answers without tiered storage; otherwise the first offset whose record timestamp
 >= the target (timestamp and offset -1 when there is none).
@@ -7,7 +7,9 @@ timestamp, -4 (v8+, earliest local) = the log start offset and -5 (v9+, latest t
 ``leader_epoch`` (v4+): 0, the only epoch a partition has here, for any offset found in a log
 that has held records (-1 otherwise, as Kafka's empty epoch cache answers). A
 ``current_leader_epoch`` above 0 is UNKNOWN_LEADER_EPOCH (the client knows a newer leader than
-this broker; cannot happen with one broker). v0 (the old list of offsets) is not served."""
+this broker; cannot happen with one broker). v0 (the old list of offsets) is not served.
+As in Kafka, an offset found by timestamp at or past the last fetchable offset (the LSO for
+read_committed, else the high watermark) is not answered (offset -1)."""
 
 from __future__ import annotations
 
@@ -15,6 +17,7 @@ from typing import Any
 
 from client.protocol.api import ApiKey, ErrorCode
 
+from ..storage.log import LATEST_TIMESTAMP
 from .common import error_code_of
 
 API_KEY = ApiKey.LIST_OFFSETS
@@ -22,7 +25,7 @@ API_KEY = ApiKey.LIST_OFFSETS
 LEADER_EPOCH = 0
 
 
-def _answer(state: Any, name: str, p: dict[str, Any]) -> dict[str, Any]:
+def _answer(state: Any, name: str, p: dict[str, Any], read_committed: bool) -> dict[str, Any]:
     resp = {"partition_index": p["partition_index"], "error_code": 0, "timestamp": -1, "offset": -1,
             "leader_epoch": -1}
     log = state.logs.get_log(name, p["partition_index"])
@@ -32,7 +35,14 @@ def _answer(state: Any, name: str, p: dict[str, Any]) -> dict[str, Any]:
         resp["error_code"] = ErrorCode.UNKNOWN_LEADER_EPOCH
     else:
         try:
-            found = log.offset_for_timestamp(p["timestamp"])
+            target = p["timestamp"]
+            found = log.offset_for_timestamp(target)
+            if read_committed and found is not None:  # read_uncommitted: the high watermark is the LEO
+                lso = log.last_stable_offset
+                if target == LATEST_TIMESTAMP:
+                    found = found._replace(offset=lso)
+                elif target >= 0 and found.offset >= lso:
+                    found = None
         except Exception as e:  # noqa: BLE001
             resp["error_code"] = error_code_of(e)
         else:
@@ -44,6 +54,8 @@ def _answer(state: Any, name: str, p: dict[str, Any]) -> dict[str, Any]:
 
 
 def handle(request: dict[str, Any], version: int, state: Any) -> dict[str, Any]:
-    topics = [{"name": t["name"], "partitions": [_answer(state, t["name"], p) for p in t["partitions"]]}
+    read_committed = request.get("isolation_level", 0) == 1
+    topics = [{"name": t["name"], "partitions": [_answer(state, t["name"], p, read_committed)
+                                                 for p in t["partitions"]]}
               for t in request["topics"]]
     return {"throttle_time_ms": 0, "topics": topics}

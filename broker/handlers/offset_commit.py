@@ -21,7 +21,9 @@ def _response(request: dict[str, Any], errors: dict[tuple[str, int], int], defau
         for t in request["topics"]]}
 
 
-def handle(request: dict[str, Any], version: int, state: Any) -> Any:
+def reply_after_commit(request: dict[str, Any], commit: Any) -> Any:
+    """Run ``commit(on_durable) -> (error, per-partition errors)`` and answer once its
+    records are durable (or at once, with its error or when it wrote nothing)."""
     def start(respond: Any) -> None:
         result: list[dict[tuple[str, int], int]] = []
 
@@ -31,7 +33,7 @@ def handle(request: dict[str, Any], version: int, state: Any) -> Any:
             else:  # nothing to write: answered at once
                 result.append({})
 
-        code, errors = state.groups.coordinator.commit_offsets(request, version, durable)
+        code, errors = commit(durable)
         if code:
             return respond(_response(request, {}, code))
         if result:  # durable() already ran (no records)
@@ -39,3 +41,8 @@ def handle(request: dict[str, Any], version: int, state: Any) -> Any:
         result.append(errors)
 
     return reply_when_ready(start)
+
+
+def handle(request: dict[str, Any], version: int, state: Any) -> Any:
+    return reply_after_commit(request, lambda durable: state.groups.coordinator.commit_offsets(request, version,
+                                                                                                durable))

@@ -17,7 +17,9 @@ are fsync'd (group commit, see state.py).
 Versions: v0-2 normally carry magic 0/1 message sets (clients pinned to Kafka < 0.11): they
 are converted to one RecordBatch v2 on the way in (client/records/legacy.py: keys, values and
 timestamps kept, offsets assigned by the log, the producer's codec re-applied), as Kafka 3.x
-does, then appended like any batch. v3+ carry transactional_id; v8+ answer a refused partition's reason in
+does, then appended like any batch. v3+ carry transactional_id: a transactional batch is
+accepted only for a partition its producer's Ongoing transaction added (INVALID_TXN_STATE,
+or TRANSACTION_ABORTABLE from v11, otherwise; see broker/txn/coordinator.py); v8+ answer a refused partition's reason in
 ``error_message`` (``record_errors`` stays empty: a batch is refused whole, never record by
 record); v9+ are flexible; v10+ may carry KIP-951's leader hints (``current_leader``,
 ``node_endpoints``), which Kafka sends only with NOT_LEADER_OR_FOLLOWER — never the case with
@@ -27,9 +29,11 @@ one broker, so they are never sent.
 from __future__ import annotations
 
 import logging
+import struct
 from typing import Any
 
 from client.protocol.api import ApiKey, ErrorCode
+from client.records.batch import ATTRIBUTES_OFFSET, PRODUCER_ID_OFFSET, TRANSACTIONAL_FLAG_MASK
 from client.records.compression import DecompressedSizeError
 from client.records.legacy import convert_legacy, is_legacy
 
@@ -40,6 +44,11 @@ from .metadata import INTERNAL_TOPICS
 
 API_KEY = ApiKey.PRODUCE
 
+#: where a RecordBatch keeps its attributes' low byte and its producer id and epoch
+_ATTRIBUTES_LOW = ATTRIBUTES_OFFSET + 1
+_PRODUCER = struct.Struct(">qh")
+_PRODUCER_END = PRODUCER_ID_OFFSET + _PRODUCER.size
+
 logger = logging.getLogger(__name__)
 
 
@@ -48,6 +57,15 @@ def _convert(records: Any, config: Any) -> bytearray:
         return convert_legacy(records, max_decompressed_size(config))
     except DecompressedSizeError as e:
         raise RecordTooLargeError(str(e)) from None
+
+
+def _verify_transactional(request: dict[str, Any], version: int, records: Any, topic: str, partition: int,
+                          state: Any) -> int:
+    """A transactional batch must come from the producer of an Ongoing transaction that added
+    this partition (Kafka's partition verification); the first batch's producer id and epoch
+    decide, as in Kafka."""
+    pid, epoch = _PRODUCER.unpack_from(records, PRODUCER_ID_OFFSET)
+    return int(state.txn.verify_produce(request.get("transactional_id"), pid, epoch, topic, partition, version))
 
 
 def handle(request: dict[str, Any], version: int, state: Any) -> Any:
@@ -81,6 +99,10 @@ def handle(request: dict[str, Any], version: int, state: Any) -> Any:
                 resp["error_code"] = ErrorCode.NOT_ENOUGH_REPLICAS
                 logger.info("produce to %s-%d rejected: the ISR of 1 is insufficient to satisfy the min.isr"
                             " requirement of %d", name, p["index"], log.config.min_insync_replicas)
+            elif version >= 3 and len(records) > _PRODUCER_END and records[_ATTRIBUTES_LOW] & TRANSACTIONAL_FLAG_MASK and (
+                    code := _verify_transactional(request, version, records, name, p["index"], state)):
+                resp["error_code"] = code
+                logger.info("transactional produce to %s-%d rejected: %s", name, p["index"], ErrorCode(code).name)
             else:
                 try:
                     if version <= 2 and is_legacy(records):

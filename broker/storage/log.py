@@ -33,6 +33,8 @@ from collections.abc import Callable, Iterable
 from typing import NamedTuple
 
 from client.records.batch import CONTROL_FLAG_MASK, TRANSACTIONAL_FLAG_MASK, CorruptRecordError
+from client.records.control import ABORT, COMMIT, parse_control_key, parse_control_value
+from client.records.record import iter_records
 
 from .config import LogConfig
 from .errors import (
@@ -47,6 +49,7 @@ from .log_validator import BatchMetadata, offsets_as_given, recompress, validate
 from .log_validator import assign_offsets as assign_offsets_to
 from .producer_state import (
     DEFAULT_PRODUCER_ID_EXPIRATION_MS,
+    CompletedTxn,
     ProducerAppendInfo,
     ProducerStateManager,
     flush_snapshot_files,
@@ -63,6 +66,7 @@ from .segment import (
     time_index_file_name,
 )
 from .skiplist import SkipListMap
+from .transaction_index import TXN_INDEX_FILE_SUFFIX, AbortedTxn, txn_index_file_name
 
 __all__ = ["Log", "LogAppendInfo", "FetchResult", "DELETED_FILE_SUFFIX", "CLEANED_FILE_SUFFIX",
            "SWAP_FILE_SUFFIX", "EARLIEST_TIMESTAMP", "LATEST_TIMESTAMP", "MAX_TIMESTAMP",
@@ -306,11 +310,21 @@ class Log:
         for _, header in seg.log.iter_batches(found.position, validate=False, end=end):
             (base_offset, _, _, _, _, attributes, last_delta, _, max_ts, producer_id, epoch, base_seq,
              _) = header.unpack()
-            if producer_id < 0 or attributes & CONTROL_FLAG_MASK:
-                continue  # transaction markers: not written by this broker yet
+            if producer_id < 0:
+                continue
             info = infos.get(producer_id)
             if info is None:
                 info = infos[producer_id] = psm.prepare_update(producer_id, validate=False)
+            if attributes & CONTROL_FLAG_MASK:
+                done = _apply_marker(info, header.buf, header.pos, epoch, base_offset, max_ts)
+                if done is not None and done.is_aborted and not seg.txn_index.contains_marker(done.last_offset):
+                    # The marker reached the .log but its entry did not reach the .txnindex (a
+                    # crash in between): add it. Its last stable offset is taken as the
+                    # transaction's own first offset, which can only make readers look further.
+                    seg.txn_index.append(AbortedTxn(producer_id, done.first_offset, done.last_offset,
+                                                    done.first_offset))
+                n += 1
+                continue
             info.append_data_batch(epoch, base_seq, increment_sequence(base_seq, last_delta), max_ts,
                                    base_offset, base_offset + last_delta, bool(attributes & TRANSACTIONAL_FLAG_MASK))
             n += 1
@@ -328,6 +342,29 @@ class Log:
     def high_watermark(self) -> int:
         """Single replica: everything appended is committed."""
         return self._leo
+
+    @property
+    def first_unstable_offset(self) -> int | None:
+        """The first offset of the oldest transaction still open here, or None."""
+        return self.producer_state.first_unstable_offset
+
+    @property
+    def last_stable_offset(self) -> int:
+        """Kafka's LSO: min(first unstable offset, high watermark). read_committed consumers
+        read below it; it never moves back (transactions close, none opens below it)."""
+        fuo = self.producer_state.first_unstable_offset
+        hw = self._leo
+        return hw if fuo is None or fuo > hw else fuo
+
+    def collect_aborted_transactions(self, fetch_offset: int, upper_bound: int) -> list[AbortedTxn]:
+        """The aborted transactions with data in [fetch_offset, upper_bound), from the
+        ``.txnindex`` of the segment holding ``fetch_offset`` and the ones after it (see
+        transaction_index.py for the stopping rule)."""
+        out: list[AbortedTxn] = []
+        for _, seg in self.segments.items(_floor_key(self.segments, fetch_offset)):
+            if seg.txn_index.collect(fetch_offset, upper_bound, out):
+                break
+        return out
 
     @property
     def active_segment(self) -> LogSegment:
@@ -355,14 +392,20 @@ class Log:
 
     # ---------------------------------------------------------------- append
 
-    def append(self, records: bytes | bytearray | memoryview, *, assign_offsets: bool = True) -> LogAppendInfo:
+    def append(self, records: bytes | bytearray | memoryview, *, assign_offsets: bool = True,
+               from_coordinator: bool = False) -> LogAppendInfo:
         """Validate the producer batches in ``records`` (``log_validator``), assign offsets from
         the LEO, roll if needed and append them with one write. Raises a RecordError /
         StorageError (with the Kafka error code) and writes nothing if any batch is invalid.
 
         ``assign_offsets=False`` is Kafka's append-as-follower: the batches keep the offsets they
         carry (at or above the LEO, increasing, gaps allowed), as a replica or a rewritten log
-        holds them; it is how tests reach offset gaps and relative-offset overflow."""
+        holds them; it is how tests reach offset gaps and relative-offset overflow.
+
+        ``from_coordinator``: batches the broker's coordinators write (transaction markers,
+        transactional offset commits): control batches allowed, no sequence checks (Kafka's
+        AppendOrigin.COORDINATOR). A marker ends its producer's open transaction here; an
+        ABORT marker of a transaction that wrote data gets a ``.txnindex`` entry."""
         # Offsets are patched in place: a bytearray or writable memoryview (the request frame)
         # is used as is; read-only bytes are copied once.
         if isinstance(records, bytearray) or (isinstance(records, memoryview) and not records.readonly):
@@ -373,8 +416,9 @@ class Log:
         # The clock is read for validation only when timestamps are bounded (it is unused
         # otherwise); the append itself reads it again under the lock.
         bounded = cfg.timestamps_bounded
-        batches = validate_batches(buf, cfg, from_producer=assign_offsets, now_ms=self._now_ms() if bounded else 0)
-        if assign_offsets and cfg.compression_type != "producer":  # recompress would keep them as they are
+        from_client = assign_offsets and not from_coordinator
+        batches = validate_batches(buf, cfg, from_producer=from_client, now_ms=self._now_ms() if bounded else 0)
+        if from_client and cfg.compression_type != "producer":  # recompress would keep them as they are
             rewritten = recompress(buf, batches, cfg)
             if rewritten is not None:
                 buf = rewritten
@@ -395,8 +439,9 @@ class Log:
                 appended = offsets_as_given(batches, self._leo)
             assigned, first_offset, last_offset, max_timestamp, offset_of_max_timestamp = appended
             updates: Iterable[ProducerAppendInfo] = ()
+            completed: list[CompletedTxn] = []
             if has_producer:
-                checked = self._analyze_producer_state(assigned, validate=assign_offsets)
+                checked = self._analyze_producer_state(assigned, validate=from_client, buf=buf, completed=completed)
                 if isinstance(checked, ProducerBatch):  # a retry of a batch already written
                     return LogAppendInfo(checked.first_offset, checked.last_offset, checked.timestamp,
                                          checked.last_offset, checked.timestamp if log_append_time is not None else -1,
@@ -409,6 +454,10 @@ class Log:
             segment.append(buf, assigned)
             self._leo = leo = last_offset + 1
             psm = self.producer_state
+            for c in completed:
+                if c.is_aborted:
+                    segment.txn_index.append(AbortedTxn(c.producer_id, c.first_offset, c.last_offset,
+                                                        psm.stable_offset_after(c)))
             for update in updates:
                 psm.update(update)
             psm.last_map_offset = leo
@@ -422,8 +471,10 @@ class Log:
                 self.flush()
         return info
 
-    def _analyze_producer_state(self, batches: list[BatchMetadata], *,
-                                validate: bool) -> ProducerBatch | Iterable[ProducerAppendInfo]:
+    def _analyze_producer_state(self, batches: list[BatchMetadata], *, validate: bool,
+                                buf: bytes | bytearray | memoryview = b"",
+                                completed: list[CompletedTxn] | None = None,
+                                ) -> ProducerBatch | Iterable[ProducerAppendInfo]:
         """Check the producer batches of an append against the producer state (Kafka's
         analyzeAndValidateProducerState): the retained batch a client's retry duplicates, or
         the state updates to apply once the append is written. Raises OutOfOrderSequenceError,
@@ -444,6 +495,11 @@ class Log:
             info = infos.get(pid)
             if info is None:
                 info = infos[pid] = psm.prepare_update(pid, validate=validate)
+            if b.is_control:
+                done = _apply_marker(info, buf, b.position, b.producer_epoch, b.base_offset, b.max_timestamp)
+                if done is not None and completed is not None:
+                    completed.append(done)
+                continue
             info.append_data_batch(b.producer_epoch, b.base_sequence, last_seq, b.max_timestamp, b.base_offset,
                                    b.last_offset, b.is_transactional)
         return infos.values()
@@ -472,7 +528,7 @@ class Log:
                 )
             else:
                 for path in (log_file_name(self.dir, new_offset), offset_index_file_name(self.dir, new_offset),
-                             time_index_file_name(self.dir, new_offset)):
+                             time_index_file_name(self.dir, new_offset), txn_index_file_name(self.dir, new_offset)):
                     if os.path.exists(path):
                         logger.warning("%s: deleting stale file %s before rolling", self.dir, path)
                         os.unlink(path)
@@ -866,6 +922,22 @@ class Log:
 
 # -------------------------------------------------------------------- loader helpers
 
+def _apply_marker(info: ProducerAppendInfo, buf: bytes | bytearray | memoryview, pos: int, epoch: int,
+                  marker_offset: int, timestamp: int) -> CompletedTxn | None:
+    """Apply the control batch at ``buf[pos]`` to ``info``: the transaction it completed, if
+    any. Control records other than COMMIT/ABORT are skipped, as Kafka skips unknown types."""
+    try:
+        record = next(iter_records(buf, pos, verify_crc=False))
+        marker = parse_control_key(record.key)
+        coordinator_epoch = parse_control_value(record.value)
+    except (StopIteration, ValueError):  # RecordError is a ValueError
+        logger.warning("skipping an unreadable control batch at offset %d", marker_offset)
+        return None
+    if marker.type not in (ABORT, COMMIT):
+        return None
+    return info.append_end_txn_marker(epoch, coordinator_epoch, marker_offset, marker.type == COMMIT, timestamp)
+
+
 def _floor_key(segments: SkipListMap[int, LogSegment], offset: int) -> int:
     entry = segments.floor(offset)
     if entry is not None:
@@ -891,11 +963,13 @@ def _remove_temp_files_and_collect_swaps(directory: str, names: list[str]) -> li
     """Delete ``*.deleted`` and ``*.cleaned`` files and invalid swaps (removing them from
     ``names``); return the valid ``*.log.swap`` paths."""
     swaps: list[str] = []
+    txn_swaps: list[str] = []
     cleaned: list[str] = []
     removed: set[str] = set()
     min_cleaned = None
     for name in names:
-        if name.endswith(LOG_FILE_SUFFIX) or name.endswith(INDEX_FILE_SUFFIX) or name.endswith(TIME_INDEX_FILE_SUFFIX):
+        if name.endswith(LOG_FILE_SUFFIX) or name.endswith(INDEX_FILE_SUFFIX) or name.endswith(
+                TIME_INDEX_FILE_SUFFIX) or name.endswith(TXN_INDEX_FILE_SUFFIX):
             continue  # the common case, decided without further checks
         path = os.path.join(directory, name)
         if name.endswith(DELETED_FILE_SUFFIX):
@@ -909,6 +983,10 @@ def _remove_temp_files_and_collect_swaps(directory: str, names: list[str]) -> li
             cleaned.append(path)
         elif name.endswith(LOG_FILE_SUFFIX + SWAP_FILE_SUFFIX):
             swaps.append(path)
+        elif name.endswith(TXN_INDEX_FILE_SUFFIX + SWAP_FILE_SUFFIX):
+            # Kept with its log swap: the aborted transactions the cleaner carried over cannot
+            # be rebuilt from the cleaned segment alone. Deleted below if its log swap is.
+            txn_swaps.append(path)
         elif name.endswith(SWAP_FILE_SUFFIX):
             # Kafka: an index swap is just deleted (rebuilt when its log swap is recovered).
             # Done here, before any log swap is completed: completing one renames its index
@@ -925,6 +1003,10 @@ def _remove_temp_files_and_collect_swaps(directory: str, names: list[str]) -> li
             removed.add(os.path.basename(path))
         else:
             valid.append(path)
+    valid_prefixes = {os.path.basename(p)[:20] for p in valid}
+    for path in txn_swaps:
+        if os.path.basename(path)[:20] not in valid_prefixes:
+            cleaned.append(path)
     for path in cleaned:
         logger.info("%s: removing leftover %s", directory, os.path.basename(path))
         os.unlink(path)
@@ -952,7 +1034,8 @@ def _load_segment_files(
         if base is None:
             continue
         prefix = name[:20]
-        if name.endswith(INDEX_FILE_SUFFIX) or name.endswith(TIME_INDEX_FILE_SUFFIX):
+        if name.endswith(INDEX_FILE_SUFFIX) or name.endswith(TIME_INDEX_FILE_SUFFIX) or name.endswith(
+                TXN_INDEX_FILE_SUFFIX):
             if prefix + LOG_FILE_SUFFIX not in present:
                 logger.warning("%s: deleting orphan index file %s", directory, name)
                 os.unlink(os.path.join(directory, name))

@@ -21,6 +21,14 @@ Rules for a batch from a client (``ProducerAppendInfo``), in Kafka's order:
    sequence — which is why Kafka no longer answers UNKNOWN_PRODUCER_ID to Produce;
 6. a non-transactional batch while the producer has a transaction open: INVALID_TXN_STATE.
 
+Transactions. A producer's first transactional batch in the partition opens its transaction
+here (``current_txn_first_offset``); the COMMIT or ABORT marker the transaction coordinator
+writes closes it (``append_end_txn_marker``: a marker may carry a newer epoch — the
+coordinator fencing a producer — which then becomes the producer's epoch). ``ongoing_txns``
+maps each producer with an open transaction to its first offset; the smallest is the
+partition's *first unstable offset*, below which the log is stable (Kafka's last stable
+offset = min(first unstable offset, high watermark)).
+
 Batches appended without client checks (``origin=REPLICATION``: rebuilding from the log after
 an unclean stop, batches that carry their offsets) only update the state.
 
@@ -71,7 +79,7 @@ __all__ = [
     "NUM_BATCHES_TO_RETAIN", "NO_PRODUCER_ID", "NO_PRODUCER_EPOCH", "NO_SEQUENCE", "SNAPSHOT_FILE_SUFFIX",
     "DEFAULT_PRODUCER_ID_EXPIRATION_MS", "BatchMetadata", "ProducerStateEntry", "ProducerAppendInfo",
     "ProducerStateManager", "CorruptSnapshotError", "OutOfOrderSequenceError", "InvalidProducerEpochError",
-    "InvalidTxnStateError", "increment_sequence", "decrement_sequence", "snapshot_file_name",
+    "InvalidTxnStateError", "CompletedTxn", "increment_sequence", "decrement_sequence", "snapshot_file_name",
     "read_snapshot", "write_snapshot", "flush_snapshot_files",
 ]
 
@@ -107,6 +115,16 @@ def decrement_sequence(sequence: int, decrement: int) -> int:
 
 def snapshot_file_name(directory: str, offset: int) -> str:
     return os.path.join(directory, f"{offset:020d}{SNAPSHOT_FILE_SUFFIX}")
+
+
+class CompletedTxn(NamedTuple):
+    """A transaction a marker ended in this partition: its first data offset here, the
+    marker's offset, and whether it was aborted (which gives it a ``.txnindex`` entry)."""
+
+    producer_id: int
+    first_offset: int
+    last_offset: int
+    is_aborted: bool
 
 
 class BatchMetadata(NamedTuple):
@@ -236,6 +254,22 @@ class ProducerAppendInfo:
         if updated.current_txn_first_offset < 0 and is_transactional:
             updated.current_txn_first_offset = first_offset
 
+    def append_end_txn_marker(self, epoch: int, coordinator_epoch: int, marker_offset: int, commit: bool,
+                              timestamp: int) -> CompletedTxn | None:
+        """Record a COMMIT/ABORT marker; the completed transaction, or None when the producer
+        had none open here (it wrote no data to this partition, or the marker is a repeat)."""
+        if self.validate:
+            self._check_producer_epoch(epoch, marker_offset)
+        updated = self.updated
+        updated.maybe_update_producer_epoch(epoch)
+        updated.coordinator_epoch = coordinator_epoch
+        updated.last_timestamp = timestamp
+        first = updated.current_txn_first_offset
+        updated.current_txn_first_offset = -1
+        if first < 0:
+            return None
+        return CompletedTxn(self.producer_id, first, marker_offset, not commit)
+
     def _check_producer_epoch(self, epoch: int, offset: int) -> None:
         if epoch < self.updated.producer_epoch:
             raise InvalidProducerEpochError(
@@ -276,6 +310,8 @@ class ProducerStateManager:
         self.partition = partition
         self.producer_id_expiration_ms = producer_id_expiration_ms
         self.producers: dict[int, ProducerStateEntry] = {}
+        #: producer id -> first offset of its open transaction, for every open transaction
+        self.ongoing_txns: dict[int, int] = {}
         self.last_map_offset = 0
         self.last_snap_offset = 0
         self._snapshots: list[int] = sorted(snapshot_offsets)  # offsets of the snapshot files, ascending
@@ -308,11 +344,32 @@ class ProducerStateManager:
         return ProducerAppendInfo(producer_id, current, validate=validate, partition=self.partition)
 
     def update(self, info: ProducerAppendInfo) -> None:
-        entry = self.producers.get(info.producer_id)
+        pid = info.producer_id
+        entry = self.producers.get(pid)
         if entry is None:
-            self.producers[info.producer_id] = info.updated
+            entry = self.producers[pid] = info.updated
         else:
             entry.update(info.updated)
+        if entry.current_txn_first_offset >= 0:
+            self.ongoing_txns[pid] = entry.current_txn_first_offset
+        elif self.ongoing_txns:
+            self.ongoing_txns.pop(pid, None)
+
+    @property
+    def first_unstable_offset(self) -> int | None:
+        """The first offset of the oldest open transaction, or None when none is open."""
+        return min(self.ongoing_txns.values()) if self.ongoing_txns else None
+
+    def stable_offset_after(self, completed: CompletedTxn) -> int:
+        """The partition's last stable offset once ``completed`` is no longer open (what its
+        ``.txnindex`` entry records): the oldest other open transaction's first offset, else
+        the offset after the marker."""
+        others = [o for pid, o in self.ongoing_txns.items() if pid != completed.producer_id]
+        return min(others) if others else completed.last_offset + 1
+
+    def _reindex_ongoing(self) -> None:
+        self.ongoing_txns = {pid: e.current_txn_first_offset for pid, e in self.producers.items()
+                             if e.current_txn_first_offset >= 0}
 
     def update_map_end_offset(self, offset: int) -> None:
         self.last_map_offset = offset
@@ -395,6 +452,7 @@ class ProducerStateManager:
             self._delete_snapshot(o)
         if log_end_offset != self.last_map_offset:
             self.producers.clear()
+            self.ongoing_txns.clear()
             self._load_from_snapshot(log_start_offset, now_ms)
         else:
             self.on_log_start_offset_incremented(log_start_offset)
@@ -412,8 +470,10 @@ class ProducerStateManager:
             for entry in entries:
                 if not self._is_expired(now_ms, entry):
                     self.producers[entry.producer_id] = entry
+            self._reindex_ongoing()
             self.last_snap_offset = self.last_map_offset = offset
             return
+        self._reindex_ongoing()
         self.last_snap_offset = self.last_map_offset = log_start_offset
 
     def on_log_start_offset_incremented(self, log_start_offset: int) -> None:
@@ -424,6 +484,7 @@ class ProducerStateManager:
 
     def truncate_fully_and_start_at(self, offset: int) -> None:
         self.producers.clear()
+        self.ongoing_txns.clear()
         for o in list(self._snapshots):
             self._delete_snapshot(o)
         self.last_snap_offset = 0

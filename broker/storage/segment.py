@@ -45,6 +45,7 @@ from .index import LazyIndex
 from .log_validator import BatchMetadata
 from .offset_index import OffsetIndex, OffsetPosition
 from .time_index import TimeIndex, TimestampOffset
+from .transaction_index import TransactionIndex, txn_index_file_name
 
 __all__ = [
     "LogSegment", "FetchDataInfo", "log_file_name", "offset_index_file_name",
@@ -101,6 +102,7 @@ class LogSegment:
         index_interval_bytes: int = 4096,
         rolling_jitter_ms: int = 0,
         created_ms: int | None = None,
+        txn_index: TransactionIndex | None = None,
     ) -> None:
         self.log = log_file
         self._offset_index = offset_index
@@ -112,6 +114,9 @@ class LogSegment:
         self.bytes_since_last_index_entry = 0
         self._rolling_based_timestamp: int | None = None
         self._max_ts_and_offset = _UNKNOWN  # loaded lazily from the time index
+        #: the transactions aborted in this segment (``.txnindex``, created with its first entry)
+        self.txn_index = txn_index if txn_index is not None else TransactionIndex(
+            txn_index_file_name(os.path.dirname(log_file.path), base_offset), base_offset)
 
     @classmethod
     def open(
@@ -142,6 +147,7 @@ class LogSegment:
             base_offset,
             index_interval_bytes,
             rolling_jitter_ms,
+            txn_index=TransactionIndex(txn_index_file_name(directory, base_offset, file_suffix), base_offset),
         )
 
     # -- accessors --
@@ -355,6 +361,8 @@ class LogSegment:
                         truncated, self.log.path)
         self.log.truncate_to(valid_bytes)
         self.log.trim()
+        # Entries past the valid data go; missing ones are re-added by the producer-state replay.
+        self.txn_index.truncate_to(self.read_next_offset() if valid_bytes else self.base_offset)
         self._max_ts_and_offset = max_ts if max_ts is not _UNKNOWN else TimestampOffset(-1, self.base_offset)
         offset_index.trim_to_valid_size()
         if max_ts is not _UNKNOWN:
@@ -375,6 +383,7 @@ class LogSegment:
         offset_index.resize(offset_index.max_index_size)
         time_index.resize(time_index.max_index_size)
         truncated = 0 if mapping is None else self.log.truncate_to(mapping.position)
+        self.txn_index.truncate_to(offset)
         if self.log.size == 0:
             self.created_ms = int(time.time() * 1000)
             self._rolling_based_timestamp = None
@@ -465,6 +474,7 @@ class LogSegment:
         self.log.flush()
         self._offset_index.flush()
         self._time_index.flush()
+        self.txn_index.flush()
 
     def close(self) -> None:
         """Final time-index entry, then close indexes (trimming them) and the log."""
@@ -477,16 +487,19 @@ class LogSegment:
                 log.warning("could not write the final time index entry of %s: %s", self.log.path, e)
         self._offset_index.close()
         self._time_index.close()
+        self.txn_index.close()
         self.log.close()
 
     def close_handlers(self) -> None:
         self._offset_index.close_handler()
         self._time_index.close_handler()
+        self.txn_index.close()
         self.log.close_handlers()
 
     def delete_if_exists(self) -> None:
         self._offset_index.delete_if_exists()
         self._time_index.delete_if_exists()
+        self.txn_index.delete_if_exists()
         self.log.delete_if_exists()
 
     def change_file_suffixes(self, old_suffix: str, new_suffix: str) -> None:
@@ -498,6 +511,7 @@ class LogSegment:
         self.log.rename_to(replace(self.log.path))
         self._offset_index.rename_to(replace(self._offset_index.path))
         self._time_index.rename_to(replace(self._time_index.path))
+        self.txn_index.rename_to(replace(self.txn_index.path))
 
     @property
     def last_modified_ms(self) -> int:

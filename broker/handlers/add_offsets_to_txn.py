@@ -1,0 +1,33 @@
+"""AddOffsetsToTxn (25), v0-4: add the group's ``__consumer_offsets`` partition to the
+producer's transaction, so that its TxnOffsetCommit becomes visible with the transaction."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from client.protocol.api import ApiKey, ErrorCode
+
+from ..group.records import CONSUMER_OFFSETS
+from .common import error_code_of
+
+API_KEY = ApiKey.ADD_OFFSETS_TO_TXN
+
+
+def handle(request: dict[str, Any], version: int, state: Any) -> Any:
+    if not request["group_id"]:
+        return {"throttle_time_ms": 0, "error_code": ErrorCode.INVALID_GROUP_ID}
+    try:
+        state.groups.ensure_topic()
+    except Exception as e:  # noqa: BLE001
+        return {"throttle_time_ms": 0, "error_code": ErrorCode.COORDINATOR_NOT_AVAILABLE
+                if error_code_of(e) else ErrorCode.UNKNOWN_SERVER_ERROR}
+    partition = state.groups.coordinator.partition_for(request["group_id"])
+
+    async def add() -> dict[str, Any]:
+        code = await state.txn.add_partitions(request["transactional_id"], request["producer_id"],
+                                              request["producer_epoch"], [(CONSUMER_OFFSETS, partition)])
+        if code == ErrorCode.PRODUCER_FENCED and version < 2:
+            code = ErrorCode.INVALID_PRODUCER_EPOCH
+        return {"throttle_time_ms": 0, "error_code": code}
+
+    return add()

@@ -1,0 +1,36 @@
+"""AddPartitionsToTxn (24), v0-3: add partitions to the producer's transaction (see
+broker/txn/coordinator.py). A partition that does not exist answers
+UNKNOWN_TOPIC_OR_PARTITION and the others OPERATION_NOT_ATTEMPTED (nothing is added), as
+Kafka; otherwise every partition gets the coordinator's answer."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from client.protocol.api import ApiKey, ErrorCode
+
+API_KEY = ApiKey.ADD_PARTITIONS_TO_TXN
+
+
+def _response(request: dict[str, Any], code_of: Any) -> dict[str, Any]:
+    return {"throttle_time_ms": 0, "results": [
+        {"name": t["name"], "results": [{"partition_index": p, "partition_error_code": int(code_of(t["name"], p))}
+                                        for p in t["partitions"]]}
+        for t in request["topics"]]}
+
+
+def handle(request: dict[str, Any], version: int, state: Any) -> Any:
+    wanted = [(t["name"], p) for t in request["topics"] for p in t["partitions"]]
+    missing = {tp for tp in wanted if state.logs.get_log(*tp) is None}
+    if missing:
+        return _response(request, lambda t, p: ErrorCode.UNKNOWN_TOPIC_OR_PARTITION if (t, p) in missing
+                         else ErrorCode.OPERATION_NOT_ATTEMPTED)
+
+    async def add() -> dict[str, Any]:
+        code = await state.txn.add_partitions(request["transactional_id"], request["producer_id"],
+                                              request["producer_epoch"], wanted)
+        if code == ErrorCode.PRODUCER_FENCED and version < 2:  # v2 introduced PRODUCER_FENCED
+            code = ErrorCode.INVALID_PRODUCER_EPOCH
+        return _response(request, lambda t, p: code)
+
+    return add()

@@ -1,0 +1,38 @@
+"""TxnOffsetCommit (28), v0-4: a transactional producer commits a group's offsets as part of
+its transaction. The group coordinator writes them in a transactional batch of the producer
+to ``__consumer_offsets`` and holds them as pending; they become the group's committed
+offsets when the transaction commits (dropped if it aborts). Answered once the batch is
+fsync'd. The group's partition must have been added (AddOffsetsToTxn) first:
+INVALID_TXN_STATE otherwise; a fenced producer gets PRODUCER_FENCED (v0-1:
+INVALID_PRODUCER_EPOCH)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from client.protocol.api import ApiKey, ErrorCode
+
+from ..group.records import CONSUMER_OFFSETS
+from .offset_commit import _response, reply_after_commit
+
+API_KEY = ApiKey.TXN_OFFSET_COMMIT
+
+
+def _txn_error(request: dict[str, Any], version: int, state: Any) -> int:
+    if state.txn.loading:
+        return int(ErrorCode.COORDINATOR_LOAD_IN_PROGRESS)
+    partition = state.groups.coordinator.partition_for(request["group_id"])
+    code = state.txn.verify_produce(request["transactional_id"], request["producer_id"], request["producer_epoch"],
+                                    CONSUMER_OFFSETS, partition, 0)
+    if code == 0 and request["producer_epoch"] < state.txn.txns[request["transactional_id"]].producer_epoch:
+        code = ErrorCode.PRODUCER_FENCED
+    if code == ErrorCode.PRODUCER_FENCED and version < 2:
+        code = ErrorCode.INVALID_PRODUCER_EPOCH
+    return int(code)
+
+
+def handle(request: dict[str, Any], version: int, state: Any) -> Any:
+    code = _txn_error(request, version, state)
+    if code:
+        return _response(request, {}, code)
+    return reply_after_commit(request, lambda durable: state.groups.coordinator.commit_txn_offsets(request, durable))
