@@ -51,6 +51,8 @@ _TOPIC_KEYS = ("name", "topic", "topic_name")
 #: offsets an error answer carries as -1 (Kafka's INVALID_OFFSET), not the schema's 0
 _OFFSET_FIELDS = {"base_offset", "high_watermark", "last_stable_offset", "log_start_offset", "offset"}
 _PARTITION_KEYS = ("index", "partition", "partition_index")
+#: the names an error code has in response schemas (AddPartitionsToTxn: partition_error_code)
+_ERROR_FIELDS = ("error_code", "partition_error_code")
 
 
 def _api(api: ApiKey | str | int) -> int:
@@ -331,8 +333,8 @@ def error_response(key: int, version: int, request: dict[str, Any], code: int) -
     """A response body answering ``request`` with ``code``, built from the response schema: its
     arrays of structs mirror the request's arrays (same field name, else the request's first
     list at that level), copying the keys that identify an entry (topic name, partition index,
-    ...); ``error_code`` is set at the innermost level that has one, every other field keeps
-    its default (offsets: -1)."""
+    ...); ``error_code`` (AddPartitionsToTxn: ``partition_error_code``) is set at the innermost
+    level that has one, every other field keeps its default (offsets: -1)."""
     from client.protocol.messages import RESPONSES
     body, _ = _mirror(RESPONSES[key].fields, request, version, code)
     return body
@@ -342,14 +344,14 @@ def _mirror(fields: Any, req: Any, version: int, code: int) -> tuple[dict[str, A
     from client.protocol.schema import Array, parse_versions
     out: dict[str, Any] = {}
     inner_error = False
-    error_field = False
+    error_field = ""
     req_lists = [(k, v) for k, v in req.items() if type(v) is list] if type(req) is dict else []
     for f in fields:
         lo, hi = parse_versions(f.versions)
         if not lo <= version <= hi:
             continue
-        if f.name == "error_code":
-            error_field = True
+        if f.name in _ERROR_FIELDS:
+            error_field = f.name
         elif f.name in _OFFSET_FIELDS:
             out[f.name] = -1
         elif isinstance(f.type, Array) and not isinstance(f.type.of, str):
@@ -373,5 +375,5 @@ def _mirror(fields: Any, req: Any, version: int, code: int) -> tuple[dict[str, A
                         out[f.name] = req[alias]
                         break
     if error_field:
-        out["error_code"] = 0 if inner_error else code
-    return out, error_field or inner_error
+        out[error_field] = 0 if inner_error else code
+    return out, bool(error_field) or inner_error

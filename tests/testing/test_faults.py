@@ -70,7 +70,8 @@ def test_error_response_encodes_for_every_api_and_version(key: int) -> None:
 
 def _error_codes(x: Any) -> list[int]:
     if isinstance(x, dict):
-        return [c for k, val in x.items() for c in ([val] if k == "error_code" else _error_codes(val))]
+        return [c for k, val in x.items()
+                for c in ([val] if k in ("error_code", "partition_error_code") else _error_codes(val))]
     if isinstance(x, list):
         return [c for i in x for c in _error_codes(i)]
     return []
@@ -87,6 +88,10 @@ def test_error_response_mirrors_partitions_and_sets_the_innermost_error() -> Non
     assert f["responses"][0]["topic"] == "t" and f["responses"][0]["partitions"][0]["partition_index"] == 5
     assert f["responses"][0]["partitions"][0]["error_code"] == NLOF
     assert error_response(ApiKey.INIT_PRODUCER_ID, 1, {"transactional_id": None}, 15)["error_code"] == 15
+    add = error_response(ApiKey.ADD_PARTITIONS_TO_TXN, 3, {"transactional_id": "t", "producer_id": 1,
+                         "producer_epoch": 0, "topics": [{"name": "a", "partitions": [0, 1]}]}, 51)
+    assert add["results"] == [{"name": "a", "results": [{"partition_index": 0, "partition_error_code": 51},
+                                                        {"partition_index": 1, "partition_error_code": 51}]}]
 
 
 def test_request_partitions_by_shape() -> None:
