@@ -33,7 +33,10 @@ OFFSET_OUT_OF_RANGE resets the same way (``none``: OffsetOutOfRangeError to the 
 in flight while the application works through the current one (fetch_min_bytes,
 fetch_max_wait_ms long-poll, fetch_max_bytes, max_partition_fetch_bytes); records are decoded
 a RecordBatch at a time in the application's call, CRC checked (``check_crcs``); partial
-trailing batches are dropped and fetched again whole.
+trailing batches are dropped and fetched again whole. ``isolation_level="read_committed"``
+reads up to the last stable offset and drops aborted transactions' records (``end_offsets``
+answers the last stable offset then); ``committed()`` waits while a transactional offset
+commit is pending (require_stable).
 
 **Errors.** Connection errors and retriable partition errors are retried in the background;
 a corrupt batch (CorruptMessageError) or another non-retriable partition error is raised from

@@ -177,6 +177,35 @@ async def test_send_offsets_commit_only_with_the_transaction(module_broker) -> N
         assert await _offset_fetch(bs, group, topic, True) == (0, 12)
 
 
+async def test_send_offsets_of_a_group_member_and_of_a_zombie(module_broker) -> None:
+    """A subscribed member's metadata (generation, member id) commits; the same member id with
+    a generation the group has moved past is refused (ILLEGAL_GENERATION): abortable."""
+    bs, topic, group = module_broker.bootstrap, _topic("member"), _topic("g")
+    await _create(bs, topic, 1)
+    async with Producer(bs) as plain:
+        await asyncio.gather(*[plain.send_nowait(topic, b"%d" % i, partition=0) for i in range(5)])
+    async with Consumer(bs, group_id=group, enable_auto_commit=False, auto_offset_reset="earliest") as c, \
+            Producer(bs, transactional_id=_topic("tx")) as p:
+        await p.init_transactions()
+        c.subscribe([topic])
+        got = await c.getmany(timeout_ms=10000)
+        meta = c.group_metadata()
+        assert meta.generation_id >= 1 and meta.member_id and meta.group_id == group
+        p.begin_transaction()
+        await p.send_offsets_to_transaction({tp: rows[-1].offset + 1 for tp, rows in got.items()}, meta)
+        await p.commit_transaction()
+        assert (await c.committed([(topic, 0)]))[(topic, 0)].offset == 5
+        p.begin_transaction()
+        zombie = meta._replace(generation_id=meta.generation_id + 1)
+        with pytest.raises(Exception) as refused:
+            await p.send_offsets_to_transaction({(topic, 0): 1}, zombie)
+        assert refused.value.code == ErrorCode.ILLEGAL_GENERATION
+        with pytest.raises(TransactionAbortableError):
+            await p.commit_transaction()
+        await p.abort_transaction()
+        assert (await c.committed([(topic, 0)]))[(topic, 0)].offset == 5
+
+
 # ---------------------------------------------------------------- fencing and errors
 
 
