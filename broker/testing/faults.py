@@ -51,8 +51,6 @@ _TOPIC_KEYS = ("name", "topic", "topic_name")
 #: offsets an error answer carries as -1 (Kafka's INVALID_OFFSET), not the schema's 0
 _OFFSET_FIELDS = {"base_offset", "high_watermark", "last_stable_offset", "log_start_offset", "offset"}
 _PARTITION_KEYS = ("index", "partition", "partition_index")
-#: the names an error code has in response schemas (AddPartitionsToTxn: partition_error_code)
-_ERROR_FIELDS = ("error_code", "partition_error_code")
 
 
 def _api(api: ApiKey | str | int) -> int:
@@ -333,8 +331,8 @@ def error_response(key: int, version: int, request: dict[str, Any], code: int) -
     """A response body answering ``request`` with ``code``, built from the response schema: its
     arrays of structs mirror the request's arrays (same field name, else the request's first
     list at that level), copying the keys that identify an entry (topic name, partition index,
-    ...); ``error_code`` (AddPartitionsToTxn: ``partition_error_code``) is set at the innermost
-    level that has one, every other field keeps its default (offsets: -1)."""
+    ...); ``error_code`` is set at the innermost level that has one, every other field keeps
+    its default (offsets: -1)."""
     from client.protocol.messages import RESPONSES
     body, _ = _mirror(RESPONSES[key].fields, request, version, code)
     return body
@@ -344,13 +342,13 @@ def _mirror(fields: Any, req: Any, version: int, code: int) -> tuple[dict[str, A
     from client.protocol.schema import Array, parse_versions
     out: dict[str, Any] = {}
     inner_error = False
-    error_field = ""
+    error_field: str | None = None
     req_lists = [(k, v) for k, v in req.items() if type(v) is list] if type(req) is dict else []
     for f in fields:
         lo, hi = parse_versions(f.versions)
         if not lo <= version <= hi:
             continue
-        if f.name in _ERROR_FIELDS:
+        if f.name == "error_code" or f.name == "partition_error_code":  # AddPartitionsToTxn's name
             error_field = f.name
         elif f.name in _OFFSET_FIELDS:
             out[f.name] = -1
@@ -374,6 +372,6 @@ def _mirror(fields: Any, req: Any, version: int, code: int) -> tuple[dict[str, A
                     if alias in req and isinstance(req[alias], (str, int)):
                         out[f.name] = req[alias]
                         break
-    if error_field:
+    if error_field is not None:
         out[error_field] = 0 if inner_error else code
-    return out, bool(error_field) or inner_error
+    return out, error_field is not None or inner_error
