@@ -398,9 +398,9 @@ class Transactions:
                 tm = self._tm
                 try:
                     await self._request(ApiKey.ADD_PARTITIONS_TO_TXN, {
-                        "transactional_id": self.transactional_id, "producer_id": tm.producer_id,
-                        "producer_epoch": tm.producer_epoch,
-                        "topics": [{"name": t, "partitions": ps} for t, ps in by_topic.items()]},
+                        "v3_and_below_transactional_id": self.transactional_id,
+                        "v3_and_below_producer_id": tm.producer_id, "v3_and_below_producer_epoch": tm.producer_epoch,
+                        "v3_and_below_topics": [{"name": t, "partitions": ps} for t, ps in by_topic.items()]},
                         "AddPartitionsToTxn", code_of=_add_partitions_error)
                 except KafkaTimeoutError as e:
                     self._fail(e)
@@ -442,5 +442,6 @@ def _first_partition_error(resp: dict[str, Any]) -> int:
 def _add_partitions_error(resp: dict[str, Any]) -> int:
     """AddPartitionsToTxn: the error that matters (OPERATION_NOT_ATTEMPTED only says that
     another partition of the request failed)."""
-    codes = [r["partition_error_code"] for t in resp["results"] for r in t["results"]]
+    codes = [r["partition_error_code"] for t in resp["results_by_topic_v3_and_below"]
+             for r in t["results_by_partition"]]
     return next((c for c in codes if c and c != E.OPERATION_NOT_ATTEMPTED), next((c for c in codes if c), 0))
