@@ -37,8 +37,10 @@ def _topic(prefix: str) -> str:
 
 @pytest.fixture(scope="module")
 def fault_broker(tmp_path_factory) -> Iterator[BrokerProcess]:
-    """A broker with fault injection, for the retry and abortable-error paths."""
-    b = BrokerProcess(str(tmp_path_factory.mktemp("txn-faults") / "data"), faults=True).start()
+    """A broker with fault injection, for the retry and abortable-error paths (and timed-out
+    transactions aborted every 100 ms, not 10 s)."""
+    b = BrokerProcess(str(tmp_path_factory.mktemp("txn-faults") / "data"), faults=True,
+                      overrides=["transaction.abort.timed.out.transaction.cleanup.interval.ms=100"]).start()
     try:
         yield b
     finally:
@@ -358,6 +360,23 @@ async def test_coordinator_errors_are_retried(fault_broker) -> None:
     assert sorted(v for _, _, v in await _read_all(bs, topic, 2, "read_committed")) == [b"a", b"b", b"c"]
     async with Admin(bs) as admin:
         assert (await admin.list_group_offsets(group))[(topic, 0)].committed == 1
+
+
+async def test_a_timed_out_transaction_is_aborted_and_its_producer_fenced(fault_broker) -> None:
+    bs, topic = fault_broker.bootstrap, _topic("timeout")
+    await _create(bs, topic, 1)
+    async with Producer(bs, transactional_id=_topic("tx"), transaction_timeout_ms=300) as p:
+        await p.init_transactions()
+        p.begin_transaction()
+        await p.send(topic, b"too slow", partition=0)
+        async with Consumer(bs, isolation_level="read_committed") as c:
+            deadline = time.monotonic() + 10
+            while (await c.end_offsets([(topic, 0)]))[(topic, 0)] < 2:  # the coordinator's ABORT marker
+                assert time.monotonic() < deadline, "the transaction was not aborted at its timeout"
+                await asyncio.sleep(0.05)
+        with pytest.raises(ProducerFencedError):
+            await p.commit_transaction()
+    assert await _read_all(bs, topic, 1, "read_committed") == []
 
 
 async def test_close_aborts_an_open_transaction(module_broker) -> None:
