@@ -68,7 +68,7 @@ class ParsedEntries(NamedTuple):
 
 def parse_entries(data: bytes) -> ParsedEntries:
     whole = len(data) - len(data) % ENTRY_SIZE
-    out = []
+    out: list[AbortedTxn] = []
     for version, pid, first, last, lso in _ENTRY.iter_unpack(data[:whole]):
         if version != CURRENT_VERSION:
             return ParsedEntries(out, version, len(data) - whole)

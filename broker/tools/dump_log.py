@@ -312,9 +312,9 @@ class _Dumper:
         _base_offset_of(path)  # Kafka parses it too: a badly named file is an error
         with open(path, "rb") as f:
             parsed = parse_entries(f.read())
-        for e in parsed.entries:
-            self.print(f"version: 0 producerId: {e.producer_id} firstOffset: {e.first_offset}"
-                       f" lastOffset: {e.last_offset} lastStableOffset: {e.last_stable_offset}")
+        for txn in parsed.entries:
+            self.print(f"version: 0 producerId: {txn.producer_id} firstOffset: {txn.first_offset}"
+                       f" lastOffset: {txn.last_offset} lastStableOffset: {txn.last_stable_offset}")
         if parsed.unknown_version is not None:
             self.error(f"Unexpected aborted transaction version {parsed.unknown_version} in transaction index"
                        f" {os.path.abspath(path)}, current version is 0")
