@@ -293,8 +293,8 @@ class _Dumper:
     def dump_producer_snapshot(self, path: str) -> None:
         try:
             entries = read_snapshot(path)
-        except CorruptSnapshotError as e:
-            self.error(str(e))
+        except CorruptSnapshotError as err:
+            self.error(str(err))
             return
         for e in entries:
             txn = f"OptionalLong[{e.current_txn_first_offset}]" if e.current_txn_first_offset >= 0 else "OptionalLong.empty"
