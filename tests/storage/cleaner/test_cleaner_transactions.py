@@ -7,15 +7,19 @@ from __future__ import annotations
 
 import io
 import os
+import time
 from pathlib import Path
+from typing import Any
 
 import pytest
+from confluent_kafka import KafkaError
 
 from broker.storage.checkpoint import read_offset_checkpoint
 from broker.storage.cleaner import CLEANER_OFFSET_CHECKPOINT, CleanerConfig, LogCleaner
 from broker.storage.config import LogConfig
 from broker.storage.errors import InvalidProducerEpochError, OutOfOrderSequenceError
 from broker.storage.log import Log
+from broker.testing import BrokerProcess, create_topic
 from broker.tools.dump_log import dump_files
 
 from .helpers import end_txn, keyed_batch, read_all, read_committed, txn_batch
@@ -217,3 +221,125 @@ def test_producer_state_survives_cleaning_with_transactions(tmp_path: Path) -> N
     log.append(txn_batch([(b"j", b"j2")], 10, 0, epoch=1))
     assert log.last_stable_offset == log.log_end_offset - 2
     log.close()
+
+
+# ---------------------------------------------------------------------- a real broker, librdkafka
+
+
+def _segment_bases(part: Path) -> list[int]:
+    return sorted(int(n[:20]) for n in os.listdir(part) if len(n) == 24 and n.endswith(".log") and n[:20].isdigit())
+
+
+def _consume_all(bootstrap: str, topic: str, isolation: str) -> list[tuple[int, bytes, bytes]]:
+    from confluent_kafka import Consumer, TopicPartition
+
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": f"check-{isolation}", "enable.auto.commit": False,
+                  "isolation.level": isolation, "enable.partition.eof": True})
+    try:
+        c.assign([TopicPartition(topic, 0, 0)])
+        out = []
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            m = c.poll(0.5)
+            if m is None:
+                continue
+            if m.error() is not None:
+                if m.error().code() == KafkaError._PARTITION_EOF:
+                    return out
+                raise AssertionError(m.error())
+            out.append((m.offset(), m.key(), m.value()))
+        raise AssertionError("no end of partition within 30 s")
+    finally:
+        c.close()
+
+
+def _wait_for_checkpoint(data: Path, offset: int, what: str) -> int:
+    checkpoint = data / CLEANER_OFFSET_CHECKPOINT
+    deadline = time.monotonic() + 30
+    done = 0
+    while time.monotonic() < deadline:
+        done = read_offset_checkpoint(str(checkpoint)).get(("ct", 0), 0) if checkpoint.exists() else 0
+        if done >= offset:
+            return done
+        time.sleep(0.05)
+    raise AssertionError(f"{what}: cleaner checkpoint {done} did not reach {offset}")
+
+
+@pytest.mark.slow
+def test_read_committed_consumers_of_a_compacted_transactional_topic(tmp_path: Path) -> None:
+    """librdkafka's transactional producers write to a compacted topic of small segments
+    while the broker's cleaner thread compacts it. Each phase: rounds of the same keys,
+    every third round aborted; then an aborted round, followed by committed transactions of
+    new keys so that the aborted round leaves the active segment (an aborted value counted by
+    the cleaner would supersede the committed ones). Meanwhile a second producer keeps a
+    transaction open on key k0 through a cleaning, then aborts it (the cleaner must stop at the
+    segment holding it). After each phase, once the cleaner has caught up: a read_committed
+    consumer (librdkafka) gets only committed values, each key's last one among them, every
+    key once below the cleaned offset; a read_uncommitted consumer gets exactly the same below
+    the cleaned offset (aborted records are gone)."""
+    from confluent_kafka import Producer
+
+    data = tmp_path / "data"
+    part = data / "ct-0"
+    keys = [b"k%d" % i for i in range(8)]
+    with BrokerProcess(str(data), ["log.cleaner.backoff.ms=50"]) as b:
+        create_topic(b.bootstrap_servers, "ct", 1, {"cleanup.policy": "compact", "segment.bytes": "1500",
+                                                  "min.cleanable.dirty.ratio": "0.01"})
+        p = Producer({"bootstrap.servers": b.bootstrap_servers, "transactional.id": "compact-tx", "linger.ms": 0})
+        other = Producer({"bootstrap.servers": b.bootstrap_servers, "transactional.id": "compact-open",
+                          "linger.ms": 0})
+        p.init_transactions(30)
+        other.init_transactions(30)
+        last_committed: dict[bytes, bytes] = {}
+        aborted_values: set[bytes] = set()
+        filler = 0
+        offsets: list[int] = []
+
+        def delivered(err: object, m: Any) -> None:
+            assert err is None
+            offsets.append(m.offset())
+
+        def transaction(values: dict[bytes, bytes], commit: bool) -> None:
+            p.begin_transaction()
+            for k, v in values.items():
+                p.produce("ct", v, key=k)
+            p.flush(30)
+            if commit:
+                p.commit_transaction(30)
+                last_committed.update(values)
+            else:
+                p.abort_transaction(30)
+                aborted_values.update(values.values())
+
+        def fill(n: int) -> None:
+            nonlocal filler
+            for _ in range(n):
+                transaction({b"f%d" % (filler + i): b"filler" for i in range(8)}, True)
+                filler += 8
+
+        for phase in range(3):
+            for rnd in range(6):
+                transaction({k: b"phase-%d-round-%d-" % (phase, rnd) + k for k in keys}, rnd % 3 != 2)
+            transaction({k: b"phase-%d-aborted-" % phase + k for k in keys}, False)
+            # The other producer's transaction stays open across a cleaning.
+            other.begin_transaction()
+            other.produce("ct", b"open-%d" % phase, key=b"k0", on_delivery=delivered)
+            other.flush(30)
+            fill(4)
+            open_at = offsets.pop()
+            holder = max(base for base in _segment_bases(part) if base <= open_at)
+            _wait_for_checkpoint(data, holder, f"phase {phase}, open transaction at {open_at}")
+            other.abort_transaction(30)
+            aborted_values.add(b"open-%d" % phase)
+            fill(3)
+            done = _wait_for_checkpoint(data, _segment_bases(part)[-1], f"phase {phase}")
+            committed = _consume_all(b.bootstrap_servers, "ct", "read_committed")
+            assert committed and not [v for _, _, v in committed if v in aborted_values]
+            latest = {}
+            for _, k, v in committed:
+                latest[k] = v
+            assert latest == last_committed
+            cleaned = [(k, v) for o, k, v in committed if o < done]
+            assert len({k for k, _ in cleaned}) == len(cleaned)
+            uncommitted = _consume_all(b.bootstrap_servers, "ct", "read_uncommitted")
+            assert [r for r in uncommitted if r[0] < done] == [r for r in committed if r[0] < done]
