@@ -15,7 +15,7 @@ import pytest
 from confluent_kafka import KafkaError
 
 from broker.storage.checkpoint import read_offset_checkpoint
-from broker.storage.cleaner import CLEANER_OFFSET_CHECKPOINT, CleanerConfig, LogCleaner
+from broker.storage.cleaner import CLEANER_OFFSET_CHECKPOINT, CleanerConfig, LogCleaner, OffsetMap
 from broker.storage.config import LogConfig
 from broker.storage.errors import InvalidProducerEpochError, OutOfOrderSequenceError
 from broker.storage.log import Log
@@ -221,6 +221,44 @@ def test_producer_state_survives_cleaning_with_transactions(tmp_path: Path) -> N
     log.append(txn_batch([(b"j", b"j2")], 10, 0, epoch=1))
     assert log.last_stable_offset == log.log_end_offset - 2
     log.close()
+
+
+def test_a_full_offset_map_ends_the_cleaning_mid_segment_with_aborted_data_past_it(tmp_path: Path) -> None:
+    """With an offset map of a few keys, a cleaning ends inside a segment; the rest of that
+    segment is rewritten too (its group), records past the map's end kept as they are, except
+    aborted data, which goes wherever it is: its entry (with the marker, in a segment this
+    cleaning does not reach) stays valid. Repeated cleanings end where a full map would."""
+    clock = Clock()
+    log = open_log(tmp_path, clock, segment_bytes=700)
+    seq = 0
+    expected: dict[bytes, tuple[int, bytes]] = {}
+    for i in range(40):
+        key = b"key-%d" % (i % 13)
+        if i % 5 == 3:
+            log.append(txn_batch([(key, b"aborted-%d" % i)], 7, seq))
+            seq += 1
+            if i % 10 == 8:
+                end_txn(log, 7, commit=False)
+        else:
+            info = log.append(keyed_batch([(key, b"v%d" % i)]))
+            expected[key] = (info.first_offset, b"v%d" % i)
+    end_txn(log, 7, commit=False)
+    log.roll()
+    entries = log.collect_aborted_transactions(0, log.log_end_offset)
+    assert len(entries) == 4
+    cleaner = cleaner_for(tmp_path, log, clock)
+    ends = []
+    while cleaner.clean_once(offset_map=OffsetMap(600)):
+        ends.append(read_offset_checkpoint(str(tmp_path / CLEANER_OFFSET_CHECKPOINT))[("t", 0)])
+        committed = read_committed(log)
+        assert not [r for r in read_all(log) if r.value is not None and r.value.startswith(b"aborted")
+                    and r.offset < ends[-1]]
+        assert {r.key: (r.offset, r.value) for r in committed} == expected
+        assert log.collect_aborted_transactions(0, log.log_end_offset) == entries
+        if ends[-1] == log.active_segment.base_offset:
+            break
+    assert len(ends) > 2 and ends == sorted(ends)  # several partial cleanings
+    assert sorted((r.offset, r.value) for r in read_all(log)) == sorted(expected.values())
 
 
 # ---------------------------------------------------------------------- a real broker, librdkafka
