@@ -25,6 +25,30 @@ class Rec(NamedTuple):
     timestamp: int
 
 
+class _Batch(NamedTuple):
+    base: int
+    last: int
+    attributes: int
+    producer_id: int
+    data: bytes
+
+
+def _whole_batches(data: bytes) -> list[_Batch]:
+    """The whole batches at the start of ``data`` (a fetch may end inside one)."""
+    out = []
+    pos = 0
+    while len(data) - pos >= 61:
+        size = struct.unpack_from(">i", data, pos + 8)[0] + 12
+        if pos + size > len(data):
+            break
+        base, = struct.unpack_from(">q", data, pos)
+        attributes, last_delta = struct.unpack_from(">hi", data, pos + 21)
+        pid, = struct.unpack_from(">q", data, pos + 43)
+        out.append(_Batch(base, base + last_delta, attributes, pid, data[pos:pos + size]))
+        pos += size
+    return out
+
+
 def read_all(log: Log) -> list[Rec]:
     """Every record from the log start to the LEO, checking that batches and records come in
     strictly increasing offset order and that each batch's CRC holds."""
@@ -34,24 +58,16 @@ def read_all(log: Log) -> list[Rec]:
     while offset < log.log_end_offset:
         data = log.read_bytes(offset, 1 << 20)
         assert data, f"no data at {offset} below the LEO {log.log_end_offset}"
-        pos = 0
         nxt = offset
-        while len(data) - pos >= 61:
-            size = struct.unpack_from(">i", data, pos + 8)[0] + 12
-            if pos + size > len(data):
-                break
-            base, = struct.unpack_from(">q", data, pos)
-            last_delta, = struct.unpack_from(">i", data, pos + 23)
-            assert base > last or base == last == -1 or base >= offset, (base, last)
-            control = struct.unpack_from(">h", data, pos + 21)[0] & _CONTROL
-            for r in iter_records(data[pos:pos + size]):
-                assert r.offset > last and base <= r.offset <= base + last_delta
+        for b in _whole_batches(data):
+            assert b.base > last or b.base == last == -1 or b.base >= offset, (b.base, last)
+            for r in iter_records(b.data):
+                assert r.offset > last and b.base <= r.offset <= b.last
                 last = r.offset
-                if r.offset >= offset and not control:
+                if r.offset >= offset and not b.attributes & _CONTROL:
                     out.append(Rec(r.offset, r.key, r.value, r.headers, r.timestamp))
-            last = max(last, base + last_delta)
-            nxt = base + last_delta + 1
-            pos += size
+            last = max(last, b.last)
+            nxt = b.last + 1
         assert nxt > offset
         offset = nxt
     return out
@@ -95,30 +111,19 @@ def read_committed(log: Log, max_bytes: int = 2048) -> list[Rec]:
         entries = [(a.first_offset, a.producer_id) for a in log.collect_aborted_transactions(offset, lso)]
         heapq.heapify(entries)
         aborted_producers: set[int] = set()
-        pos = 0
         nxt = offset
-        while len(data) - pos >= 61:
-            size = struct.unpack_from(">i", data, pos + 8)[0] + 12
-            if pos + size > len(data):
-                break
-            base, = struct.unpack_from(">q", data, pos)
-            attrs = struct.unpack_from(">h", data, pos + 21)[0]
-            last_delta, = struct.unpack_from(">i", data, pos + 23)
-            pid, = struct.unpack_from(">q", data, pos + 43)
-            last_offset = base + last_delta
-            batch = data[pos:pos + size]
-            pos += size
-            nxt = last_offset + 1
-            while entries and entries[0][0] <= last_offset:
+        for b in _whole_batches(data):
+            nxt = b.last + 1
+            while entries and entries[0][0] <= b.last:
                 aborted_producers.add(heapq.heappop(entries)[1])
-            if attrs & _CONTROL:
-                recs = list(iter_records(batch))
+            if b.attributes & _CONTROL:
+                recs = list(iter_records(b.data))
                 if recs and parse_control_key(recs[0].key).type == ABORT:
-                    aborted_producers.discard(pid)
+                    aborted_producers.discard(b.producer_id)
                 continue
-            if attrs & _TRANSACTIONAL and pid in aborted_producers:
+            if b.attributes & _TRANSACTIONAL and b.producer_id in aborted_producers:
                 continue
-            out.extend(Rec(r.offset, r.key, r.value, r.headers, r.timestamp) for r in iter_records(batch)
+            out.extend(Rec(r.offset, r.key, r.value, r.headers, r.timestamp) for r in iter_records(b.data)
                        if r.offset >= offset)
         assert nxt > offset
         offset = nxt
