@@ -975,7 +975,8 @@ def _list_files(directory: str) -> list[str]:
 
 def _remove_temp_files_and_collect_swaps(directory: str, names: list[str]) -> list[str]:
     """Delete ``*.deleted`` and ``*.cleaned`` files and invalid swaps (removing them from
-    ``names``); return the valid ``*.log.swap`` paths."""
+    ``names``); finish the rename of a ``.txnindex.swap`` whose segment's own final rename a
+    crash interrupted; return the valid ``*.log.swap`` paths."""
     swaps: list[str] = []
     txn_swaps: list[str] = []
     cleaned: list[str] = []

@@ -18,8 +18,9 @@ ever rewritten — and the first segment whose largest timestamp is younger than
 3. for each group, writes the kept batches (batch_filter.py; batches of aborted
    transactions lose all their records) into a new segment with the group's first base
    offset and files ``*.cleaned`` (``.log``, ``.index``, ``.timeindex``, and ``.txnindex``
-   holding the old segments' aborted-transaction entries: every marker is kept), flushes it, gives it the last old segment's modification time, and asks the log's owner
-   thread to swap it in (``Log.replace_segments``: ``.cleaned`` -> ``.swap`` -> final name,
+   holding the old segments' aborted-transaction entries: every marker is kept), flushes
+   it, gives it the last old segment's modification time, and asks the log's owner thread
+   to swap it in (``Log.replace_segments``: ``.cleaned`` -> ``.swap`` -> final name,
    old segments -> ``.deleted``), then fsyncs the directory;
 4. returns ``end``: the manager writes it to ``cleaner-offset-checkpoint`` (the next first
    dirty offset).
