@@ -42,13 +42,13 @@ from client.protocol.api import ApiKey
 from .config import BrokerConfig
 from .dynamic_config import DynamicBrokerConfig
 from .group.runtime import GroupRuntime
-from .txn.coordinator import TransactionCoordinator
 from .http_listener import HttpListener, Response
 from .socket_server import BrokerServer, handle_request
 from .state import BrokerState
 from .storage.cleaner import CleanerConfig, LogCleaner
 from .storage.log import Log
 from .storage.log_manager import LogManager
+from .txn.coordinator import TransactionCoordinator
 
 __all__ = ["Broker"]
 

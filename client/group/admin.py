@@ -109,17 +109,7 @@ class GroupAdmin(ABC):
 
     async def _coordinator_node(self, group: str) -> tuple[int, str, int]:
         """(node id, host, port) of ``group``'s coordinator (FindCoordinator)."""
-        conn = await self._cluster.any_connection()
-        v = conn.pick_version(ApiKey.FIND_COORDINATOR)
-        if v >= 4:
-            resp = await conn.request(ApiKey.FIND_COORDINATOR, v, {"key_type": 0, "coordinator_keys": [group]})
-            c = resp["coordinators"][0]
-        else:
-            c = await conn.request(ApiKey.FIND_COORDINATOR, v, {"key": group, "key_type": 0})
-        if c["error_code"]:
-            raise error_for_code(c["error_code"], f"FindCoordinator for group {group!r}: "
-                                                  f"{c.get('error_message') or _code_name(c['error_code'])}")
-        return c["node_id"], c["host"], c["port"]
+        return await self._cluster.find_coordinator(group, 0)
 
     async def _find_coordinator(self, group: str) -> BrokerConnection:
         return await self._cluster.coordinator_connection(*await self._coordinator_node(group))
