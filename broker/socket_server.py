@@ -278,10 +278,9 @@ class Connection:
                 item = q[0]
                 t = type(item)
                 if t is bytes:
-                    if len(q) > 1 and type(q[1]) is bytes:
-                        data = b"".join(self._take_ready())
-                    else:
-                        data = q.popleft()
+                    data = q.popleft()
+                    if q:
+                        data = self._take_ready(data)
                     try:
                         n = self.sock.send(data)
                     except BlockingIOError:
@@ -313,15 +312,24 @@ class Connection:
         if not q and self.closing:
             self._finish()
 
-    def _take_ready(self) -> list[bytes]:
-        """The ready replies at the head of the queue, up to about 1 MiB."""
+    def _take_ready(self, first: bytes) -> bytes:
+        """``first`` and the ready replies behind it, up to about 1 MiB, as one buffer. Replies
+        whose task is done count as ready (acks=all requests covered by one fsync complete
+        together: one ``send`` for all of them)."""
         q = self.queue
-        parts = [q.popleft()]
-        size = len(parts[0])
-        while q and type(q[0]) is bytes and size < (1 << 20):
-            size += len(q[0])
+        parts = [first]
+        size = len(first)
+        while q and size < (1 << 20):
+            item = q[0]
+            if type(item) is _Pending:
+                if not item.task.done():
+                    break
+                item = q[0] = self._result(item)
+            if type(item) is not bytes:
+                break
+            size += len(item)
             parts.append(q.popleft())
-        return parts
+        return first if len(parts) == 1 else b"".join(parts)
 
     def _send_parts(self, parts: collections.deque[Any]) -> bool:
         """Send ``parts`` (bytes-like, or FileSlice by ``os.sendfile``) from the left, removing
