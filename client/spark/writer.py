@@ -64,8 +64,8 @@ from typing import Any
 from pyspark.sql.datasource import DataSourceArrowWriter, DataSourceStreamArrowWriter, WriterCommitMessage
 
 from client.producer import Producer
-from client.structs import OffsetAndMetadata, TopicPartition
 from client.spark.sink_options import SinkOptions
+from client.structs import OffsetAndMetadata, TopicPartition
 from client.sync import LoopThread
 
 __all__ = ["MinibrokerWriter", "MinibrokerStreamWriter", "SinkCommitMessage", "write_task", "NULL_TOPIC",
