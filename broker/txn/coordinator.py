@@ -493,6 +493,42 @@ class TransactionCoordinator:
             logger.info("expired %d transactional ids (transactional.id.expiration.ms)", len(gone))
         return len(gone)
 
+    # ------------------------------------------------------------------ describing
+
+    def describe(self, txn_id: str) -> dict[str, Any]:
+        """DescribeTransactions' entry for ``txn_id``."""
+        out: dict[str, Any] = {"transactional_id": txn_id, "error_code": 0, "transaction_state": "",
+                               "transaction_timeout_ms": 0, "transaction_start_time_ms": -1, "producer_id": -1,
+                               "producer_epoch": -1, "topics": []}
+        m = self.txns.get(txn_id)
+        if self.loading:
+            out["error_code"] = int(E.COORDINATOR_LOAD_IN_PROGRESS)
+        elif not txn_id:
+            out["error_code"] = int(E.INVALID_REQUEST)
+        elif m is None:
+            out["error_code"] = int(E.TRANSACTIONAL_ID_NOT_FOUND)
+        else:
+            out.update(m.describe())
+        return out
+
+    def list_transactions(self, states: list[str], producer_ids: list[int], duration_ms: int
+                          ) -> tuple[int, list[str], list[dict[str, Any]]]:
+        """ListTransactions: (error, unknown state names, [{transactional_id, producer_id,
+        transaction_state}])."""
+        if self.loading:
+            return int(E.COORDINATOR_LOAD_IN_PROGRESS), [], []
+        by_name = {s.kafka_name: s for s in TxnState}
+        unknown = [n for n in states if n not in by_name]
+        wanted = {by_name[n] for n in states if n in by_name}
+        pids = set(producer_ids)
+        now = self.clock()
+        found = [{"transactional_id": m.transactional_id, "producer_id": m.producer_id,
+                  "transaction_state": m.state.kafka_name}
+                 for m in sorted(self.txns.values(), key=lambda m: m.transactional_id)
+                 if m.state != TxnState.DEAD and (not pids or m.producer_id in pids)
+                 and (not states or m.state in wanted) and (duration_ms < 0 or now - m.start_ms > duration_ms)]
+        return 0, unknown, found
+
     # ------------------------------------------------------------------ loading
 
     def start_loading(self) -> asyncio.Task[None] | None:

@@ -248,3 +248,32 @@ def test_a_lost_marker_is_written_again_by_the_start_up_repair(tmp_path) -> None
             assert b.call(lambda: b.broker.state.txn.repair_dangling()) == 0  # nothing left open
     finally:
         b.stop()
+
+
+def test_list_and_describe_transactions(broker: BrokerProcess) -> None:
+    with Conn(broker.port) as c:
+        assert c.call(ApiKey.CREATE_TOPICS, 3, create_topic("lt", 2))["topics"][0]["error_code"] == 0
+        pid, epoch = init_ok(c, "listed")
+        other, _ = init_ok(c, "idle")
+        assert add_partitions(c, "listed", pid, epoch, "lt", [1, 0]) == [0, 0]
+        r = c.call(ApiKey.DESCRIBE_TRANSACTIONS, 0, {"transactional_ids": ["listed", "nope"]})
+        listed, nope = r["transaction_states"]
+        assert (listed["error_code"], listed["transaction_state"], listed["producer_id"], listed["producer_epoch"],
+                listed["transaction_timeout_ms"], listed["topics"]) == \
+            (0, "Ongoing", pid, epoch, 60000, [{"topic": "lt", "partitions": [0, 1]}])
+        assert listed["transaction_start_time_ms"] > 0
+        assert nope["error_code"] == E.TRANSACTIONAL_ID_NOT_FOUND
+
+        def listing(version: int = 1, **filters: Any) -> dict[str, Any]:
+            return c.call(ApiKey.LIST_TRANSACTIONS, version, {"state_filters": [], "producer_id_filters": [],
+                                                              "duration_filter": -1, **filters})
+
+        assert [(t["transactional_id"], t["transaction_state"]) for t in listing()["transaction_states"]] == \
+            [("idle", "Empty"), ("listed", "Ongoing")]
+        r = listing(state_filters=["Ongoing", "Hanging"])
+        assert r["unknown_state_filters"] == ["Hanging"]
+        assert [t["producer_id"] for t in r["transaction_states"]] == [pid]
+        assert [t["transactional_id"] for t in listing(0, producer_id_filters=[other])["transaction_states"]] == ["idle"]
+        # none Ongoing for an hour (an Empty id has no start time, -1: Kafka lists it for any duration)
+        assert listing(state_filters=["Ongoing"], duration_filter=3_600_000)["transaction_states"] == []
+        assert len(listing(state_filters=["Ongoing"], duration_filter=0)["transaction_states"]) == 1
