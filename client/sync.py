@@ -420,6 +420,12 @@ class SyncAdmin(SyncClient):
                            ) -> dict[TopicPartition, GroupOffset]:
         return self._run(self._client.list_group_offsets(group, None if partitions is None else list(partitions)))
 
+    def fetch_group_offsets(self, group: str, partitions: Iterable[tuple[str, int]] | None = None, *,
+                            require_stable: bool = False) -> dict[TopicPartition, OffsetAndMetadata]:
+        return self._run(self._client.fetch_group_offsets(
+            group, None if partitions is None else [TopicPartition(*tp) for tp in partitions],
+            require_stable=require_stable))
+
     def alter_group_offsets(self, group: str, offsets: Mapping[tuple[str, int], int | OffsetAndMetadata]) -> None:
         self._run(self._client.alter_group_offsets(group, dict(offsets)))
 
