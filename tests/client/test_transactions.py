@@ -8,10 +8,12 @@ from __future__ import annotations
 
 import asyncio
 import os
+import queue
 import random
 import signal
 import subprocess
 import sys
+import threading
 import time
 import uuid
 from collections import Counter
@@ -398,17 +400,40 @@ N_INPUT = 600
 KILLS = 4
 
 
+_LINES: dict[int, queue.Queue[str | None]] = {}
+
+
 def _start_loop(bs: str, src: str, dst: str, group: str, txid: str) -> subprocess.Popen[str]:
+    """The loop in a child process; a thread queues its output lines (None at EOF), so that
+    waiting for one can time out even while the child is silent."""
     env = dict(os.environ, PYTHONPATH=REPO)
-    return subprocess.Popen([sys.executable, "-m", "tests.client.txn_loop", bs, src, dst, group, txid],
+    proc = subprocess.Popen([sys.executable, "-m", "tests.client.txn_loop", bs, src, dst, group, txid],
                             cwd=REPO, env=env, stdout=subprocess.PIPE, text=True)
+    lines: queue.Queue[str | None] = queue.Queue()
+    _LINES[proc.pid] = lines
+
+    def pump() -> None:
+        assert proc.stdout is not None
+        with proc.stdout:  # closed here, at EOF (the child exited or was killed)
+            for line in proc.stdout:
+                lines.put(line)
+        lines.put(None)
+
+    threading.Thread(target=pump, daemon=True).start()
+    return proc
 
 
-def _wait_line(proc: subprocess.Popen[str], prefix: str, timeout: float) -> str:
+def _wait_line(proc: subprocess.Popen[str], prefix: str | tuple[str, ...], timeout: float) -> str:
+    """The loop's first output line starting with ``prefix``; AssertionError after ``timeout``
+    (checked while waiting for a line too: the loop may go quiet, e.g. once it has consumed
+    everything)."""
     deadline = time.monotonic() + timeout
-    assert proc.stdout is not None
+    lines = _LINES[proc.pid]
     while time.monotonic() < deadline:
-        line = proc.stdout.readline()
+        try:
+            line = lines.get(timeout=max(deadline - time.monotonic(), 0.001))
+        except queue.Empty:
+            break
         if not line:
             raise AssertionError(f"the loop exited ({proc.poll()}) before printing {prefix!r}")
         if line.startswith(prefix):
@@ -436,21 +461,17 @@ async def test_consume_transform_produce_survives_sigkill(module_broker) -> None
             _wait_line(proc, "committed", 30)  # at least one transaction in this run
             if k % 2:  # anywhere
                 time.sleep(rng.uniform(0.0, 0.2))
-            else:  # with output written and its transaction open
-                _wait_line(proc, "sent", 30)
+            else:  # with output written and its transaction open (unless this run consumed all)
+                _wait_line(proc, ("sent", "done"), 30)
         finally:
             proc.send_signal(signal.SIGKILL)
             proc.wait(10)
-            assert proc.stdout is not None
-            proc.stdout.close()
     proc = _start_loop(bs, src, dst, group, txid)
     try:
         _wait_line(proc, "done", 60)
     finally:
         proc.kill()
         proc.wait(10)
-        assert proc.stdout is not None
-        proc.stdout.close()
     out = Counter(v for _, _, v in await _read_all(bs, dst, 2, "read_committed"))
     assert out == Counter(b"out-%d" % i for i in range(N_INPUT))
     # the kills did cut transactions short: aborted output is in the log, hidden from read_committed
