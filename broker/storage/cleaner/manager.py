@@ -41,11 +41,12 @@ from ..checkpoint import read_offset_checkpoint, write_offset_checkpoint
 from ..errors import LogCleaningAbortedError
 from ..log import Log
 from ..segment import LogSegment
-from .cleaner import Cleaner, LogToClean, run_inline
+from .cleaner import Cleaner, CleanerStats, LogToClean, run_inline, swap_into, take_input
 from .offset_map import OffsetMap
 from .throttler import Throttler
+from .worker import CleanerWorker, WorkerParams
 
-__all__ = ["CleanerConfig", "LogCleaner", "CLEANER_OFFSET_CHECKPOINT", "cleanable_offsets"]
+__all__ = ["CleanerConfig", "LogCleaner", "CLEANER_OFFSET_CHECKPOINT", "cleanable_offsets", "CLEANER_MODES"]
 
 logger = logging.getLogger(__name__)
 
@@ -57,6 +58,8 @@ CLEANER_OFFSET_CHECKPOINT = "cleaner-offset-checkpoint"
 GIL_SLICE_S = 0.0005
 GIL_PAUSE_S = 0.00002
 TopicPartition = tuple[str, int]
+#: ``log.cleaner.mode``: where a cleaning's work runs (module docstring)
+CLEANER_MODES = ("thread", "process")
 
 
 @dataclass(frozen=True)
@@ -70,6 +73,7 @@ class CleanerConfig:
     io_buffer_size: int = 512 * 1024                   # log.cleaner.io.buffer.size
     max_io_bytes_per_second: float = 1.7976931348623157e308  # log.cleaner.io.max.bytes.per.second
     backoff_ms: int = 15_000                           # log.cleaner.backoff.ms
+    mode: str = "thread"                               # log.cleaner.mode (ours): thread | process
 
     @classmethod
     def from_properties(cls, props: Mapping[str, str]) -> CleanerConfig:
@@ -84,7 +88,13 @@ class CleanerConfig:
             max_io_bytes_per_second=float(props.get("log.cleaner.io.max.bytes.per.second",
                                                     d.max_io_bytes_per_second)),
             backoff_ms=int(props.get("log.cleaner.backoff.ms", d.backoff_ms)),
+            mode=props.get("log.cleaner.mode", d.mode).strip().lower(),
         )
+
+    @property
+    def map_memory(self) -> int:
+        """The offset map budget of each thread (or worker process)."""
+        return min(self.dedupe_buffer_size // max(1, self.num_threads), 2**31 - 1)
 
 
 def _first_batch_timestamp(seg: LogSegment) -> int:
@@ -138,6 +148,8 @@ class LogCleaner:
                  run_swap: Callable[[Callable[[], Any]], Any] = run_inline,
                  pause_at: Callable[[str], None] | None = None,
                  gil_slice_s: float = GIL_SLICE_S) -> None:
+        if config.mode not in CLEANER_MODES:
+            raise ValueError(f"log.cleaner.mode must be one of {', '.join(CLEANER_MODES)}, not {config.mode!r}")
         self.config = config
         self.log_dir = log_dir
         self._logs = logs
@@ -146,6 +158,8 @@ class LogCleaner:
         self.pause_at = pause_at
         self.gil_slice_s = gil_slice_s
         self._worked_since = threading.local()
+        self._local = threading.local()  # process mode: the calling thread's CleanerWorker
+        self._workers: list[CleanerWorker] = []
         self._lock = threading.Lock()
         self._in_progress: set[TopicPartition] = set()
         self._aborted: set[TopicPartition] = set()
@@ -230,9 +244,13 @@ class LogCleaner:
             if tp in self._in_progress:
                 self._aborted.add(tp)
 
-    def _check_done(self, tp: TopicPartition, log: Log) -> None:
+    def _check_aborted(self, tp: TopicPartition, log: Log) -> None:
         if self._stop.is_set() or tp in self._aborted or log.closed:
             raise LogCleaningAbortedError(f"cleaning of {tp[0]}-{tp[1]} aborted")
+
+    def _check_done(self, tp: TopicPartition, log: Log) -> None:
+        """Thread mode, between batches: stop when asked, and give the GIL away every slice."""
+        self._check_aborted(tp, log)
         if self.gil_slice_s:
             now = time.perf_counter()
             since = getattr(self._worked_since, "t", None)
@@ -242,21 +260,43 @@ class LogCleaner:
                 time.sleep(GIL_PAUSE_S)  # releases the GIL: a waiting event loop thread takes it now
                 self._worked_since.t = time.perf_counter()
 
+    def _worker(self) -> CleanerWorker:
+        worker: CleanerWorker | None = getattr(self._local, "worker", None)
+        if worker is None:
+            worker = self._local.worker = CleanerWorker()
+        with self._lock:
+            if worker not in self._workers:  # new, or closed by shutdown() and used again
+                self._workers.append(worker)
+        return worker
+
+    def _clean(self, ltc: LogToClean, offset_map: OffsetMap | None) -> tuple[int, CleanerStats]:
+        """One cleaning of ``ltc``, in this thread or in this thread's worker process."""
+        tp, log = ltc.topic_partition, ltc.log
+        inp, live = take_input(ltc, self._now_ms())
+        swap = swap_into(log, live, self._run_swap, self.pause_at)
+        cfg = self.config
+        if cfg.mode == "process":
+            memory, load = ((offset_map.memory, offset_map.load_factor) if offset_map is not None
+                            else (cfg.map_memory, cfg.dedupe_buffer_load_factor))
+            params = WorkerParams(memory, load, cfg.io_buffer_size,
+                                  cfg.max_io_bytes_per_second / max(1, cfg.num_threads), self.pause_at is not None)
+            return self._worker().clean(inp, params, check_done=lambda: self._check_aborted(tp, log), swap=swap,
+                                        pause_at=self.pause_at)
+        if offset_map is None:
+            offset_map = OffsetMap(cfg.map_memory, cfg.dedupe_buffer_load_factor)
+        cleaner = Cleaner(offset_map, self.throttler, check_done=lambda: self._check_done(tp, log),
+                          io_buffer_size=cfg.io_buffer_size, pause_at=self.pause_at)
+        return cleaner.clean(inp, swap)
+
     def clean_once(self, offset_map: OffsetMap | None = None) -> bool:
         """Pick the filthiest log and clean it; True if one was cleaned."""
         ltc = self.grab_filthiest_log()
         if ltc is None:
             return False
         tp = ltc.topic_partition
-        if offset_map is None:
-            per_thread = self.config.dedupe_buffer_size // max(1, self.config.num_threads)
-            offset_map = OffsetMap(min(per_thread, 2**31 - 1), self.config.dedupe_buffer_load_factor)
-        cleaner = Cleaner(offset_map, self.throttler, check_done=lambda lg: self._check_done(tp, lg),
-                          run_swap=self._run_swap, now_ms=self._now_ms, io_buffer_size=self.config.io_buffer_size,
-                          pause_at=self.pause_at)
         end: int | None = None
         try:
-            end, stats = cleaner.clean(ltc)
+            end, stats = self._clean(ltc, offset_map)
             self.last_stats[tp] = stats
             self.cleanings += 1
             logger.info("cleaned log %s-%d (dirty section [%d, %d]): %s", tp[0], tp[1], ltc.first_dirty_offset,
@@ -292,8 +332,7 @@ class LogCleaner:
         logger.info("started %d log cleaner thread(s)", len(self._threads))
 
     def _run(self, index: int) -> None:
-        per_thread = self.config.dedupe_buffer_size // max(1, self.config.num_threads)
-        offset_map = OffsetMap(min(per_thread, 2**31 - 1), self.config.dedupe_buffer_load_factor)
+        offset_map = OffsetMap(self.config.map_memory, self.config.dedupe_buffer_load_factor)
         while not self._stop.is_set():
             try:
                 cleaned = self.clean_once(offset_map)
@@ -316,6 +355,16 @@ class LogCleaner:
         for t in self._threads:
             t.join(timeout_s)
         self._threads = []
+        with self._lock:
+            workers, self._workers = self._workers, []
+        for w in workers:
+            w.close()
+
+    @property
+    def worker_pids(self) -> list[int]:
+        """Process mode: the pids of the running worker processes (tests, metrics)."""
+        with self._lock:
+            return [pid for pid in (w.pid for w in self._workers) if pid is not None]
 
     @property
     def alive_threads(self) -> int:

@@ -8,6 +8,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+import pytest
+
 from broker.storage.log import Log
 from broker.storage.segment import LogSegment
 from client.records.batch import iter_batch_headers, validate_batch
@@ -15,6 +17,8 @@ from client.records.record import iter_records
 
 from .helpers import keyed_batch, read_all
 from .test_manager import Clock, cleaner_for, open_log
+
+pytestmark = pytest.mark.usefixtures("cleaner_mode")
 
 DELAY_MS = 60_000
 
