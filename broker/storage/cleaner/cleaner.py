@@ -49,7 +49,7 @@ from ..config import LogConfig
 from ..errors import LogCleaningAbortedError
 from ..file_records import FileRecords
 from ..fileutil import fsync_path
-from ..log import CLEANED_FILE_SUFFIX, Log
+from ..log import CLEANED_FILE_SUFFIX, DELETED_FILE_SUFFIX, Log
 from ..segment import LogSegment, log_file_name, offset_index_file_name, time_index_file_name
 from ..transaction_index import AbortedTxn, txn_index_file_name
 from .batch_filter import BatchContext, filter_batch
@@ -172,10 +172,13 @@ def take_input(ltc: LogToClean, now_ms: int) -> tuple[CleaningInput, dict[int, L
 
 def swap_into(log: Log, live: dict[int, LogSegment], run_swap: Callable[[Callable[[], Any]], Any],
               pause_at: Callable[[str], None] | None) -> SwapFn:
-    """The swap of one group, run where ``run_swap`` runs it (the broker: its event loop)."""
+    """The swap of one group, run where ``run_swap`` runs it (the broker: its event loop; the
+    log line is written here, not there)."""
     def swap(cleaned: LogSegment, group: list[SegmentFile]) -> None:
         old = [live[f.base_offset] for f in group]
         run_swap(lambda: log.replace_segments(cleaned, old, [f.size for f in group], pause_at))
+        logger.info("%s: swapped in cleaned segment %d (%d bytes) for segments %s", log.dir, cleaned.base_offset,
+                    cleaned.size, [f.base_offset for f in group])
     return swap
 
 
@@ -307,6 +310,7 @@ class Cleaner:
             mtime = os.stat(group[-1].path).st_mtime
             os.utime(cleaned.log.path, (mtime, mtime))
             self.check_done()
+            _clear_deleted_names(group)
             swap(cleaned, group)
         except BaseException:
             cleaned.delete_if_exists()
@@ -387,6 +391,26 @@ class _open_for_cleaning:  # noqa: N801 - a context manager used as a function
     def __exit__(self, *exc: object) -> None:
         if self.records is not None:
             self.records.close_handlers()
+
+
+def _clear_deleted_names(group: list[SegmentFile]) -> None:
+    """Remove the ``.deleted`` files (an earlier swap's or retention's, still waiting for
+    ``file.delete.delay.ms``) that have the names the swap is about to give ``group``'s
+    files. A rename onto an existing file frees that file's blocks inside the rename, and the
+    swap runs on the event loop: a 2 MB ``.log`` costs the loop most of a millisecond that
+    way. Readers still sending from those files hold descriptors, which outlive the unlink;
+    the log's delayed delete of that older segment then finds its name gone (or, as a rename
+    onto it would have made it, taken by the newer one)."""
+    for f in group:
+        directory = os.path.dirname(f.path)
+        for path in (log_file_name(directory, f.base_offset, DELETED_FILE_SUFFIX),
+                     offset_index_file_name(directory, f.base_offset, DELETED_FILE_SUFFIX),
+                     time_index_file_name(directory, f.base_offset, DELETED_FILE_SUFFIX),
+                     txn_index_file_name(directory, f.base_offset, DELETED_FILE_SUFFIX)):
+            try:
+                os.unlink(path)
+            except FileNotFoundError:
+                pass
 
 
 def segments_in(segments: list[SegmentFile], start: int, end: int) -> list[SegmentFile]:
