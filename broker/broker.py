@@ -3,14 +3,16 @@ together.
 
 Periodic work, on the event loop unless it may block on the disk:
 - retention (``log.retention.check.interval.ms``, 5 min) and removal of ``.deleted`` files once
-  their ``file.delete.delay.ms`` has passed (checked every second);
+  their ``file.delete.delay.ms`` has passed (checked every second, unlinked in a worker thread:
+  freeing a segment's blocks takes the filesystem a while);
 - flush: each second, logs whose ``flush.ms`` has elapsed, and logs whose recovery point is
   below the active segment (Kafka flushes a rolled segment asynchronously) are flushed in a
   worker thread; ``flush.messages`` triggers the same from the append path;
 - checkpoints (``log.flush.offset.checkpoint.interval.ms``, 1 min), in a worker thread;
 - log compaction (``log.cleaner.enable``): the cleaner's threads (storage/cleaner/) clean
-  compacted topics off the event loop; the one step that changes a live log, the segment swap,
-  is handed to the event loop (``_run_on_loop``), where reads and appends run.
+  compacted topics off the event loop, each in a worker process of its own by default
+  (``log.cleaner.mode``); the one step that changes a live log, the segment swap, is handed to
+  the event loop (``_run_on_loop``), where reads and appends run.
 
 Shutdown (SIGTERM/SIGINT): stop accepting, let in-flight requests finish, flush every log,
 close the segments (trims), write the checkpoints, then the clean-shutdown marker.

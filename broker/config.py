@@ -80,7 +80,7 @@ BROKER_DEFAULTS: dict[str, str] = {
     "log.cleaner.io.buffer.load.factor": "0.9",
     "log.cleaner.io.max.bytes.per.second": "1.7976931348623157E308",
     "log.cleaner.backoff.ms": "15000",
-    "log.cleaner.mode": "thread",  # ours: where cleanings run, "thread" or "process" (storage/cleaner/)
+    "log.cleaner.mode": "process",  # ours: where cleanings run, "process" or "thread" (storage/cleaner/)
     # ours: the opt-in HTTP listeners (broker/http_listener.py); empty = off
     "metrics.listeners": "",  # http://127.0.0.1:9404 -> GET /metrics (Prometheus), GET /healthz
     "fault.injection.listener": "",  # http://127.0.0.1:PORT -> /faults (tests only; loopback only)
@@ -140,7 +140,7 @@ BROKER_TYPES: dict[str, tuple[str, int | None, int | None]] = {
 
 #: Properties that take one of a few strings (Kafka's ValidString), checked at start-up too.
 BROKER_CHOICES: dict[str, tuple[str, ...]] = {
-    "log.cleaner.mode": ("thread", "process"),
+    "log.cleaner.mode": ("process", "thread"),
 }
 
 

@@ -18,8 +18,10 @@ snapshots the segments to flush under ``_lock`` and fsyncs outside it, so append
 for the disk. One fsync per file covers every append made before it (group commit). The log
 cleaner (cleaner/) reads from its own thread only what ``segment_list``,
 ``last_records_of_active_producers``, ``last_stable_offset_locked`` and
-``aborted_transactions_locked`` hand out under ``_lock`` (inactive segments never change)
-and asks the owner's thread to run ``replace_segments``, the one step that changes the map.
+``aborted_transactions_locked`` hand out under ``_lock`` (inactive segments never change; a
+cleaner worker process gets that as plain data and reads the segment files with its own
+descriptors) and asks the owner's thread to run ``replace_segments``, the one step that
+changes the map.
 """
 
 from __future__ import annotations

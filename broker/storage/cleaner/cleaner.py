@@ -1,4 +1,5 @@
-"""Cleaner: one cleaning of one log (Kafka's Cleaner), run by a cleaner thread (manager.py).
+"""Cleaner: one cleaning of one log (Kafka's Cleaner), run by a cleaner thread or by its worker
+process (manager.py, worker.py), from a ``CleaningInput`` taken from the log when it begins.
 
 A log is split at the **first dirty offset** (the cleaner checkpoint: everything below was
 cleaned before) and the **first uncleanable offset** (the base of the segment holding the
@@ -19,9 +20,10 @@ ever rewritten — and the first segment whose largest timestamp is younger than
    transactions lose all their records) into a new segment with the group's first base
    offset and files ``*.cleaned`` (``.log``, ``.index``, ``.timeindex``, and ``.txnindex``
    holding the old segments' aborted-transaction entries: every marker is kept), flushes
-   it, gives it the last old segment's modification time, and asks the log's owner thread
-   to swap it in (``Log.replace_segments``: ``.cleaned`` -> ``.swap`` -> final name,
-   old segments -> ``.deleted``), then fsyncs the directory;
+   it, gives it the last old segment's modification time, removes older ``.deleted`` files
+   with the names the old segments are about to take, and has it swapped in (``SwapFn``; the
+   broker runs ``Log.replace_segments`` on its event loop: ``.cleaned`` -> ``.swap`` -> final
+   name, old segments -> ``.deleted``), then fsyncs the directory;
 4. returns ``end``: the manager writes it to ``cleaner-offset-checkpoint`` (the next first
    dirty offset).
 
@@ -397,8 +399,9 @@ def _clear_deleted_names(group: list[SegmentFile]) -> None:
     """Remove the ``.deleted`` files (an earlier swap's or retention's, still waiting for
     ``file.delete.delay.ms``) that have the names the swap is about to give ``group``'s
     files. A rename onto an existing file frees that file's blocks inside the rename, and the
-    swap runs on the event loop: a 2 MB ``.log`` costs the loop most of a millisecond that
-    way. Readers still sending from those files hold descriptors, which outlive the unlink;
+    swap runs on the event loop: the loop would wait for the filesystem to free a whole
+    segment, here a cleaner thread or process does. Readers still sending from those files
+    hold descriptors, which outlive the unlink;
     the log's delayed delete of that older segment then finds its name gone (or, as a rename
     onto it would have made it, taken by the newer one)."""
     for f in group:

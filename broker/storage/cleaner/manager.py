@@ -1,5 +1,5 @@
-"""LogCleaner: the cleaner threads, which log to clean next, and the cleaner checkpoint
-(Kafka's LogCleaner, LogCleanerManager and CleanerConfig).
+"""LogCleaner: the cleaner threads (and their worker processes), which log to clean next, and
+the cleaner checkpoint (Kafka's LogCleaner, LogCleanerManager and CleanerConfig).
 
 Each of ``log.cleaner.threads`` threads loops: pick the **filthiest** compacted log (largest
 cleanable ratio = dirty cleanable bytes / (clean + dirty cleanable bytes)) among those above
@@ -15,15 +15,27 @@ means the log is dirty from its start offset. It is written after the swaps of a
 a crash before that only makes the next cleaning redo work whose result is the same.
 
 Errors: a cleaning given up (``LogCleaningAbortedError``: the log closed or changed under it)
-is retried later; any other error marks the partition uncleanable until the broker restarts
-(logged; Kafka's uncleanable partitions) so that one bad log does not stop the others.
+is retried later; any other error (a worker process that died included) marks the partition
+uncleanable until the broker restarts (logged; Kafka's uncleanable partitions) so that one
+bad log does not stop the others.
 
-Threads and the event loop: the cleaner threads only read inactive segments and write
-``.cleaned`` files; ``run_swap`` runs each ``Log.replace_segments`` where the log's owner
-wants it (the broker: on its event loop, where reads and appends run, so they never see the
-segment map half-changed). The Python work of a cleaner thread holds the GIL: the threads
-are cooperative (``GIL_SLICE_S``) so that the event loop waits for the GIL at most about one
-slice of cleaner work.
+Where a cleaning's work runs, ``log.cleaner.mode`` (ours; Kafka's cleaner threads have no GIL
+to share):
+
+- ``process`` (the default): each cleaner thread hands the cleaning (``CleaningInput``: the
+  segment files, the cleanable range, the producers' last offsets, the aborted transactions)
+  to a worker process of its own (worker.py), started at its first cleaning, at a lower CPU
+  priority, and waits on a socket; it keeps choosing logs, checking for aborts and running
+  the swaps. None of the cleaning's Python work runs in the broker's process, so the event
+  loop never waits for the GIL because of it.
+- ``thread``: the cleaner thread does the work itself, holding the GIL while it runs Python
+  code; it gives the GIL away every ``GIL_SLICE_S`` of work (checked between batches), so the
+  event loop waits for it at most about one slice. No extra process; the loop's waits add up.
+
+``scripts/bench_cleaner.py`` measures the two side by side (README, "Log compaction"). In
+both modes the cleaning only reads inactive segments and writes ``.cleaned`` files; ``run_swap``
+runs each ``Log.replace_segments`` where the log's owner wants it (the broker: on its event
+loop, where reads and appends run, so they never see the segment map half-changed).
 """
 
 from __future__ import annotations
@@ -59,7 +71,7 @@ GIL_SLICE_S = 0.0005
 GIL_PAUSE_S = 0.00002
 TopicPartition = tuple[str, int]
 #: ``log.cleaner.mode``: where a cleaning's work runs (module docstring)
-CLEANER_MODES = ("thread", "process")
+CLEANER_MODES = ("process", "thread")
 
 
 @dataclass(frozen=True)
@@ -73,7 +85,7 @@ class CleanerConfig:
     io_buffer_size: int = 512 * 1024                   # log.cleaner.io.buffer.size
     max_io_bytes_per_second: float = 1.7976931348623157e308  # log.cleaner.io.max.bytes.per.second
     backoff_ms: int = 15_000                           # log.cleaner.backoff.ms
-    mode: str = "thread"                               # log.cleaner.mode (ours): thread | process
+    mode: str = "process"                              # log.cleaner.mode (ours): process | thread
 
     @classmethod
     def from_properties(cls, props: Mapping[str, str]) -> CleanerConfig:
@@ -140,8 +152,9 @@ def _max_compaction_delay(log: Log, segments: list[LogSegment], now_ms: int) -> 
 
 
 class LogCleaner:
-    """The cleaner of one data directory: ``start()`` its threads, ``shutdown()`` them;
-    ``clean_once()`` runs one pick-and-clean in the calling thread (tests, tools)."""
+    """The cleaner of one data directory: ``start()`` its threads, ``shutdown()`` them (and
+    their worker processes); ``clean_once()`` runs one pick-and-clean from the calling thread
+    (tests, tools; in process mode with a worker process of that thread's own)."""
 
     def __init__(self, config: CleanerConfig, log_dir: str, logs: Callable[[], Mapping[TopicPartition, Log]], *,
                  now_ms: Callable[[], int] = lambda: int(time.time() * 1000),

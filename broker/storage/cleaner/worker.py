@@ -36,10 +36,12 @@ it, deletes the ``.cleaned`` files of the log it was cleaning (only the cleaner 
 one cleaning per log at a time) and raises CleanerWorkerError; the next cleaning starts a new
 worker.
 
-Costs: one more process (~30 MB plus the offset map, which lives there instead of in the
-broker), a start of about a quarter of a second at the first cleaning, a few pickled messages
-per segment group; the throttler (``log.cleaner.io.max.bytes.per.second``) is split evenly
-between the workers instead of being shared.
+Costs: one more Python process per cleaner thread (an interpreter with the storage modules,
+plus the offset map, which lives there instead of in the broker), an interpreter start at its
+first cleaning, a few pickled messages per segment group; the throttler
+(``log.cleaner.io.max.bytes.per.second``) is split evenly between the workers instead of
+being shared, so one busy worker gets only its share. A worker that cannot be started (out of
+processes, say) makes the cleaning give up, to be tried again at the next one.
 """
 
 from __future__ import annotations
@@ -122,6 +124,10 @@ class CleanerWorker:
             self._proc = subprocess.Popen(
                 [sys.executable, "-c", _CHILD, str(theirs.fileno()), str(os.getpid()), str(self.niceness)],
                 pass_fds=(theirs.fileno(),), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, env=env)
+        except OSError as e:
+            ours.close()
+            logger.warning("cannot start a log cleaner worker process (%s): retrying at the next cleaning", e)
+            raise LogCleaningAbortedError(f"cannot start a log cleaner worker process: {e}") from e
         finally:
             theirs.close()
         self._conn = Connection(ours.detach())

@@ -98,7 +98,7 @@ def test_the_cleaner_passes_what_it_reads_and_writes_through_the_throttler(tmp_p
     """A real cleaning, the LogCleaner's throttler on the simulated clock, checked at every
     call: the sleeps add up to (bytes read building the map + bytes read cleaning + bytes
     written) / rate."""
-    cfg = CleanerConfig.from_properties({"log.cleaner.io.max.bytes.per.second": "5000"})
+    cfg = CleanerConfig.from_properties({"log.cleaner.io.max.bytes.per.second": "5000", "log.cleaner.mode": "thread"})
     assert cfg.max_io_bytes_per_second == 5000.0
     log_clock = Clock()
     log = open_log(tmp_path, log_clock)

@@ -1,11 +1,13 @@
 """The cleaner worker process (broker/storage/cleaner/worker.py, ``log.cleaner.mode=process``)
 where it differs from a cleaner thread: the worker is killed mid-cleaning, a cleaning is
-aborted while the worker writes, shutdown stops the workers, and a bad mode is refused. (Every other cleaner test runs in both modes.)"""
+aborted while the worker writes, shutdown stops the workers, a worker cannot be started, and
+a bad mode is refused. (Every other cleaner test runs in both modes.)"""
 
 from __future__ import annotations
 
 import os
 import signal
+import sys
 import time
 from pathlib import Path
 
@@ -117,5 +119,25 @@ def test_shutdown_stops_the_workers_of_the_cleaner_threads(tmp_path: Path) -> No
 
 
 def test_an_unknown_mode_is_refused(tmp_path: Path) -> None:
-    with pytest.raises(ValueError, match="log.cleaner.mode must be one of thread, process"):
+    with pytest.raises(ValueError, match="log.cleaner.mode must be one of process, thread"):
         LogCleaner(CleanerConfig.from_properties({"log.cleaner.mode": "fork"}), str(tmp_path), dict)
+
+
+def test_a_worker_that_cannot_start_makes_the_cleaning_wait_for_the_next_one(tmp_path: Path, monkeypatch) -> None:
+    """No process can be started (here: no interpreter at ``sys.executable``): the cleaning
+    gives up, nothing changes, the log is not marked uncleanable; the next one works."""
+    clock = Clock()
+    log = open_log(tmp_path, clock)
+    fill(log, 3)
+    before = read_all(log)
+    cleaner = LogCleaner(CleanerConfig(mode="process"), str(tmp_path), lambda: {("t", 0): log}, now_ms=clock)
+    try:
+        monkeypatch.setattr(sys, "executable", str(tmp_path / "no-python"))
+        assert cleaner.clean_once()
+        assert read_all(log) == before and cleaner.cleanings == 0 and not cleaner.uncleanable
+        monkeypatch.undo()
+        assert cleaner.clean_once()
+        assert cleaner.cleanings == 1 and [r.key for r in read_all(log)] == [b"k0", b"k1", b"k2"]
+    finally:
+        cleaner.shutdown()
+    log.close()
