@@ -436,7 +436,7 @@ def group_segments_by_size(segments: list[SegmentFile], max_size: int, max_index
         except OSError:
             return 0, 0
 
-    groups: list[list[LogSegment]] = []
+    groups: list[list[SegmentFile]] = []
     i = 0
     n = len(segments)
     while i < n:

@@ -274,7 +274,8 @@ class _Child:
 
     def recv(self) -> tuple[Any, ...]:
         try:
-            return self.conn.recv()  # type: ignore[no-any-return]
+            msg: tuple[Any, ...] = self.conn.recv()
+            return msg
         except (EOFError, OSError):
             os._exit(0)  # the parent is gone: leave every file as it is (a crash, for the loader)
 
