@@ -389,7 +389,11 @@ class ForeignMember:
             assignor = {"range": RangePartitionAssignor, "sticky": StickyPartitionAssignor}[strategy]
             self.c = KafkaConsumer(bootstrap_servers=bootstrap, group_id=group, client_id="kp-member",
                                    partition_assignment_strategy=[assignor], session_timeout_ms=6000,
-                                   heartbeat_interval_ms=300, auto_offset_reset="earliest")
+                                   heartbeat_interval_ms=300, auto_offset_reset="earliest",
+                                   # kafka-python may lead its first rebalance before its metadata
+                                   # names the topic (it then assigns nothing, "No partition metadata");
+                                   # a refresh within a second makes it rebalance with the topic.
+                                   metadata_max_age_ms=1000)
         self.c.subscribe([topic])
         self.thread = asyncio.get_running_loop().run_in_executor(None, self._run)
 
