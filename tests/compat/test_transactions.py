@@ -163,15 +163,20 @@ class TxnWorker:
 
 
 @pytest.mark.slow
-def test_confluent_consume_transform_produce_exactly_once_across_sigkills(
-        txn_broker: BrokerProcess, tmp_path: Path) -> None:
-    bs, parts, n = txn_broker.bootstrap, 3, 900
+def test_confluent_consume_transform_produce_exactly_once_across_sigkills(tmp_path: Path) -> None:
+    """The worker is SIGKILLed 8-12 times, at random moments or as a commit starts; twice the
+    broker is SIGKILLed first, under the running worker, which reconnects and commits again
+    before it is killed in turn (its open transaction and pending transactional offsets come
+    back from ``__transaction_state``, ``__consumer_offsets`` and the producer state)."""
+    b = BrokerProcess(str(tmp_path / "data"), FAST_TXN_CHECKS, port=_free_port()).start()
+    bs, parts, n = b.bootstrap, 3, 900
     create_topic(bs, "ctp-in", parts)
     create_topic(bs, "ctp-out", parts)
     p = Producer({"bootstrap.servers": bs, "linger.ms": 5})
     for i in range(n):
         p.produce("ctp-in", b"r%04d" % i, partition=i % parts)
     assert p.flush(10) == 0
+    del p
     args = ("ctp-in", "ctp-out", "ctp-group", "ctp-worker", "--every", "30", "--delay-ms", "3")
     rng = random.Random(16)
     kills = rng.randint(8, 12)
@@ -183,7 +188,16 @@ def test_confluent_consume_transform_produce_exactly_once_across_sigkills(
             workers.append(w)
             wait_for(lambda w=w: "ready" in w.events() or w.proc.poll() is not None, 30, f"worker {life} to be ready")
             assert w.proc.poll() is None, w.output()
-            if life % 2:  # at a random moment, most likely while records are being produced
+            if life % 4 == 3:  # the broker dies under the worker
+                time.sleep(rng.uniform(0.05, 0.4))
+                b.kill()
+                b.start()
+                # ...and carries on: it commits twice more (the first may be the one it was in)
+                done = sum(e.startswith("commit ") for e in w.events())
+                wait_for(lambda w=w, done=done: sum(e.startswith("commit ") for e in w.events()) > done + 1
+                         or w.proc.poll() is not None, 30, f"worker {life} to commit after the broker's restart")
+                assert w.proc.poll() is None, w.output()
+            elif life % 2:  # at a random moment, most likely while records are being produced
                 time.sleep(rng.uniform(0.05, 0.6))
             else:  # as soon as the k-th commit starts: during send_offsets or commit_transaction
                 k = rng.randint(1, 4)
@@ -200,7 +214,25 @@ def test_confluent_consume_transform_produce_exactly_once_across_sigkills(
         for w in workers:
             if w.proc.poll() is None:
                 w.kill()
+        rc = b.stop()
+    assert rc == 0, b.log_text()
+    b.start()  # read back after a clean restart: what was committed stays committed
+    try:
+        check_transformed_once(b.bootstrap, parts, n, lives)
+        c = Consumer({"bootstrap.servers": b.bootstrap, "group.id": "ctp-group"})
+        try:  # the group's offsets, committed with the transactions, are at the input's end
+            assert [tp.offset for tp in c.committed([TopicPartition("ctp-in", q) for q in range(parts)], 10)] == [
+                n // parts] * parts
+        finally:
+            c.close()
+    finally:
+        rc = b.stop()
+    assert rc == 0, b.log_text()
 
+
+def check_transformed_once(bs: str, parts: int, n: int, lives: list[list[str]]) -> None:
+    """ctp-out read with read_committed holds one result per input record, and the kills did
+    leave aborted results behind (read_uncommitted sees more)."""
     got = ck_read_all(bs, "ctp-out", parts)
     keys = sorted(g.key or b"" for g in got)
     want = sorted(f"{i % parts}:{i // parts}".encode() for i in range(n))
@@ -243,7 +275,8 @@ class CommitLoop(threading.Thread):
     def _producer(self) -> Producer:
         p = Producer({"bootstrap.servers": self.bootstrap, "transactional.id": "sigkill-committer",
                       "transaction.timeout.ms": 10000, "linger.ms": 1, "socket.timeout.ms": 3000,
-                      "retry.backoff.ms": 50, "reconnect.backoff.max.ms": 200})
+                      "retry.backoff.ms": 50, "reconnect.backoff.max.ms": 200,
+                      "metadata.recovery.strategy": "none"})  # see txn_worker.py
         p.init_transactions(30)
         return p
 

@@ -10,7 +10,8 @@ It can be SIGKILLed at any point: its successor, started with the same ``transac
 fences it (InitProducerId aborts the open transaction) and resumes from the offsets committed
 with the last committed transaction. ``--progress`` gets one line per event, flushed:
 ``ready`` (transactions initialised, partitions assigned), ``begin``, ``committing`` (before
-``send_offsets_to_transaction``), ``commit N`` (N records in it). The worker stops cleanly once ``--stop`` exists and the input is drained.
+``send_offsets_to_transaction``), ``commit N`` (N records in it). The worker stops cleanly once
+``--stop`` exists and it has read every assigned partition to its end (partition EOF events).
 
     python -m tests.compat.txn_worker BOOTSTRAP INPUT OUTPUT GROUP TXN_ID --progress F --stop F
 """
@@ -33,30 +34,44 @@ def main() -> None:
     ap.add_argument("--delay-ms", type=float, default=0.0, help="sleep after each record (work to interrupt)")
     a = ap.parse_args()
 
-    from confluent_kafka import Consumer, KafkaException, Producer
+    from confluent_kafka import Consumer, KafkaError, KafkaException, Producer
 
     progress = open(a.progress, "a", buffering=1)  # noqa: SIM115 - lives as long as the process
+    # No re-bootstrap when every broker is down (librdkafka's default since 2.10): it decommissions
+    # the one broker there is, after which librdkafka 2.16's send_offsets_to_transaction can wait
+    # out its whole timeout for a group coordinator (librdkafka issue #5511) when the test
+    # restarts the broker.
+    no_rebootstrap = {"metadata.recovery.strategy": "none"}
     consumer = Consumer({
         "bootstrap.servers": a.bootstrap, "group.id": a.group, "group.instance.id": a.txn_id,
         "isolation.level": "read_committed", "enable.auto.commit": False, "auto.offset.reset": "earliest",
-        "session.timeout.ms": 6000, "heartbeat.interval.ms": 500, "fetch.wait.max.ms": 50,
-        "socket.timeout.ms": 5000})
+        "session.timeout.ms": 6000, "heartbeat.interval.ms": 500, "fetch.wait.max.ms": 50, "enable.partition.eof": True,
+        "socket.timeout.ms": 5000, **no_rebootstrap})
     producer = Producer({
         "bootstrap.servers": a.bootstrap, "transactional.id": a.txn_id, "transaction.timeout.ms": 10000,
-        "linger.ms": 2, "socket.timeout.ms": 5000})
+        "linger.ms": 2, "socket.timeout.ms": 5000, **no_rebootstrap})
     producer.init_transactions(30)
-    assigned: list[Any] = []
+    assigned: set[int] = set()
+    at_end: set[int] = set()  # partitions read up to their end (for read_committed: the LSO)
 
     def on_assign(c: Any, parts: list[Any]) -> None:
         if not assigned:
             progress.write("ready\n")
-        assigned.extend(parts)
+        assigned.clear()
+        assigned.update(p.partition for p in parts)
 
     consumer.subscribe([a.input], on_assign=on_assign)
 
     in_txn = 0
     while True:
-        msgs = [m for m in consumer.consume(a.every - in_txn, timeout=0.2) if m.error() is None]
+        msgs = []
+        for m in consumer.consume(a.every - in_txn, timeout=0.2):
+            err = m.error()
+            if err is None:
+                msgs.append(m)
+                at_end.discard(m.partition())
+            elif err.code() == KafkaError._PARTITION_EOF:
+                at_end.add(m.partition())
         for m in msgs:
             if not in_txn:
                 producer.begin_transaction()
@@ -77,7 +92,7 @@ def main() -> None:
                 raise
             progress.write(f"commit {in_txn}\n")
             in_txn = 0
-        if not msgs and not in_txn and os.path.exists(a.stop):
+        if not in_txn and assigned and at_end >= assigned and os.path.exists(a.stop):
             break
     consumer.close()
     progress.write("closed\n")
