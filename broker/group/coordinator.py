@@ -863,6 +863,8 @@ class GroupCoordinator:
                 continue
             if g.protocol_type is not None and not g.is_in(EMPTY):
                 continue  # a group with members keeps its offsets
+            if g.pending_txn_offsets:
+                continue  # an open transaction will commit or drop offsets here
             gone = []
             for tp, om in g.offsets.items():
                 if om.expire_timestamp >= 0:

@@ -13,22 +13,23 @@ API_KEY = ApiKey.ADD_PARTITIONS_TO_TXN
 
 
 def _response(request: dict[str, Any], code_of: Any) -> dict[str, Any]:
-    return {"throttle_time_ms": 0, "results": [
-        {"name": t["name"], "results": [{"partition_index": p, "partition_error_code": int(code_of(t["name"], p))}
-                                        for p in t["partitions"]]}
-        for t in request["topics"]]}
+    return {"throttle_time_ms": 0, "results_by_topic_v3_and_below": [
+        {"name": t["name"], "results_by_partition": [
+            {"partition_index": p, "partition_error_code": int(code_of(t["name"], p))} for p in t["partitions"]]}
+        for t in request["v3_and_below_topics"]]}
 
 
 def handle(request: dict[str, Any], version: int, state: Any) -> Any:
-    wanted = [(t["name"], p) for t in request["topics"] for p in t["partitions"]]
+    wanted = [(t["name"], p) for t in request["v3_and_below_topics"] for p in t["partitions"]]
     missing = {tp for tp in wanted if state.logs.get_log(*tp) is None}
     if missing:
         return _response(request, lambda t, p: ErrorCode.UNKNOWN_TOPIC_OR_PARTITION if (t, p) in missing
                          else ErrorCode.OPERATION_NOT_ATTEMPTED)
 
     async def add() -> dict[str, Any]:
-        code = await state.txn.add_partitions(request["transactional_id"], request["producer_id"],
-                                              request["producer_epoch"], wanted)
+        code = await state.txn.add_partitions(request["v3_and_below_transactional_id"],
+                                              request["v3_and_below_producer_id"],
+                                              request["v3_and_below_producer_epoch"], wanted)
         if code == ErrorCode.PRODUCER_FENCED and version < 2:  # v2 introduced PRODUCER_FENCED
             code = ErrorCode.INVALID_PRODUCER_EPOCH
         return _response(request, lambda t, p: code)

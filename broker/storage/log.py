@@ -16,8 +16,9 @@ Threading: every method runs on the owner's thread (the broker's event loop) exc
 ``flush``, which is designed to run in a worker thread concurrently with appends: it
 snapshots the segments to flush under ``_lock`` and fsyncs outside it, so appends never wait
 for the disk. One fsync per file covers every append made before it (group commit). The log
-cleaner (cleaner/) reads from its own thread only what ``segment_list`` and
-``last_records_of_active_producers`` hand out under ``_lock`` (inactive segments never change)
+cleaner (cleaner/) reads from its own thread only what ``segment_list``,
+``last_records_of_active_producers``, ``last_stable_offset_locked`` and
+``aborted_transactions_locked`` hand out under ``_lock`` (inactive segments never change)
 and asks the owner's thread to run ``replace_segments``, the one step that changes the map.
 """
 
@@ -667,6 +668,19 @@ class Log:
             start = self.segments.first()[0] if from_offset is None else _floor_key(self.segments, from_offset)  # type: ignore[index]
             return [seg for base, seg in self.segments.items(start) if to_offset is None or base < to_offset]
 
+    def last_stable_offset_locked(self) -> int:
+        """``last_stable_offset`` for another thread (the cleaner's bound): read under the lock,
+        while no append changes the open transactions."""
+        with self._lock:
+            return self.last_stable_offset
+
+    def aborted_transactions_locked(self, start: int, end: int) -> list[AbortedTxn]:
+        """``collect_aborted_transactions`` for another thread (the cleaner): under the lock, so
+        that no append to the active segment's ``.txnindex`` and no segment change runs
+        meanwhile. The entries are cached by the indexes: this costs no I/O after the first call."""
+        with self._lock:
+            return self.collect_aborted_transactions(start, end)
+
     def last_records_of_active_producers(self) -> dict[int, int]:
         """producer id -> offset of its last data batch, for every producer the state knows
         (Kafka's lastRecordsOfActiveProducers): the cleaner keeps those batches, emptied if
@@ -961,7 +975,8 @@ def _list_files(directory: str) -> list[str]:
 
 def _remove_temp_files_and_collect_swaps(directory: str, names: list[str]) -> list[str]:
     """Delete ``*.deleted`` and ``*.cleaned`` files and invalid swaps (removing them from
-    ``names``); return the valid ``*.log.swap`` paths."""
+    ``names``); finish the rename of a ``.txnindex.swap`` whose segment's own final rename a
+    crash interrupted; return the valid ``*.log.swap`` paths."""
     swaps: list[str] = []
     txn_swaps: list[str] = []
     cleaned: list[str] = []
@@ -1004,10 +1019,30 @@ def _remove_temp_files_and_collect_swaps(directory: str, names: list[str]) -> li
         else:
             valid.append(path)
     valid_prefixes = {os.path.basename(p)[:20] for p in valid}
+    all_swap_prefixes = {os.path.basename(p)[:20] for p in swaps}
+    present = set(names)
+    stale_txn_swaps: list[str] = []
     for path in txn_swaps:
-        if os.path.basename(path)[:20] not in valid_prefixes:
-            cleaned.append(path)
-    for path in cleaned:
+        name = os.path.basename(path)
+        prefix = name[:20]
+        off = _offset_from_name(name)
+        if prefix in valid_prefixes:
+            continue
+        if (prefix not in all_swap_prefixes and prefix + LOG_FILE_SUFFIX in present and off is not None
+                and (min_cleaned is None or off < min_cleaned)):
+            # A crash inside the last rename of a swap (``.swap`` -> final name, the ``.log``
+            # first): the segment is the cleaned one, its old files are already ``.deleted``.
+            # Finish the rename of the aborted transactions it carries.
+            final = name[: -len(SWAP_FILE_SUFFIX)]
+            logger.info("%s: completing the interrupted rename of %s", directory, name)
+            os.replace(path, os.path.join(directory, final))
+            removed.add(name)
+            names.append(final)
+        else:
+            stale_txn_swaps.append(path)
+    # The transaction-index swaps go before the ``.cleaned`` files: a crash in this loop then
+    # never leaves one without the ``.cleaned`` file that marks it stale (see above).
+    for path in stale_txn_swaps + cleaned:
         logger.info("%s: removing leftover %s", directory, os.path.basename(path))
         os.unlink(path)
         removed.add(os.path.basename(path))

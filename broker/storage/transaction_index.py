@@ -31,7 +31,8 @@ import os
 import struct
 from typing import NamedTuple
 
-__all__ = ["AbortedTxn", "TransactionIndex", "TXN_INDEX_FILE_SUFFIX", "txn_index_file_name"]
+__all__ = ["AbortedTxn", "TransactionIndex", "TXN_INDEX_FILE_SUFFIX", "txn_index_file_name", "ParsedEntries",
+           "parse_entries"]
 
 logger = logging.getLogger(__name__)
 
@@ -53,6 +54,26 @@ class AbortedTxn(NamedTuple):
 
     def encode(self) -> bytes:
         return _ENTRY.pack(CURRENT_VERSION, *self)
+
+
+class ParsedEntries(NamedTuple):
+    """What a ``.txnindex`` file's bytes hold: its entries up to the first of an unknown
+    version (``unknown_version``, None if none), and how many bytes at the end are not a
+    whole entry (a torn write)."""
+
+    entries: list[AbortedTxn]
+    unknown_version: int | None
+    trailing_bytes: int
+
+
+def parse_entries(data: bytes) -> ParsedEntries:
+    whole = len(data) - len(data) % ENTRY_SIZE
+    out: list[AbortedTxn] = []
+    for version, pid, first, last, lso in _ENTRY.iter_unpack(data[:whole]):
+        if version != CURRENT_VERSION:
+            return ParsedEntries(out, version, len(data) - whole)
+        out.append(AbortedTxn(pid, first, last, lso))
+    return ParsedEntries(out, None, len(data) - whole)
 
 
 class TransactionIndex:
@@ -79,16 +100,14 @@ class TransactionIndex:
                 data = f.read()
         except FileNotFoundError:
             return []
-        whole = len(data) - len(data) % ENTRY_SIZE
-        if whole != len(data):
-            logger.warning("%s: %d trailing bytes are not a whole entry; ignoring them", self.path, len(data) - whole)
-        out = []
-        for version, pid, first, last, lso in _ENTRY.iter_unpack(data[:whole]):
-            if version != CURRENT_VERSION:
-                logger.warning("%s: entry of unknown version %d; ignoring the rest of the file", self.path, version)
-                break
-            out.append(AbortedTxn(pid, first, last, lso))
-        return out
+        parsed = parse_entries(data)
+        if parsed.trailing_bytes:
+            logger.warning("%s: %d trailing bytes are not a whole entry; ignoring them", self.path,
+                           parsed.trailing_bytes)
+        if parsed.unknown_version is not None:
+            logger.warning("%s: entry of unknown version %d; ignoring the rest of the file", self.path,
+                           parsed.unknown_version)
+        return parsed.entries
 
     def collect(self, fetch_offset: int, upper_bound: int, out: list[AbortedTxn]) -> bool:
         """Append to ``out`` the entries overlapping [fetch_offset, upper_bound); True when an

@@ -342,14 +342,14 @@ def _mirror(fields: Any, req: Any, version: int, code: int) -> tuple[dict[str, A
     from client.protocol.schema import Array, parse_versions
     out: dict[str, Any] = {}
     inner_error = False
-    error_field = False
+    error_field: str | None = None
     req_lists = [(k, v) for k, v in req.items() if type(v) is list] if type(req) is dict else []
     for f in fields:
         lo, hi = parse_versions(f.versions)
         if not lo <= version <= hi:
             continue
-        if f.name == "error_code":
-            error_field = True
+        if f.name == "error_code" or f.name == "partition_error_code":  # AddPartitionsToTxn's name
+            error_field = f.name
         elif f.name in _OFFSET_FIELDS:
             out[f.name] = -1
         elif isinstance(f.type, Array) and not isinstance(f.type.of, str):
@@ -372,6 +372,6 @@ def _mirror(fields: Any, req: Any, version: int, code: int) -> tuple[dict[str, A
                     if alias in req and isinstance(req[alias], (str, int)):
                         out[f.name] = req[alias]
                         break
-    if error_field:
-        out["error_code"] = 0 if inner_error else code
-    return out, error_field or inner_error
+    if error_field is not None:
+        out[error_field] = 0 if inner_error else code
+    return out, error_field is not None or inner_error

@@ -21,7 +21,9 @@ The output matches Kafka's line for line:
   sequences become U+FFFD, as Java's StringDecoder does); control batches show the marker
   (`` endTxnMarker: COMMIT coordinatorEpoch: 5``) instead of key and payload. With
   ``--offsets-decoder`` (``__consumer_offsets``), keys and payloads are printed as JSON
-  (broker/tools/offsets_decoder.py).
+  (broker/tools/offsets_decoder.py); with ``--transaction-log-decoder``
+  (``__transaction_state``), as Kafka's transaction log parser prints them
+  (broker/tools/transaction_log_decoder.py).
 
 ``.index``: ``offset: O position: P`` per entry, or ``<file> is empty.``
 ``.timeindex``: ``timestamp: T offset: O`` per entry.
@@ -32,6 +34,13 @@ The output matches Kafka's line for line:
       timestamp: 1700000000000                                              (one line per producer)
 
   A snapshot failing its CRC or version check prints the reason to stderr (exit status 1).
+
+``.txnindex`` (the aborted transactions of a segment, one line per entry)::
+
+    version: 0 producerId: 1000 firstOffset: 5 lastOffset: 9 lastStableOffset: 10
+
+  An entry of an unknown version stops the file (reported on stderr, as Kafka fails there);
+  trailing bytes that are not a whole 34-byte entry (a torn write) are reported on stderr.
 
   Both stop at the first entry after the first whose offset equals the base offset: that is
   zero padding (a live segment's index is preallocated and loads as full, see index.py). As in
@@ -65,7 +74,7 @@ import argparse
 import os
 import struct
 import sys
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from contextlib import ExitStack
 from dataclasses import dataclass, field
 from typing import TextIO
@@ -76,7 +85,9 @@ from broker.storage.offset_index import OffsetIndex
 from broker.storage.producer_state import SNAPSHOT_FILE_SUFFIX, read_snapshot
 from broker.storage.segment import INDEX_FILE_SUFFIX, LOG_FILE_SUFFIX, TIME_INDEX_FILE_SUFFIX
 from broker.storage.time_index import TimeIndex
+from broker.storage.transaction_index import TXN_INDEX_FILE_SUFFIX, parse_entries
 from broker.tools.offsets_decoder import describe_offsets_record
+from broker.tools.transaction_log_decoder import describe_transaction_log_record
 from client.cli import positive_int
 from client.records.batch import (
     CONTROL_FLAG_MASK,
@@ -106,6 +117,8 @@ _END_TXN_VALUE = struct.Struct(">hi")  # version, coordinatorEpoch
 # What a bad file can make the readers raise: CorruptRecordError & co. and decompression
 # failures are ValueErrors; StorageError covers the index classes.
 _DUMP_ERRORS = (OSError, ValueError, StorageError)
+#: A payload decoder: (key, value, offset) -> the `` key: ... payload: ...`` part of a record line.
+Decoder = Callable[[bytes | None, bytes | None, int], str]
 
 
 def _bool(flag: int | bool) -> str:
@@ -163,7 +176,7 @@ def _control_description(rec: Record) -> str:
     return f" controlType: {name}({type_id})"
 
 
-def _record_line(rec: Record, h: RecordBatchHeader, ts_type: str, print_data: bool, offsets_decoder: bool = False
+def _record_line(rec: Record, h: RecordBatchHeader, ts_type: str, print_data: bool, decoder: Decoder | None = None
                  ) -> str:
     base_seq = h.base_sequence
     seq = -1 if base_seq == -1 else (base_seq + rec.offset - h.base_offset) % _SEQUENCE_MODULUS
@@ -176,8 +189,8 @@ def _record_line(rec: Record, h: RecordBatchHeader, ts_type: str, print_data: bo
     )
     if h.is_control:
         line += _control_description(rec)
-    elif offsets_decoder:
-        line += describe_offsets_record(rec.key, rec.value, rec.offset)
+    elif decoder is not None:
+        line += decoder(rec.key, rec.value, rec.offset)
     elif print_data:
         if rec.key is not None:
             line += f" key: {rec.key.decode('utf-8', 'replace')}"
@@ -230,10 +243,10 @@ class _Dumper:
     def __init__(
         self, *, deep_iteration: bool, print_data_log: bool, verify_index_only: bool,
         index_sanity_check: bool, max_message_size: int, max_bytes: int | None,
-        out: TextIO, err: TextIO, offsets_decoder: bool = False,
+        out: TextIO, err: TextIO, decoder: Decoder | None = None,
     ) -> None:
-        self.offsets_decoder = offsets_decoder
-        self.print_data = print_data_log or offsets_decoder  # Kafka: a decoder implies --print-data-log
+        self.decoder = decoder
+        self.print_data = print_data_log or decoder is not None  # Kafka: a decoder implies --print-data-log
         self.deep = deep_iteration or self.print_data  # Kafka: --print-data-log implies deep
         self.verify_only = verify_index_only
         self.sanity_only = index_sanity_check
@@ -261,10 +274,10 @@ class _Dumper:
             INDEX_FILE_SUFFIX: self.dump_index,
             TIME_INDEX_FILE_SUFFIX: self.dump_time_index,
             SNAPSHOT_FILE_SUFFIX: self.dump_producer_snapshot,
+            TXN_INDEX_FILE_SUFFIX: self.dump_txn_index,
         }
         dumper = dumpers.get(suffix)
         if dumper is None:
-            # Kafka also dumps .txnindex; minibroker does not write it yet.
             self.err.write(f"Ignoring unknown file {path}\n")
             return
         try:
@@ -280,8 +293,8 @@ class _Dumper:
     def dump_producer_snapshot(self, path: str) -> None:
         try:
             entries = read_snapshot(path)
-        except CorruptSnapshotError as e:
-            self.error(str(e))
+        except CorruptSnapshotError as err:
+            self.error(str(err))
             return
         for e in entries:
             txn = f"OptionalLong[{e.current_txn_first_offset}]" if e.current_txn_first_offset >= 0 else "OptionalLong.empty"
@@ -292,6 +305,21 @@ class _Dumper:
                 line += (f"firstSequence: {b.first_seq} lastSequence: {b.last_seq} lastOffset: {b.last_offset}"
                          f" offsetDelta: {b.offset_delta} timestamp: {b.timestamp}")
             self.print(line)
+
+    # -- .txnindex --
+
+    def dump_txn_index(self, path: str) -> None:
+        _base_offset_of(path)  # Kafka parses it too: a badly named file is an error
+        with open(path, "rb") as f:
+            parsed = parse_entries(f.read())
+        for txn in parsed.entries:
+            self.print(f"version: 0 producerId: {txn.producer_id} firstOffset: {txn.first_offset}"
+                       f" lastOffset: {txn.last_offset} lastStableOffset: {txn.last_stable_offset}")
+        if parsed.unknown_version is not None:
+            self.error(f"Unexpected aborted transaction version {parsed.unknown_version} in transaction index"
+                       f" {os.path.abspath(path)}, current version is 0")
+        elif parsed.trailing_bytes:
+            self.error(f"Found {parsed.trailing_bytes} invalid bytes at the end of {os.path.basename(path)}")
 
     # -- .log --
 
@@ -338,7 +366,7 @@ class _Dumper:
                 if last_offset != -1 and rec.offset != last_offset + 1:
                     non_consecutive.append((last_offset, rec.offset))
                 last_offset = rec.offset
-                self.print(_record_line(rec, h, ts_type, self.print_data, self.offsets_decoder))
+                self.print(_record_line(rec, h, ts_type, self.print_data, self.decoder))
         except ValueError as e:
             self.error(f"Cannot decode the records of the batch at position {pos} of {path}: {e}")
         return last_offset
@@ -487,18 +515,26 @@ def dump_files(
     out: TextIO | None = None,
     err: TextIO | None = None,
     offsets_decoder: bool = False,
+    transaction_log_decoder: bool = False,
 ) -> int:
     """Dump each file as Kafka's DumpLogSegments does; return the exit status (see module doc).
 
     ``out`` and ``err`` default to ``sys.stdout`` and ``sys.stderr`` *at call time*.
     ``max_bytes`` limits how much of each ``.log`` is read (Kafka's ``--max-bytes``).
+    ``offsets_decoder`` / ``transaction_log_decoder``: decode ``__consumer_offsets`` /
+    ``__transaction_state`` records (the first wins when both are given, as in Kafka).
     """
+    decoder: Decoder | None = None
+    if offsets_decoder:
+        decoder = describe_offsets_record
+    elif transaction_log_decoder:
+        decoder = describe_transaction_log_record
     dumper = _Dumper(
         deep_iteration=deep_iteration, print_data_log=print_data_log,
         verify_index_only=verify_index_only, index_sanity_check=index_sanity_check,
         max_message_size=max_message_size, max_bytes=max_bytes,
         out=sys.stdout if out is None else out, err=sys.stderr if err is None else err,
-        offsets_decoder=offsets_decoder,
+        decoder=decoder,
     )
     for path in paths:
         dumper.dump(os.fspath(path))
@@ -510,12 +546,12 @@ def dump_files(
 # -- the ``minibroker dump-log`` subcommand --
 
 
-HELP = "print segment files (.log, .index, .timeindex) as Kafka's DumpLogSegments does"
+HELP = "print segment files (.log, .index, .timeindex, .txnindex, .snapshot) as Kafka's DumpLogSegments does"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("files", nargs="+", metavar="FILE",
-                        help="segment files: NNNNNNNNNNNNNNNNNNNN.log, .index or .timeindex")
+                        help="segment files: NNNNNNNNNNNNNNNNNNNN.log, .index, .timeindex, .txnindex or .snapshot")
     parser.add_argument("--deep-iteration", action="store_true",
                         help="also print every record (implied by --print-data-log)")
     parser.add_argument("--print-data-log", action="store_true",
@@ -532,6 +568,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--offsets-decoder", action="store_true",
                         help="decode __consumer_offsets records (committed offsets, group metadata) as JSON;"
                         " implies --print-data-log")
+    parser.add_argument("--transaction-log-decoder", action="store_true",
+                        help="decode __transaction_state records (transactional id, producer id and epoch, state,"
+                        " partitions); implies --print-data-log")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -544,4 +583,5 @@ def run(args: argparse.Namespace) -> int:
         max_message_size=args.max_message_size,
         max_bytes=args.max_bytes,
         offsets_decoder=args.offsets_decoder,
+        transaction_log_decoder=args.transaction_log_decoder,
     )

@@ -180,23 +180,26 @@ class TransactionCoordinator:
         except TopicExistsError:
             pass
 
-    async def _persist(self, m: TransactionMetadata, new: TxnLogValue) -> None:
-        """Append ``new`` as ``m``'s record and wait for its fsync; CoordinatorError
-        (COORDINATOR_NOT_AVAILABLE) if it cannot be written."""
+    async def _persist(self, m: TransactionMetadata, new: TxnLogValue, durable: bool = True) -> None:
+        """Append ``new`` as ``m``'s record and (``durable``) wait for its fsync;
+        CoordinatorError (COORDINATOR_NOT_AVAILABLE) if it cannot be written."""
         try:
             self.ensure_topic()
             log = self.state.logs.log_or_raise(TRANSACTION_STATE, self.partition_for(m.transactional_id))
             info = log.append(build_batch([(encode_txn_key(m.transactional_id), encode_txn_value(new))]))
-            await self.state.durable(log, info.last_offset + 1)
+            if durable:
+                await self.state.durable(log, info.last_offset + 1)
         except asyncio.CancelledError:
             raise
         except Exception as e:  # noqa: BLE001 - the client retries COORDINATOR_NOT_AVAILABLE
             logger.error("cannot write the state of transactional id %s: %s", m.transactional_id, e)
             raise CoordinatorError(E.COORDINATOR_NOT_AVAILABLE) from e
 
-    async def _transit(self, m: TransactionMetadata, state: TxnState, **changes: Any) -> None:
+    async def _transit(self, m: TransactionMetadata, state: TxnState, durable: bool = True, **changes: Any) -> None:
         """Write ``m`` in ``state`` with ``changes`` applied, then apply them in memory. While
-        the write is in flight ``m.pending`` is set and other changes are refused."""
+        the write is in flight ``m.pending`` is set and other changes are refused. Without
+        ``durable`` the state applies once appended: the next durable write of this id (the
+        same ``__transaction_state`` partition) covers it before anything depends on it."""
         m.pending = state
         try:
             saved = {k: getattr(m, k) for k in changes}
@@ -206,7 +209,7 @@ class TransactionCoordinator:
             record = m.to_record(state)
             for k, v in saved.items():  # memory follows the log: restored until durable
                 setattr(m, k, v)
-            await self._persist(m, record)
+            await self._persist(m, record, durable)
             for k, v in changes.items():
                 setattr(m, k, v)
             m.state = state
@@ -386,7 +389,10 @@ class TransactionCoordinator:
         done = TxnState.COMPLETE_COMMIT if commit else TxnState.COMPLETE_ABORT
         while True:
             try:
-                await self._transit(m, done, partitions=set())
+                # Not waited for: the next transaction's first write (AddPartitions, durable) is
+                # fsync'd with it, and until then a crash only means writing the markers again,
+                # to partitions where this transaction is already closed.
+                await self._transit(m, done, durable=False, partitions=set())
                 return
             except CoordinatorError:
                 await asyncio.sleep(MARKER_RETRY_S)

@@ -70,7 +70,8 @@ def test_error_response_encodes_for_every_api_and_version(key: int) -> None:
 
 def _error_codes(x: Any) -> list[int]:
     if isinstance(x, dict):
-        return [c for k, val in x.items() for c in ([val] if k == "error_code" else _error_codes(val))]
+        return [c for k, val in x.items()
+                for c in ([val] if k in ("error_code", "partition_error_code") else _error_codes(val))]
     if isinstance(x, list):
         return [c for i in x for c in _error_codes(i)]
     return []

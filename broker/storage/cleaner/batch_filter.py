@@ -9,6 +9,9 @@ A record is kept when (Kafka's shouldRetainRecord):
   still within its delete horizon.
 
 Records without a key in a compacted log are dropped (counted as invalid), as Kafka does.
+Every record of a batch of an aborted transaction is dropped, wherever it lies (the caller
+tells, see transactions.py): no read_committed reader may see it, and no read_uncommitted
+one needs to (Kafka's discard of aborted batches).
 
 A batch with no record left is kept as an empty batch (61 bytes, recordsCount 0, no codec,
 baseTimestamp -1, the original baseOffset, lastOffsetDelta, maxTimestamp and producer
@@ -27,8 +30,8 @@ tombstone is cleaned: then its baseTimestamp becomes the delete horizon (cleanin
 ``delete.retention.ms``), the deleteHorizon attribute (bit 6) is set and the records'
 timestamp deltas are re-encoded against it (Kafka, KIP-534). The tombstones of that batch go
 at the first cleaning after the horizon. maxTimestamp becomes the largest kept timestamp
-(CreateTime) or stays (LogAppendTime). Control batches (transaction markers, which this
-broker does not write yet) are kept as they are.
+(CreateTime) or stays (LogAppendTime). Control batches (transaction markers) are kept as
+they are (transactions.py says why).
 """
 
 from __future__ import annotations
@@ -102,16 +105,19 @@ def _record_spans(data: bytes, count: int) -> list[int]:
     return spans
 
 
-def filter_batch(batch: memoryview, ctx: BatchContext, *, retain_empty: bool) -> FilterResult:
+def filter_batch(batch: memoryview, ctx: BatchContext, *, retain_empty: bool, aborted: bool = False) -> FilterResult:
     """Apply the module's rules to one whole stored batch. ``retain_empty``: the caller's
     reasons to keep an emptied batch (it ends the cleaned range or the segment group); the
-    active-producer reason is checked here."""
+    active-producer reason is checked here. ``aborted``: the batch is data of an aborted
+    transaction (all its records go)."""
     fields = HEADER_STRUCT.unpack_from(batch, 0)
     (base, _, epoch, magic, _, attributes, last_delta, base_ts, max_ts, pid, p_epoch, base_seq, count) = fields
     if attributes & CONTROL_FLAG_MASK:
         return FilterResult(bytes(batch), 0, 0, 0)
     if pid >= 0 and ctx.active_producers.get(pid) == base + last_delta:
         retain_empty = True
+    if aborted:
+        return FilterResult(empty_batch(fields) if retain_empty else None, count, 0, 0)
     codec = attributes & 0x07
     section = batch[RECORDS_OFFSET:]
     data = decompress(codec, section, ctx.max_decompressed) if codec else bytes(section)

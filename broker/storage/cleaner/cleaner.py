@@ -1,20 +1,26 @@
 """Cleaner: one cleaning of one log (Kafka's Cleaner), run by a cleaner thread (manager.py).
 
 A log is split at the **first dirty offset** (the cleaner checkpoint: everything below was
-cleaned before) and the **first uncleanable offset** (the active segment's base, or the
-first segment whose largest timestamp is younger than ``min.compaction.lag.ms``). A cleaning:
+cleaned before) and the **first uncleanable offset** (the base of the segment holding the
+smallest of: the active segment's base, the last stable offset — so no open transaction is
+ever rewritten — and the first segment whose largest timestamp is younger than
+``min.compaction.lag.ms``; manager.py). It is always a segment's base offset. A cleaning:
 
 1. builds the offset map (offset_map.py): key -> last offset over the dirty segments in
    ``[first dirty, first uncleanable)``, headers and keys only, until the map is full; the map
-   then covers ``[.., map.latest_offset]`` and the cleaning ends at ``end = latest + 1``;
+   then covers ``[.., map.latest_offset]`` and the cleaning ends at ``end = latest + 1``.
+   Records of aborted transactions are not mapped (transactions.py): an aborted record must
+   never make an older committed one of its key look superseded;
 2. groups the segments below ``end`` (from the log's first segment: the clean part is recopied
    too, so that records superseded by the new dirty ones go) into runs whose ``.log`` and
    index sizes stay within ``segment.bytes`` / ``segment.index.bytes`` and whose offsets fit
    one segment (Kafka's groupSegmentsBySize);
-3. for each group, writes the kept batches (batch_filter.py) into a new segment with the
-   group's first base offset and files ``*.cleaned`` (``.log``, ``.index``, ``.timeindex``),
-   flushes it, gives it the last old segment's modification time, and asks the log's owner
-   thread to swap it in (``Log.replace_segments``: ``.cleaned`` -> ``.swap`` -> final name,
+3. for each group, writes the kept batches (batch_filter.py; batches of aborted
+   transactions lose all their records) into a new segment with the group's first base
+   offset and files ``*.cleaned`` (``.log``, ``.index``, ``.timeindex``, and ``.txnindex``
+   holding the old segments' aborted-transaction entries: every marker is kept), flushes
+   it, gives it the last old segment's modification time, and asks the log's owner thread
+   to swap it in (``Log.replace_segments``: ``.cleaned`` -> ``.swap`` -> final name,
    old segments -> ``.deleted``), then fsyncs the directory;
 4. returns ``end``: the manager writes it to ``cleaner-offset-checkpoint`` (the next first
    dirty offset).
@@ -31,10 +37,10 @@ from __future__ import annotations
 import logging
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
 
-from client.records.batch import CONTROL_FLAG_MASK, HEADER_STRUCT, RECORDS_OFFSET
+from client.records.batch import CONTROL_FLAG_MASK, HEADER_STRUCT, RECORDS_OFFSET, TRANSACTIONAL_FLAG_MASK
 from client.records.codec import decode_lists
 from client.records.compression import decompress
 
@@ -43,9 +49,11 @@ from ..file_records import FileRecords
 from ..fileutil import fsync_path
 from ..log import CLEANED_FILE_SUFFIX, Log
 from ..segment import LogSegment, log_file_name, offset_index_file_name, time_index_file_name
+from ..transaction_index import AbortedTxn, txn_index_file_name
 from .batch_filter import BatchContext, filter_batch
 from .offset_map import OffsetMap
 from .throttler import Throttler
+from .transactions import CleanedTransactions
 
 __all__ = ["Cleaner", "CleanerStats", "LogToClean", "run_inline"]
 
@@ -145,9 +153,18 @@ class Cleaner:
         cfg = log.config
         ctx = BatchContext(self.offset_map, now, cfg.delete_retention_ms, log.last_records_of_active_producers(),
                            64 * max(cfg.max_message_bytes, 1 << 20))
-        for group in group_segments_by_size(log.segment_list(None, end), cfg.segment_bytes,
-                                            cfg.segment_index_bytes, upper):
-            self.clean_segments(log, group, ctx, upper, stats)
+        # The segments up to the first uncleanable one: the ones below ``end`` are cleaned, the
+        # next one's base ends the last group (``upper`` is a segment's base).
+        segments = log.segment_list(None, upper + 1)
+        following = {s.base_offset: n.base_offset for s, n in zip(segments, segments[1:])}
+        segments = [s for s in segments if s.base_offset < end]
+        # One set of aborted transactions for the whole cleaning, as Kafka: from the first
+        # segment to the first uncleanable offset.
+        aborted = log.aborted_transactions_locked(segments[0].base_offset, upper) if segments else []
+        txns = CleanedTransactions(aborted)
+        for group in group_segments_by_size(segments, cfg.segment_bytes, cfg.segment_index_bytes, upper):
+            lo, hi = group[0].base_offset, following.get(group[-1].base_offset, upper)
+            self.clean_segments(log, group, ctx, upper, stats, txns, [e for e in aborted if lo <= e.last_offset < hi])
         stats.buffer_utilization = self.offset_map.utilization
         stats.end = time.monotonic()
         return end, stats
@@ -157,14 +174,17 @@ class Cleaner:
         m = self.offset_map
         m.clear()
         dirty = log.segment_list(start, end)
+        txns = CleanedTransactions(log.aborted_transactions_locked(start, end) if dirty else ())
         for i, seg in enumerate(dirty):
             next_start = dirty[i + 1].base_offset if i + 1 < len(dirty) else end
-            if self._map_segment(log, seg, start, next_start, stats):
+            if self._map_segment(log, seg, start, next_start, stats, txns):
                 logger.debug("%s: offset map full in segment %d", log.dir, seg.base_offset)
                 return
 
-    def _map_segment(self, log: Log, seg: LogSegment, start: int, next_start: int, stats: CleanerStats) -> bool:
-        """Add ``seg``'s keys at or above ``start``; True when the map filled up."""
+    def _map_segment(self, log: Log, seg: LogSegment, start: int, next_start: int, stats: CleanerStats,
+                     txns: CleanedTransactions) -> bool:
+        """Add ``seg``'s keys at or above ``start``, except aborted transactions' (Kafka's
+        buildOffsetMapForSegment); True when the map filled up."""
         m = self.offset_map
         max_decompressed = 64 * max(log.config.max_message_bytes, 1 << 20)
         with _open_for_cleaning(seg) as records:
@@ -177,7 +197,11 @@ class Cleaner:
                 read += len(batch)
                 if last < start:
                     continue
-                if not attributes & CONTROL_FLAG_MASK and count:  # not a control batch, not empty
+                if base >= next_start:
+                    break  # past the range to map (only when next_start is not a segment's base)
+                if txns.has_aborted and _is_aborted(txns, fields):
+                    stats.map_messages_read += count
+                elif not attributes & CONTROL_FLAG_MASK and count:  # not a control batch, not empty
                     codec = attributes & 0x07
                     section = batch[RECORDS_OFFSET:]
                     data = decompress(codec, section, max_decompressed) if codec else bytes(section)
@@ -198,21 +222,30 @@ class Cleaner:
         return False
 
     def clean_segments(self, log: Log, group: list[LogSegment], ctx: BatchContext, upper: int,
-                       stats: CleanerStats) -> None:
-        """Write ``group``'s kept batches into one ``.cleaned`` segment and swap it in."""
+                       stats: CleanerStats, txns: CleanedTransactions | None = None,
+                       txn_entries: Sequence[AbortedTxn] = ()) -> None:
+        """Write ``group``'s kept batches into one ``.cleaned`` segment and swap it in.
+        ``txns``: the cleaning's aborted transactions, fed in offset order across groups;
+        ``txn_entries``: those whose ABORT marker lies in ``group``: every marker is kept, so
+        they make the new segment's ``.txnindex``, unchanged."""
         cfg = log.config
         base = group[0].base_offset
         for path in (log_file_name(log.dir, base, CLEANED_FILE_SUFFIX),
                      offset_index_file_name(log.dir, base, CLEANED_FILE_SUFFIX),
-                     time_index_file_name(log.dir, base, CLEANED_FILE_SUFFIX)):
+                     time_index_file_name(log.dir, base, CLEANED_FILE_SUFFIX),
+                     txn_index_file_name(log.dir, base, CLEANED_FILE_SUFFIX)):
             if os.path.exists(path):
                 os.unlink(path)  # left by an aborted cleaning
         cleaned = LogSegment.open(log.dir, base, index_interval_bytes=cfg.index_interval_bytes,
                                   max_index_size=cfg.segment_index_bytes, file_suffix=CLEANED_FILE_SUFFIX)
         sizes = [seg.size for seg in group]
+        if txns is None:
+            txns = CleanedTransactions()
         try:
             for i, seg in enumerate(group):
-                self._clean_into(log, seg, sizes[i], cleaned, ctx, upper, i == len(group) - 1, stats)
+                self._clean_into(log, seg, sizes[i], cleaned, ctx, upper, i == len(group) - 1, stats, txns)
+            for e in txn_entries:
+                cleaned.txn_index.append(e)
             cleaned.on_become_inactive_segment()
             cleaned.flush()
             mtime = os.stat(group[-1].log.path).st_mtime
@@ -227,17 +260,19 @@ class Cleaner:
         self._pause("swapped")
 
     def _clean_into(self, log: Log, seg: LogSegment, size: int, dest: LogSegment, ctx: BatchContext, upper: int,
-                    last_of_group: bool, stats: CleanerStats) -> None:
+                    last_of_group: bool, stats: CleanerStats, txns: CleanedTransactions) -> None:
         out = bytearray()
         written_any = False
         read = 0
+        feed = txns.has_aborted
         with _open_for_cleaning(seg) as records:
             for pos, batch in records.iter_batch_views(0, size):
                 self.check_done(log)
                 fields = HEADER_STRUCT.unpack_from(batch, 0)
                 nxt = fields[0] + fields[6] + 1
                 retain_empty = nxt == upper or (last_of_group and pos + len(batch) == size)
-                result = filter_batch(batch, ctx, retain_empty=retain_empty)
+                result = filter_batch(batch, ctx, retain_empty=retain_empty,
+                                      aborted=feed and _is_aborted(txns, fields))
                 read += len(batch)
                 stats.bytes_read += len(batch)
                 stats.messages_read += result.records_read
@@ -267,6 +302,15 @@ class Cleaner:
 
 
 # -------------------------------------------------------------------- helpers
+
+def _is_aborted(txns: CleanedTransactions, fields: tuple[int, ...]) -> bool:
+    """Feed the batch with header ``fields`` to ``txns``: True for data of an aborted transaction."""
+    base, attributes, pid = fields[0], fields[5], fields[9]
+    if attributes & CONTROL_FLAG_MASK:
+        txns.on_control_batch(pid, base + fields[6])
+        return False
+    return txns.on_data_batch(pid, bool(attributes & TRANSACTIONAL_FLAG_MASK), base, base + fields[6])
+
 
 class _open_for_cleaning:  # noqa: N801 - a context manager used as a function
     """A read-only descriptor of the cleaner's own on ``seg``'s ``.log``: closed at exit. A

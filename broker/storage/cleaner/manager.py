@@ -95,8 +95,10 @@ def _first_batch_timestamp(seg: LogSegment) -> int:
 
 def cleanable_offsets(log: Log, checkpoint: int | None, now_ms: int) -> tuple[int, int, bool]:
     """``(first dirty offset, first uncleanable offset, checkpoint was invalid)`` of ``log``
-    (Kafka's cleanableOffsets): never past the active segment, nor past the first dirty
-    segment younger than ``min.compaction.lag.ms``."""
+    (Kafka's cleanableOffsets): never past the active segment, nor past the last stable
+    offset (an open transaction is never rewritten: its records may still be aborted), nor
+    past the first dirty segment younger than ``min.compaction.lag.ms``. The caller rounds
+    it down to the base of the segment holding it."""
     start, leo = log.log_start_offset, log.log_end_offset
     first_dirty = start if checkpoint is None else checkpoint
     invalid = False
@@ -106,7 +108,7 @@ def cleanable_offsets(log: Log, checkpoint: int | None, now_ms: int) -> tuple[in
                            first_dirty, start)
         first_dirty, invalid = start, True
     segments = log.segment_list(first_dirty)
-    uncleanable = segments[-1].base_offset  # the active segment
+    uncleanable = min(segments[-1].base_offset, log.last_stable_offset_locked())  # the active segment, the LSO
     lag = log.config.min_compaction_lag_ms
     if lag > 0:
         for seg in segments[:-1]:

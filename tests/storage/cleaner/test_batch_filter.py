@@ -87,3 +87,21 @@ def test_keyless_records_below_the_map_are_dropped_as_invalid() -> None:
     batch = stored([(None, b"1"), (b"k", b"2")])
     r = filter_batch(batch, ctx({b"k": 101}, 300), retain_empty=False)
     assert r.invalid == 1 and [x.offset for x in iter_records(r.output)] == [101]
+
+
+def test_a_batch_of_an_aborted_transaction_loses_every_record() -> None:
+    batch = stored([(b"a", b"1"), (b"b", b"2")], codec="zstd", producer_id=7, producer_epoch=1, base_sequence=4,
+                   is_transactional=True)
+    # The map would keep both (keys unknown, offsets above latest): aborted overrides that.
+    r = filter_batch(batch, ctx({}, 50), retain_empty=False, aborted=True)
+    assert (r.output, r.records_read, r.records_kept, r.invalid) == (None, 2, 0, 0)
+    kept_empty = filter_batch(batch, ctx({}, 50), retain_empty=True, aborted=True)
+    assert kept_empty.output is not None
+    h = validate_batch(kept_empty.output, allow_empty=True)
+    assert (h.base_offset, h.last_offset, h.records_count, h.producer_id, h.base_sequence, h.is_transactional) == \
+        (100, 101, 0, 7, 4, True)
+    # The producer's last batch is kept, emptied, whatever the caller says (its sequence).
+    last = filter_batch(batch, ctx({}, 50, producers={7: 101}), retain_empty=False, aborted=True)
+    assert last.output == kept_empty.output
+    # Not aborted: the same batch is kept whole.
+    assert filter_batch(batch, ctx({}, 50), retain_empty=False).output == bytes(batch)

@@ -10,6 +10,12 @@ to exactly the records of the log before the cleaning (first step) or after it (
 never a mix, never a loss; a cleaning run after recovery must then give the post-clean
 records. The log is one group of segments (segment.bytes far above the data), so one swap
 replaces them all and "pre" and "post" are the only two states.
+
+The ``txn`` flavour adds transactions of two producers, committed and aborted, spanning
+segments: there "the records" also means what a read_committed reader gets and the
+aborted-transaction entries of the ``.txnindex`` files (carried by the ``.txnindex.swap``).
+A crash inside the final rename of a swap (between the ``.log`` and the ``.txnindex``) is
+reproduced by hand: the loader must finish it.
 """
 
 from __future__ import annotations
@@ -21,13 +27,15 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import NamedTuple
 
 import pytest
 
 from broker.storage.cleaner import CleanerConfig, LogCleaner
 from broker.storage.log_manager import LogManager
+from broker.storage.transaction_index import AbortedTxn
 
-from .helpers import Rec, keyed_batch, read_all
+from .helpers import Rec, end_txn, keyed_batch, read_all, read_committed, txn_batch
 
 ROOT = Path(__file__).resolve().parents[3]
 TOPIC = "crashc"
@@ -37,9 +45,11 @@ STEPS = [("cleaned-writing", "pre"), ("swap-renamed", "post"), ("old-renamed", "
          ("before-checkpoint", "post")]
 
 
-def make_log(directory: Path) -> None:
+def make_log(directory: Path, transactions: bool = False) -> None:
     """A compacted log of 6 small segments (explicit rolls): keys repeat, some tombstones,
-    batches of every codec; then a clean shutdown."""
+    batches of every codec; with ``transactions``, producers 7 and 8 write some of the
+    batches in transactions (every third one aborted, some spanning a roll); then a clean
+    shutdown."""
     m = LogManager(str(directory))
     m.startup()
     m.create_topic(TOPIC, 1, {"cleanup.policy": "compact", "segment.bytes": str(1 << 20),
@@ -48,23 +58,44 @@ def make_log(directory: Path) -> None:
     assert log is not None
     codecs = [None, "gzip", "snappy", "lz4", "zstd"]
     n = 0
+    seq = {7: 0, 8: 0}
+    ended = 0
     for seg in range(6):
         for b in range(8):
             recs = [(b"k%d" % ((n + i) % 11), None if (n + i) % 13 == 0 else b"value-%d" % (n + i) * 20)
                     for i in range(5)]
-            log.append(keyed_batch(recs, codec=codecs[(seg + b) % 5], ts=10_000 + n))
+            pid = 7 + b % 2
+            if transactions and b % 4 < 2:
+                log.append(txn_batch(recs, pid, seq[pid], codec=codecs[(seg + b) % 5], ts=10_000 + n))
+                seq[pid] += len(recs)
+                if b % 4 == 1 or seg % 2:
+                    end_txn(log, pid, commit=ended % 3 != 2)
+                    ended += 1
+            else:
+                log.append(keyed_batch(recs, codec=codecs[(seg + b) % 5], ts=10_000 + n))
             n += 5
+        log.roll()
+    if transactions:
+        for pid in (7, 8):
+            end_txn(log, pid, commit=False)
         log.roll()
     m.shutdown()
 
 
-def records_of(directory: Path) -> list[Rec]:
+class State(NamedTuple):
+    records: list[Rec]
+    committed: list[Rec]
+    aborted: list[AbortedTxn]
+
+
+def records_of(directory: Path) -> State:
     m = LogManager(str(directory))
     m.startup()
     try:
         log = m.get_log(*TP)
         assert log is not None
-        return read_all(log)
+        return State(read_all(log), read_committed(log),
+                     log.collect_aborted_transactions(log.log_start_offset, log.log_end_offset))
     finally:
         m.shutdown()
 
@@ -77,16 +108,21 @@ def clean_in_process(directory: Path) -> None:
     m.shutdown()
 
 
-@pytest.fixture(scope="module")
-def reference(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[Rec], list[Rec]]:
-    base = tmp_path_factory.mktemp("crash-cleaner") / "pristine"
-    make_log(base)
+@pytest.fixture(scope="module", params=["plain", "txn"])
+def reference(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, State, State]:
+    base = tmp_path_factory.mktemp(f"crash-cleaner-{request.param}") / "pristine"
+    make_log(base, transactions=request.param == "txn")
     pre = records_of(base)
     post_dir = base.parent / "post"
     shutil.copytree(base, post_dir)
     clean_in_process(post_dir)
     post = records_of(post_dir)
-    assert len(post) < len(pre)  # the cleaning removes something
+    assert len(post.records) < len(pre.records)  # the cleaning removes something
+    assert post.committed == [r for r in pre.committed if r in post.records]
+    if request.param == "txn":
+        assert len(pre.aborted) >= 4 and post.aborted == pre.aborted
+        assert len(pre.committed) < len(pre.records)  # aborted records before the cleaning, none after
+        assert post.committed == post.records
     return base, pre, post
 
 
@@ -123,6 +159,7 @@ def test_sigkill_at_each_step_recovers_pre_or_post_clean(reference, tmp_path: Pa
         assert any(n.endswith(".cleaned") for n in leftovers)
     if step == "swap-renamed":
         assert any(n.endswith(".swap") for n in leftovers)
+        assert bool(pre.aborted) == any(n.endswith(".txnindex.swap") for n in leftovers)
     if step == "old-renamed":
         assert any(n.endswith(".deleted") for n in leftovers) and any(n.endswith(".swap") for n in leftovers)
     recovered = records_of(directory)  # the load after the SIGKILL recovers the directory
@@ -131,3 +168,39 @@ def test_sigkill_at_each_step_recovers_pre_or_post_clean(reference, tmp_path: Pa
     assert not [n for n in names if n.endswith((".cleaned", ".swap"))]
     clean_in_process(directory)  # finishing (or redoing) the cleaning gives the same records
     assert records_of(directory) == post
+
+
+def test_crash_inside_the_final_rename_of_a_swap(reference, tmp_path: Path) -> None:
+    """Log.replace_segments renames the new segment's files ``.swap`` -> final name, the
+    ``.log`` first. A crash right after that rename leaves the final ``.log`` beside
+    ``.index.swap``, ``.timeindex.swap`` and ``.txnindex.swap`` (the old files are already
+    ``.deleted``): the loader rebuilds the indexes and must finish the ``.txnindex`` rename,
+    whose entries cannot be rebuilt from the cleaned segment."""
+    _, _, post = reference
+    directory = tmp_path / "data"
+    shutil.copytree(reference[0].parent / "post", directory)
+    part = directory / f"{TOPIC}-0"
+    first = sorted(n for n in os.listdir(part) if n.endswith(".log"))[0][:20]
+    for suffix in (".index", ".timeindex", ".txnindex"):
+        if (part / f"{first}{suffix}").exists():
+            os.rename(part / f"{first}{suffix}", part / f"{first}{suffix}.swap")
+    (directory / ".kafka_cleanshutdown").unlink(missing_ok=True)
+    assert records_of(directory) == post
+    names = os.listdir(part)
+    assert not [n for n in names if n.endswith(".swap")]
+    assert (f"{first}.txnindex" in names) == bool(post.aborted)
+
+
+def test_a_stale_txnindex_swap_is_removed(reference, tmp_path: Path) -> None:
+    """A ``.txnindex.swap`` beside a ``.cleaned`` file at or below its offset belongs to a
+    swap the loader found invalid (a crash while it removed the leftovers): it is deleted, not
+    taken for an interrupted final rename."""
+    pristine, pre, _ = reference
+    directory = tmp_path / "data"
+    shutil.copytree(pristine, directory)
+    part = directory / f"{TOPIC}-0"
+    first = sorted(n for n in os.listdir(part) if n.endswith(".log"))[0][:20]
+    (part / f"{first}.txnindex.swap").write_bytes(b"\x00" * 34)
+    (part / f"{first}.log.cleaned").write_bytes(b"")
+    assert records_of(directory) == pre
+    assert not [n for n in os.listdir(part) if n.endswith((".swap", ".cleaned"))]
