@@ -17,10 +17,11 @@ records/s = records / time from the first ``produce()`` to the last ``flush()`` 
 run's broker CPU minus the idempotent run's (same records), divided by its transactions; the
 same for wall time (milliseconds per transaction beyond the records themselves).
 
-Before the clock starts each producer connects, gets its producer id and sends one record (in a
-transaction of its own when transactional). Each run is checked: the topic's high watermark is
-the records plus one COMMIT marker per transaction (none for idempotent), and its last stable
-offset (ListOffsets, read_committed) has caught up with it.
+The idempotent run is W1's producer loop (``produce_records`` in bench.py, acks=all); the
+transactional producers connect and get their producer id (``init_transactions``) before the
+clock starts. Each run is checked: the topic's high watermark is the records plus one COMMIT
+marker per transaction (none for idempotent), and its last stable offset (ListOffsets,
+read_committed) has caught up with it.
 
 What a transaction costs here: AddPartitionsToTxn (its state record fsync'd), the batches at
 acks=all, EndTxn (PrepareCommit fsync'd), then, after the answer, the COMMIT marker and its
@@ -61,61 +62,37 @@ def _offsets(port: int, topic: str) -> tuple[int, int]:
     return out[0], out[1]
 
 
-def produce_run(ctx: Any, topic: str, n: int, per_txn: int | None, txn_id: str) -> tuple[float, int]:
-    """Seconds to send ``n`` records (idempotent when ``per_txn`` is None, else in
-    transactions of ``per_txn``) and the number of transactions."""
+def produce_transactions(ctx: Any, topic: str, n: int, per_txn: int, txn_id: str) -> tuple[float, int]:
+    """Seconds to send ``n`` records in transactions of ``per_txn``, and the transactions."""
     from confluent_kafka import KafkaException, Producer
 
     errors: list[Any] = []
-    conf = {"bootstrap.servers": ctx.broker.bootstrap, "linger.ms": 5, "batch.size": 65536,
-            "enable.idempotence": True, "queue.buffering.max.messages": max(n + 1000, 100_000),
-            "queue.buffering.max.kbytes": 4 * 1024 * 1024, "delivery.report.only.error": True,
-            "on_delivery": lambda err, msg: errors.append(err)}
-    if per_txn is not None:
-        conf["transactional.id"] = txn_id
-    p = Producer(conf)
+    p = Producer({"bootstrap.servers": ctx.broker.bootstrap, "transactional.id": txn_id, "linger.ms": 5,
+                  "batch.size": 65536, "queue.buffering.max.messages": max(per_txn + 1000, 100_000),
+                  "delivery.report.only.error": True, "on_delivery": lambda err, msg: errors.append(err)})
+    p.list_topics(topic, timeout=10)  # before the clock: connections, metadata, the producer id
+    p.init_transactions(30)
     value = b"v" * VALUE_SIZE
-    # Before the clock: connections, metadata, the producer id (an idempotent producer gets it
-    # in the background) and one record, in a transaction of its own when transactional.
-    if per_txn is not None:
-        p.init_transactions(30)
-        p.begin_transaction()
-    p.produce(topic, value, partition=0)
-    if per_txn is not None:
-        p.commit_transaction(30)
-    elif p.flush(30):
-        raise KafkaException("the warm-up record was not delivered")
-    produce, poll = p.produce, p.poll
-    txns = 0
+    produce = p.produce
+    txns = sent = 0
     t0 = time.perf_counter()
-    if per_txn is None:
-        for i in range(n):
-            try:
-                produce(topic, value, partition=0)
-            except BufferError:
-                poll(0.01)
-                produce(topic, value, partition=0)
-            if not i & 0x3FFFF:
-                poll(0)
-        left = p.flush(120)
-    else:
-        sent = 0
-        while sent < n:
-            k = min(per_txn, n - sent)
-            p.begin_transaction()
-            for _ in range(k):
-                produce(topic, value, partition=0)
-            p.commit_transaction(120)
-            sent += k
-            txns += 1
-        left = 0
+    while sent < n:
+        k = min(per_txn, n - sent)
+        p.begin_transaction()
+        for _ in range(k):
+            produce(topic, value, partition=0)
+        p.commit_transaction(120)  # flushes the transaction's records first
+        sent += k
+        txns += 1
     dt = time.perf_counter() - t0
-    if left or errors:
-        raise KafkaException(f"{left} records undelivered, {len(errors)} delivery errors (first: {errors[:1]})")
+    if errors:
+        raise KafkaException(f"{len(errors)} delivery errors (first: {errors[0]})")
     return dt, txns
 
 
-def section_txn(ctx: Any, meter: Callable[[], Any], create_topic: Callable[[Any, str], None]) -> dict[str, Any]:
+def section_txn(ctx: Any, meter: Callable[[], Any], create_topic: Callable[[Any, str], None],
+                produce_records: Callable[..., tuple[float, float]]) -> dict[str, Any]:
+    """``produce_records(ctx, topic, n, acks, idempotence)`` is W1's producer loop (bench.py)."""
     args = ctx.args
     n = args.txn_records
     print(f"== txn: {n:,} x {VALUE_SIZE}-byte records per run, 1 partition, linger.ms=5, batch.size=65536;"
@@ -127,12 +104,14 @@ def section_txn(ctx: Any, meter: Callable[[], Any], create_topic: Callable[[Any,
             topic = f"txn-{'idem' if per_txn is None else per_txn}-{r}"
             create_topic(ctx, topic)
             with meter() as m:
-                dt, txns = produce_run(ctx, topic, n, per_txn, f"bench-{topic}")
+                if per_txn is None:
+                    dt, txns = produce_records(ctx, topic, n, "all", True)[0], 0
+                else:
+                    dt, txns = produce_transactions(ctx, topic, n, per_txn, f"bench-{topic}")
             hw, lso = _offsets(ctx.broker.port, topic)
-            want = n + 1 + (txns + 1 if per_txn is not None else 0)  # the warm-up record (and its marker)
-            if hw != want or lso != hw:
-                raise RuntimeError(f"{topic}: high watermark {hw}, last stable offset {lso}; expected {want}"
-                                   f" ({n} + 1 records, {txns} + 1 markers if transactional)")
+            if hw != n + txns or lso != hw:
+                raise RuntimeError(f"{topic}: high watermark {hw}, last stable offset {lso}; expected {n + txns}"
+                                   f" ({n} records + {txns} markers)")
             res = {"records_per_s": n / dt, "seconds": dt, "transactions": txns,
                    "broker_us_per_record": 1e6 * m.broker / n, **m.as_dict()}
             runs[mode].append(res)

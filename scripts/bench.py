@@ -1441,7 +1441,7 @@ def section_requests_(ctx: Ctx) -> dict[str, Any]:
 @section("txn")
 def section_txn_(ctx: Ctx) -> dict[str, Any]:
     with Profiler(ctx, "txn"):
-        return section_txn(ctx, lambda: CpuMeter(ctx.broker.pid), create_topic)
+        return section_txn(ctx, lambda: CpuMeter(ctx.broker.pid), create_topic, produce_records)
 
 
 @section("client-produce")
