@@ -133,7 +133,7 @@ def ck_read_all(bootstrap: str, topic: str, partitions: int, committed: bool = T
     return out
 
 
-# ---------------------------------------------------------------- 1. worker SIGKILLed
+# ---------------------------------------------------------------- worker SIGKILLed
 
 
 class TxnWorker:
@@ -250,7 +250,7 @@ def check_transformed_once(bs: str, parts: int, n: int, lives: list[list[str]]) 
     assert lives[-1][-1] == "closed"
 
 
-# ---------------------------------------------------------------- 2. broker SIGKILLed
+# ---------------------------------------------------------------- broker SIGKILLed
 
 
 class CommitLoop(threading.Thread):
@@ -394,20 +394,22 @@ def test_broker_sigkilled_while_committing_keeps_transactions_whole(tmp_path: Pa
             assert before is None or all(samples[-1][p] >= before[p] for p in range(parts))
             loop.pause.clear()
             loop.paused.clear()
-    finally:
         loop.stop.set()
         loop.join(30)
         sampler.join(5)
-    assert loop.failure is None, loop.failure
-    assert not sampler.is_alive() and not sampler_failure, sampler_failure
-    for p in range(parts):  # the LSO never moved back, across all the restarts
-        seq = [s[p] for s in samples]
-        assert seq == sorted(seq), f"partition {p}: LSO went back: {[x for x in zip(seq, seq[1:]) if x[1] < x[0]]}"
-    assert len(loop.acked) >= kills and len(seen) >= len(loop.acked)
-    print(f"{loop.started} transactions begun, {len(loop.acked)} acknowledged, {len(seen)} visible,"
-          f" {loop.replaced} producers replaced, {completed_at_start} Prepare* completed at start-up,"
-          f" {len(samples)} LSO samples")
-    assert b.stop() == 0, b.log_text()
+        assert loop.failure is None, loop.failure
+        assert not sampler.is_alive() and not sampler_failure, sampler_failure
+        for p in range(parts):  # the LSO never moved back, across all the restarts
+            seq = [s[p] for s in samples]
+            assert seq == sorted(seq), f"partition {p}: LSO went back: {[x for x in zip(seq, seq[1:]) if x[1] < x[0]]}"
+        assert len(loop.acked) >= kills and len(seen) >= len(loop.acked)
+        print(f"{loop.started} transactions begun, {len(loop.acked)} acknowledged, {len(seen)} visible,"
+              f" {loop.replaced} producers replaced, {completed_at_start} Prepare* completed at start-up,"
+              f" {len(samples)} LSO samples")
+        assert b.stop() == 0, b.log_text()
+    finally:
+        loop.stop.set()
+        b.kill()  # after a failure: the broker must not outlive the test
 
 
 # ---------------------------------------------------------------- the files, decoded here
@@ -565,7 +567,7 @@ def txn_state_records(data_dir: str, txn_id: str) -> list[tuple[Batch, int]]:
     return out
 
 
-# ---------------------------------------------------------------- 5. .txnindex and markers
+# ---------------------------------------------------------------- .txnindex and markers
 
 
 def ck_txn_producer(bootstrap: str, txn_id: str, **extra: Any) -> Producer:
@@ -663,7 +665,7 @@ def test_txnindex_and_control_batches_match_what_the_producers_did(txn_broker: B
         producer.flush(1)
 
 
-# ---------------------------------------------------------------- 3. a hanging transaction
+# ---------------------------------------------------------------- a hanging transaction
 
 _HANGING = """
 import sys, time
@@ -754,30 +756,30 @@ def test_prepare_commit_left_by_a_power_loss_is_completed_at_start_up(tmp_path: 
     to that moment. At start-up the coordinator writes the markers, then CompleteCommit."""
     data, topic, parts = str(tmp_path / "data"), "power-loss", 3
     b = BrokerProcess(data, FAST_TXN_CHECKS, port=_free_port()).start()
-    create_topic(b.bootstrap, topic, parts)
-    p = ck_txn_producer(b.bootstrap, "power-loss")
-    p.begin_transaction()
-    ck_send(p, topic, [(part, b"%d-%d" % (part, k)) for part in range(parts) for k in range(2)])
-    p.commit_transaction(10)
-    wait_for(lambda: [s for _, s in txn_state_records(data, "power-loss")][-2:] == [2, 4], 10, "CompleteCommit")
-    b.kill()
-    del p
-
-    # Cut back: each partition's COMMIT marker, and the CompleteCommit record.
-    for part in range(parts):
-        last = decode_partition(data, topic, part)[-1]
-        assert last.control == (COMMIT, 0) and last.base_offset == 2, last
-        os.truncate(last.path, last.position)
-    complete, status = txn_state_records(data, "power-loss")[-1]
-    assert status == 4 and len(complete.records) == 1
-    os.truncate(complete.path, complete.position)
-    assert [s for _, s in txn_state_records(data, "power-loss")][-1] == 2  # PrepareCommit is the last word
-    # A power loss keeps only what was fsync'd, and a checkpoint only says what was.
-    checkpoint = read_checkpoint(os.path.join(data, "recovery-point-offset-checkpoint"))
-    assert all(checkpoint.get((topic, part), 0) <= 2 for part in range(parts)), checkpoint
-
-    b.start()
     try:
+        create_topic(b.bootstrap, topic, parts)
+        p = ck_txn_producer(b.bootstrap, "power-loss")
+        p.begin_transaction()
+        ck_send(p, topic, [(part, b"%d-%d" % (part, k)) for part in range(parts) for k in range(2)])
+        p.commit_transaction(10)
+        wait_for(lambda: [s for _, s in txn_state_records(data, "power-loss")][-2:] == [2, 4], 10, "CompleteCommit")
+        b.kill()
+        del p
+
+        # Cut back: each partition's COMMIT marker, and the CompleteCommit record.
+        for part in range(parts):
+            last = decode_partition(data, topic, part)[-1]
+            assert last.control == (COMMIT, 0) and last.base_offset == 2, last
+            os.truncate(last.path, last.position)
+        complete, status = txn_state_records(data, "power-loss")[-1]
+        assert status == 4 and len(complete.records) == 1
+        os.truncate(complete.path, complete.position)
+        assert [s for _, s in txn_state_records(data, "power-loss")][-1] == 2  # PrepareCommit is the last word
+        # A power loss keeps only what was fsync'd, and a checkpoint only says what was.
+        checkpoint = read_checkpoint(os.path.join(data, "recovery-point-offset-checkpoint"))
+        assert all(checkpoint.get((topic, part), 0) <= 2 for part in range(parts)), checkpoint
+
+        b.start()
         wait_for(lambda: last_stable_offsets(b.port, topic, parts) == {part: 3 for part in range(parts)}, 10,
                  "the markers written again")
         assert "completing the PrepareCommit of power-loss left by the last run" in b.log_text()
@@ -788,11 +790,12 @@ def test_prepare_commit_left_by_a_power_loss_is_completed_at_start_up(tmp_path: 
                  "CompleteCommit after the restart")
         for part in range(parts):
             assert [bt.control for bt in decode_partition(data, topic, part)] == [None, (COMMIT, 0)]
-    finally:
         assert b.stop() == 0, b.log_text()
+    finally:
+        b.kill()  # after a failure: the broker must not outlive the test
 
 
-# ---------------------------------------------------------------- 4. kafka-python, aiokafka, kcat
+# ---------------------------------------------------------------- kafka-python, aiokafka, kcat
 #
 # The same story with each client: a committed transaction (with the group's consumed offset
 # sent to it: 10), an aborted one (offset 20), a committed one; partitions 0 and 1.
