@@ -3,14 +3,16 @@ together.
 
 Periodic work, on the event loop unless it may block on the disk:
 - retention (``log.retention.check.interval.ms``, 5 min) and removal of ``.deleted`` files once
-  their ``file.delete.delay.ms`` has passed (checked every second);
+  their ``file.delete.delay.ms`` has passed (checked every second, unlinked in a worker thread:
+  freeing a segment's blocks takes the filesystem a while);
 - flush: each second, logs whose ``flush.ms`` has elapsed, and logs whose recovery point is
   below the active segment (Kafka flushes a rolled segment asynchronously) are flushed in a
   worker thread; ``flush.messages`` triggers the same from the append path;
 - checkpoints (``log.flush.offset.checkpoint.interval.ms``, 1 min), in a worker thread;
 - log compaction (``log.cleaner.enable``): the cleaner's threads (storage/cleaner/) clean
-  compacted topics off the event loop; the one step that changes a live log, the segment swap,
-  is handed to the event loop (``_run_on_loop``), where reads and appends run.
+  compacted topics off the event loop, each in a worker process of its own by default
+  (``log.cleaner.mode``); the one step that changes a live log, the segment swap, is handed to
+  the event loop (``_run_on_loop``), where reads and appends run.
 
 Shutdown (SIGTERM/SIGINT): stop accepting, let in-flight requests finish, flush every log,
 close the segments (trims), write the checkpoints, then the clean-shutdown marker.
@@ -42,13 +44,14 @@ from client.protocol.api import ApiKey
 from .config import BrokerConfig
 from .dynamic_config import DynamicBrokerConfig
 from .group.runtime import GroupRuntime
-from .txn.coordinator import TransactionCoordinator
 from .http_listener import HttpListener, Response
 from .socket_server import BrokerServer, handle_request
 from .state import BrokerState
 from .storage.cleaner import CleanerConfig, LogCleaner
 from .storage.log import Log
 from .storage.log_manager import LogManager
+from .storage.segment import LogSegment
+from .txn.coordinator import TransactionCoordinator
 
 __all__ = ["Broker"]
 
@@ -241,7 +244,7 @@ class Broker:
 
     def _retention(self) -> None:
         assert self.logs is not None
-        n = self.logs.cleanup_logs()
+        n = self.logs.cleanup_logs(delete_expired_files=False)  # _housekeeping removes them
         if n:
             logger.info("retention deleted %d segments", n)
 
@@ -263,12 +266,15 @@ class Broker:
     def _housekeeping(self) -> None:
         assert self.logs is not None
         now = int(time.time() * 1000)
+        expired: list[LogSegment] = []
         for log in list(self.logs.logs.values()):
-            log.delete_expired_files(now)
+            expired += log.pop_expired_files(now)
             if log.flush_due(now):
                 self._schedule_flush(log)
             elif log.recovery_point < log.active_segment.base_offset:
                 self._schedule_flush(log, log.active_segment.base_offset)
+        if expired:  # unlinking large files frees their blocks in the syscall: off the loop
+            asyncio.get_running_loop().run_in_executor(None, _delete_segment_files, expired)
 
     def _expire_producers(self) -> None:
         assert self.logs is not None
@@ -307,3 +313,12 @@ async def _timed(metrics: Any, key: int, version: int, t0: float, result: Any) -
     body = await result
     metrics.request_done(key, version, body, perf_counter() - t0)
     return body
+
+
+def _delete_segment_files(segments: list[LogSegment]) -> None:
+    """Remove the files of segments whose ``file.delete.delay.ms`` passed (a worker thread)."""
+    for seg in segments:
+        try:
+            seg.delete_if_exists()
+        except OSError as e:
+            logger.warning("could not delete %s: %s", seg.log.path, e)

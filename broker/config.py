@@ -80,6 +80,7 @@ BROKER_DEFAULTS: dict[str, str] = {
     "log.cleaner.io.buffer.load.factor": "0.9",
     "log.cleaner.io.max.bytes.per.second": "1.7976931348623157E308",
     "log.cleaner.backoff.ms": "15000",
+    "log.cleaner.mode": "process",  # ours: where cleanings run, "process" or "thread" (storage/cleaner/)
     # ours: the opt-in HTTP listeners (broker/http_listener.py); empty = off
     "metrics.listeners": "",  # http://127.0.0.1:9404 -> GET /metrics (Prometheus), GET /healthz
     "fault.injection.listener": "",  # http://127.0.0.1:PORT -> /faults (tests only; loopback only)
@@ -135,6 +136,11 @@ BROKER_TYPES: dict[str, tuple[str, int | None, int | None]] = {
     "log.cleaner.io.buffer.load.factor": ("double", None, None),
     "log.cleaner.io.max.bytes.per.second": ("double", None, None),
     "log.cleaner.backoff.ms": ("long", 0, None),
+}
+
+#: Properties that take one of a few strings (Kafka's ValidString), checked at start-up too.
+BROKER_CHOICES: dict[str, tuple[str, ...]] = {
+    "log.cleaner.mode": ("process", "thread"),
 }
 
 
@@ -236,6 +242,10 @@ class BrokerConfig:
             value = self.props.get(k, "")
             if value.strip() or k != "broker.id":  # broker.id may be left empty (node.id then)
                 check_value(k, value, kind, lower, upper)
+        for k, allowed in BROKER_CHOICES.items():
+            if self.props.get(k, "").strip().lower() not in allowed:
+                raise ConfigError(f"Invalid value {self.props.get(k, '')} for configuration {k}:"
+                                  f" String must be one of: {', '.join(allowed)}")
         _ = self.metrics_listener, self.fault_injection_listener
         _ = self.log_config  # validates the log.* properties
 

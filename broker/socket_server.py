@@ -1,25 +1,32 @@
 """The broker's only socket code: accept connections, read frames, dispatch them to the
 handlers, and write responses strictly in request order, fetch record bytes by ``os.sendfile``.
 
-Per connection, two tasks share one non-blocking socket:
-- the *reader* receives into the server's one read buffer (shared: its bytes are handed to the
-  connection's FrameDecoder before anything awaits, so an idle connection holds no buffer),
-  cuts frames (with the ``socket.request.max.bytes`` guard), decodes each request and queues
-  its response: a ready body, or a task (acks=all waiting for fsync, a Fetch long-poll).
-  Requests are pipelined; the reader pauses as soon as ``queued.max.requests`` responses are
-  pending (checked after every request, not every read), and yields to the other connections
-  after ``_SLICE`` seconds of handling one connection's requests, so a client pipelining
-  thousands of expensive requests in one read cannot stall the others. Its readability callback
-  stays registered while it reads (``loop.sock_recv_into`` would add and remove it per call),
-  and while the writer is idle it sends ready replies itself (``_flush_ready``).
-- the *writer* takes responses in queue order, so replies leave in request order whatever
-  order they complete in. Ready responses queued together go out in one ``send``. A Fetch
-  reply is written as: header bytes, then each partition's records straight from the ``.log``
-  with ``os.sendfile``, then the next partition's header bytes, and so on.
+Per connection, no task: two loop callbacks share one non-blocking socket, so a request that
+is answered at once costs one wake-up (epoll, the callback: ``recv``, handle, ``send``).
+- *Reading* (``_on_readable``, registered with ``loop.add_reader`` for the connection's life):
+  one ``recv`` into the server's one read buffer (shared: its bytes are copied into the
+  connection's FrameDecoder at once, so an idle connection holds no buffer), then
+  ``_process`` cuts frames (with the ``socket.request.max.bytes`` guard), decodes each request
+  and queues its reply: the encoded bytes, or a ``_Pending`` task when the handler must wait
+  (acks=all until fsync, a Fetch long-poll, a coordinator's answer after its write). Requests
+  are pipelined; reading stops (``remove_reader``: unread bytes would make the level-triggered
+  callback spin) as soon as ``queued.max.requests`` replies are pending, checked after every
+  request, and resumes once the queue is below it again. After ``_SLICE`` seconds of one
+  connection's requests, with more of them buffered, reading stops too and the rest is
+  continued by ``call_soon``, after the callbacks already due: a client pipelining thousands
+  of requests in one read cannot stall the others.
+- *Writing* (``_flush``) takes the replies from the head of the queue, so they leave in
+  request order whatever order they complete in, and sends them as far as the socket takes
+  them: ready replies in a row in one ``send``; a Fetch reply as header bytes, then each
+  partition's records straight from the ``.log`` with ``os.sendfile``, then the next
+  partition's header bytes, and so on. It runs after each batch of requests (in the same
+  callback), when the task at the head completes (its done callback), and, after a partial
+  send, when the socket is writable again (``loop.add_writer``).
 
-uvloop implements neither ``loop.sendfile`` nor ``loop.sock_sendfile``, so the writer calls
-``os.sendfile`` on the socket itself and, on EAGAIN, waits for writability with
-``loop.add_writer`` (the socket is never handed to a transport, so that is allowed).
+uvloop implements neither ``loop.sendfile`` nor ``loop.sock_sendfile``, so ``os.sendfile`` is
+called on the socket itself; the socket is never handed to a transport, which is what allows
+``add_reader``/``add_writer`` on its descriptor. (uvloop's Protocol API would read and write in
+C, but its transports own the socket and offer no sendfile.)
 
 Limits (Kafka's names and defaults): ``max.connections`` and ``max.connections.per.ip``
 (unbounded by default, as Kafka) refuse new connections above them; ``connections.max.idle.ms``
@@ -42,7 +49,6 @@ from __future__ import annotations
 
 import asyncio
 import collections
-import errno
 import logging
 import os
 import socket
@@ -74,6 +80,8 @@ _SLICE = 0.002
 #: request of empty topic names decodes to ~280 MB of dicts).
 MAX_CONTROL_REQUEST = 1 << 20
 _SIZE = struct.Struct(">i")
+#: plain ints: comparing with them spares the enum class attribute lookup per request
+_FETCH, _JOIN_GROUP = int(ApiKey.FETCH), int(ApiKey.JOIN_GROUP)
 
 #: Counters of the zero-copy path (tests prove fetch bytes go through os.sendfile).
 SENDFILE_STATS = {"calls": 0, "bytes": 0}
@@ -109,6 +117,9 @@ def _api_versions_fallback(correlation_id: int) -> bytes:
 
 
 class Connection:
+    """One client connection: the readable callback (``_on_readable``) and the write path
+    (``_flush``) described in the module docstring."""
+
     def __init__(self, server: BrokerServer, sock: socket.socket, peer: str) -> None:
         self.server = server
         self.sock = sock
@@ -116,129 +127,94 @@ class Connection:
         self.peer = peer
         self.loop = asyncio.get_running_loop()
         self.decoder = FrameDecoder(server.max_request_size)
+        #: replies in request order: bytes (a whole frame), a deque of wire parts (bytes,
+        #: memoryview, FileSlice: a Fetch reply, or what is left of a partial send), _Pending
         self.queue: collections.deque[Any] = collections.deque()
-        self.queue_event = asyncio.Event()
-        self.drained = asyncio.Event()
-        self.drained.set()
+        #: no more requests are read (peer gone, bad input, close()); replies still go out
         self.closing = False
-        # True while the writer task waits for work with nothing in hand: the reader may then
-        # send ready responses itself (_flush_ready) without breaking the reply order.
-        self._writer_idle = False
-        self._read_waiter: asyncio.Future[None] | None = None
-        self._reader_added = False
-        #: loop time of the last whole request received (or reply sent): the idle timeout's clock
+        #: set once the socket is closed and the connection forgotten
+        self.closed: asyncio.Future[None] = self.loop.create_future()
+        self._reading = False       # the readable callback is registered
+        self._paused = False        # reading stopped: queued.max.requests replies pending
+        self._resume: asyncio.Handle | None = None  # a _SLICE yield's continuation
+        self._waiting: asyncio.Future[Any] | None = None  # the queue head's task we wait for
+        self._writable = False      # the writable callback is registered (socket buffer full)
+        self._finished = False
+        #: time.monotonic of the last whole request received (or reply sent): the idle timeout's clock
         self.last_active = time.monotonic()
+
+    def start(self) -> None:
+        self._start_reading()
 
     # ------------------------------------------------------------ reading
 
-    async def run(self) -> None:
-        writer = asyncio.ensure_future(self._writer())
-        buf = self.server.read_buffer
-        view = memoryview(buf)
-        reads = 0  # reads in a row that found data, without yielding to the loop
-        try:
-            while not self.closing:
-                if reads >= 2:  # a client streaming requests must not starve the others
-                    reads = 0
-                    await asyncio.sleep(0)
-                try:
-                    n = self.sock.recv_into(buf)
-                except BlockingIOError:
-                    reads = 0
-                    await self._readable()
-                    continue
-                reads += 1
-                if n == 0:
-                    break
-                self.decoder.feed(view[:n])  # copied out of the shared buffer before any await
-                await self._handle_frames()
-        except FrameError as e:
-            logger.warning("closing connection from %s: %s", self.peer, e)
-        except _Close as e:
-            logger.warning("closing connection from %s: %s", self.peer, e)
-        except (ConnectionError, OSError) as e:
-            logger.debug("connection from %s failed: %s", self.peer, e)
-        finally:
-            self.closing = True
-            self._stop_reading()
-            # No one will read the reply of a Fetch still long-polling: end it now instead of
-            # holding the socket (and its fd) for the client-chosen max_wait_ms (up to 24 days).
-            # The writer stops at it. Kafka drops a closed channel's delayed fetch replies too.
-            for item in self.queue:
-                if isinstance(item, _Pending) and item.key == ApiKey.FETCH:
-                    item.task.cancel()
-            self.queue.append(None)  # end marker: the writer sends what is before it, then stops
-            self.queue_event.set()
-            try:
-                await writer
-            except Exception:  # noqa: BLE001
-                pass
-            self.server.connections.discard(self)
-            try:
-                self.sock.close()
-            except OSError:
-                pass
-
-    def close(self) -> None:
-        """Close this connection from the server's side (idle timeout, fault injection): the
-        reader and writer see it and free everything, as when the peer goes away."""
-        self.closing = True
-        try:
-            self.sock.shutdown(socket.SHUT_RDWR)
-        except OSError:
-            pass
-        self.drained.set()
-        self._on_readable()
-        self.queue_event.set()
-
-    async def _handle_frames(self) -> None:
-        """Dispatch the whole frames buffered, pausing (reads stopped) while the response queue
-        is full and yielding to the loop every ``_SLICE`` seconds."""
-        # time.monotonic, not loop.time: uvloop's clock only advances between loop iterations
-        clock = time.monotonic
-        yield_at = clock() + _SLICE
-        while not self.closing and (frame := self.decoder.next_frame()) is not None:
-            self._dispatch(frame)
-            now = clock()
-            self.last_active = now
-            if len(self.queue) >= self.server.max_queued:
-                self._flush_ready()  # may send (and dequeue) the ready replies at once
-                if len(self.queue) >= self.server.max_queued:
-                    self._stop_reading()  # unread bytes would make a level-triggered reader spin
-                    self.drained.clear()
-                    await self.drained.wait()
-                yield_at = clock() + _SLICE
-            elif now >= yield_at:
-                self._flush_ready()
-                await asyncio.sleep(0)
-                yield_at = clock() + _SLICE
-        self._flush_ready()
-
-    async def _readable(self) -> None:
-        """Wait until the socket is readable. The reader callback stays registered between
-        waits: ``loop.sock_recv_into`` adds and removes it around every call (two epoll_ctl
-        and uvloop's transport check per request)."""
-        if not self._reader_added:
+    def _start_reading(self) -> None:
+        if not self._reading:
             self.loop.add_reader(self.fd, self._on_readable)
-            self._reader_added = True
-        self._read_waiter = self.loop.create_future()
-        try:
-            await self._read_waiter
-        finally:
-            self._read_waiter = None
-
-    def _on_readable(self) -> None:
-        w = self._read_waiter
-        if w is not None and not w.done():
-            w.set_result(None)
+            self._reading = True
 
     def _stop_reading(self) -> None:
-        if self._reader_added:
-            self._reader_added = False
+        if self._reading:
+            self._reading = False
             try:
                 self.loop.remove_reader(self.fd)
             except (OSError, ValueError):
                 pass
+
+    def _on_readable(self) -> None:
+        """One ``recv`` into the server's shared buffer, then the frames it completes. One read
+        per callback: if more bytes wait, the (level-triggered) callback runs again after the
+        other ready connections had their turn."""
+        try:
+            n = self.sock.recv_into(self.server.read_buffer)
+        except BlockingIOError:  # a spurious wake-up
+            return
+        except OSError as e:
+            logger.debug("connection from %s failed: %s", self.peer, e)
+            self._end()
+            return
+        if n == 0:
+            self._end()
+            return
+        self.decoder.feed(self.server.read_view[:n])  # copied out of the shared buffer
+        self._process()
+
+    def _process(self) -> None:
+        """Dispatch the whole frames buffered, then send the replies that are ready. Stops
+        reading while ``queued.max.requests`` replies are pending (``_flush`` resumes), and
+        after ``_SLICE`` seconds of this connection's requests (resumed by ``call_soon``, after
+        the callbacks already due: the other connections)."""
+        self._resume = None
+        # time.monotonic, not loop.time: uvloop's clock only advances between loop iterations
+        clock = time.monotonic
+        yield_at = clock() + _SLICE
+        queue, max_queued = self.queue, self.server.max_queued
+        try:
+            while not self.closing and (frame := self.decoder.next_frame()) is not None:
+                self._dispatch(frame)
+                now = self.last_active = clock()
+                if len(queue) >= max_queued:
+                    self._flush()
+                    if len(queue) >= max_queued:
+                        self._stop_reading()  # unread bytes would make a level-triggered reader spin
+                        self._paused = True
+                        return
+                elif now >= yield_at and self.decoder.buffered >= 4:  # more requests wait: yield
+                    self._stop_reading()
+                    self._flush()
+                    self._resume = self.loop.call_soon(self._process)
+                    return
+        except (FrameError, _Close) as e:
+            logger.warning("closing connection from %s: %s", self.peer, e)
+            self._end()
+            return
+        except Exception:  # noqa: BLE001 - a failing request closes just this connection
+            logger.exception("request from %s failed; closing the connection", self.peer)
+            self._end()
+            return
+        self._flush()
+        if not self.closing:
+            self._start_reading()
 
     def _dispatch(self, frame: bytearray) -> None:
         try:
@@ -249,14 +225,14 @@ class Connection:
         supported = SUPPORTED_VERSIONS.get(key)  # type: ignore[call-overload]
         if supported is None:
             raise _Close(f"unknown API key {key} (correlation id {cid}, client {header.client_id!r})")
-        if key != ApiKey.PRODUCE and len(frame) > MAX_CONTROL_REQUEST:
+        if len(frame) > MAX_CONTROL_REQUEST and key != ApiKey.PRODUCE:
             # Every decoded element becomes a Python dict (~100x its wire size when elements
             # are 2 bytes), so only Produce, whose bulk is one records blob, may use the full
             # socket.request.max.bytes; the others are small in practice.
             raise _Close(f"{ApiKey(key).name} request of {len(frame)} bytes is larger than {MAX_CONTROL_REQUEST}")
         if not supported[0] <= version <= supported[1]:
             if key == ApiKey.API_VERSIONS and version > supported[1]:
-                self._enqueue(_api_versions_fallback(cid))
+                self.queue.append(_api_versions_fallback(cid))
                 return
             raise _Close(f"unsupported version {version} of API {ApiKey(key).name} (supported {supported[0]}-{supported[1]})")
         try:
@@ -265,13 +241,13 @@ class Connection:
             raise _Close(f"malformed {ApiKey(key).name} v{version} request body: {e}") from None
         if reader.remaining:
             logger.debug("%d trailing bytes after %s v%d from %s", reader.remaining, ApiKey(key).name, version, self.peer)
-        if key == ApiKey.JOIN_GROUP:  # the member's client id and host are part of the group's state
+        if key == _JOIN_GROUP:  # the member's client id and host are part of the group's state
             request["_client_id"] = header.client_id or ""
             request["_client_host"] = "/" + self.peer.rpartition(":")[0]
         hook = self.server.request_hook
         if hook is not None:
             result = hook(self, key, version, cid, request)
-        elif key == ApiKey.FETCH:
+        elif key == _FETCH:
             result = fetch_handler.handle(request, version, self.server.state, cid)
         else:
             result = HANDLERS[key](request, version, self.server.state)
@@ -280,165 +256,223 @@ class Connection:
         if result is CLOSE:
             raise _Close("acks=0 produce request failed; closing as Kafka does so the producer notices")
         if type(result) is not dict and asyncio.iscoroutine(result):  # the type test spares an ABC check
-            task = asyncio.ensure_future(result)
-            self._enqueue(_Pending(key, version, cid, task))
+            self.queue.append(_Pending(key, version, cid, asyncio.ensure_future(result)))
         else:
-            self._enqueue(self._encode(key, version, cid, result))
+            self.queue.append(_encode(key, version, cid, result))
 
-    def _encode(self, key: int, version: int, cid: int, body: Any) -> bytes | FetchReply:
-        if isinstance(body, FetchReply):
-            return body
-        w = Writer(bytearray(4))
-        encode_response_header(w, key, version, cid)
-        RESPONSES[key].encode(body, version, w)
-        _SIZE.pack_into(w.buf, 0, len(w.buf) - 4)
-        return bytes(w.buf)
+    # ------------------------------------------------------------ writing
 
-    def _enqueue(self, item: Any) -> None:
-        self.queue.append(item)
-        if not (self._writer_idle and type(item) is bytes):
-            self.queue_event.set()
-        # else: run() calls _flush_ready() after this batch of frames
-
-    def _flush_ready(self) -> None:
-        """Fast path: with the writer idle, send the ready replies at the head of the queue now,
-        from the reader, in one ``send``, instead of waking the writer (an Event, a future and a
-        task step per request). Whatever does not go out at once (a partial send, an acks=all or
-        Fetch reply behind them) is left, in order, to the writer. With the persistent reader
-        (_readable), broker CPU per small produce request went from ~120 to ~78 us
-        (scripts/bench.py --only latency, raw socket, 2-core VM)."""
+    def _flush(self) -> None:
+        """Send the queue's head replies that are ready, in order, as far as the socket takes
+        them; called after each batch of requests, when the head's task completes
+        (``_on_done``) and when the socket becomes writable again (``_on_writable``). Ready
+        replies in a row go out in one ``send`` (up to 1 MiB); a Fetch reply's record bytes go
+        by ``os.sendfile``. A partial send leaves the rest at the head and waits for
+        writability; a reply still being computed at the head waits for its task."""
+        if self._writable or self._waiting is not None or self._finished:
+            return  # a callback will call again
         q = self.queue
-        if not (self._writer_idle and q):
+        sent = False
+        try:
+            while q:
+                item = q[0]
+                t = type(item)
+                if t is bytes:
+                    data = q.popleft()
+                    if q:
+                        data = self._take_ready(data)
+                    try:
+                        n = self.sock.send(data)
+                    except BlockingIOError:
+                        n = 0
+                    if n < len(data):
+                        q.appendleft(collections.deque([memoryview(data)[n:]]))
+                        self._wait_writable()
+                        break
+                elif t is collections.deque:
+                    if not self._send_parts(item):
+                        self._wait_writable()
+                        break
+                    q.popleft()
+                else:  # _Pending
+                    task = item.task
+                    if not task.done():
+                        self._waiting = task
+                        task.add_done_callback(self._on_done)
+                        break
+                    q[0] = self._result(item)
+                    continue
+                sent = True
+        except (ConnectionError, OSError, _Close) as e:
+            logger.debug("writing to %s failed: %s", self.peer, e)
+            self._finish()
             return
-        if type(q[0]) is bytes:
-            data = q.popleft()
-            if q and type(q[0]) is bytes:
-                parts = [data]
-                while q and type(q[0]) is bytes:
-                    parts.append(q.popleft())
-                data = b"".join(parts)
-            try:
-                n = self.sock.send(data)
-            except OSError:  # BlockingIOError, or a real error the writer will meet and report
-                n = 0
-            if n < len(data):
-                q.appendleft(data[n:])
-        if q:
-            self.queue_event.set()
+        if sent:
+            self.last_active = time.monotonic()
+        if not q and self.closing:
+            self._finish()
+
+    def _take_ready(self, first: bytes) -> bytes:
+        """``first`` and the ready replies behind it, up to about 1 MiB, as one buffer. Replies
+        whose task is done count as ready (acks=all requests covered by one fsync complete
+        together: one ``send`` for all of them)."""
+        q = self.queue
+        parts = [first]
+        size = len(first)
+        while q and size < (1 << 20):
+            item = q[0]
+            if type(item) is _Pending:
+                if not item.task.done():
+                    break
+                item = q[0] = self._result(item)
+            if type(item) is not bytes:
+                break
+            size += len(item)
+            parts.append(q.popleft())
+        return first if len(parts) == 1 else b"".join(parts)
+
+    def _send_parts(self, parts: collections.deque[Any]) -> bool:
+        """Send ``parts`` (bytes-like, or FileSlice by ``os.sendfile``) from the left, removing
+        what went out; False when the socket is full (what is left stays in ``parts``)."""
+        fd, sock = self.fd, self.sock
+        while parts:
+            part = parts[0]
+            if type(part) is FileSlice:
+                try:
+                    n = os.sendfile(fd, part.fd, part.position, part.size)
+                except BlockingIOError:
+                    return False
+                if n == 0:
+                    raise _Close(f"log file shrank during a fetch (fd {part.fd} at {part.position})")
+                SENDFILE_STATS["calls"] += 1
+                SENDFILE_STATS["bytes"] += n
+                if n < part.size:
+                    parts[0] = part._replace(position=part.position + n, size=part.size - n)
+                    return False
+            else:
+                try:
+                    n = sock.send(part)
+                except BlockingIOError:
+                    return False
+                if n < len(part):
+                    parts[0] = memoryview(part)[n:]
+                    return False
+            parts.popleft()
+        return True
+
+    def _result(self, item: _Pending) -> Any:
+        """The wire form of a completed task's reply."""
+        task = item.task
+        if task.cancelled():
+            raise _Close("connection closing with a long-poll Fetch in flight")
+        try:
+            return _encode(item.key, item.version, item.cid, task.result())
+        except Exception as e:  # noqa: BLE001
+            logger.exception("request %d (%s v%d) from %s failed", item.cid, ApiKey(item.key).name, item.version,
+                             self.peer)
+            raise _Close(str(e)) from e
+
+    def _wait_writable(self) -> None:
+        self._writable = True
+        self.loop.add_writer(self.fd, self._on_writable)
+
+    def _on_writable(self) -> None:
+        self._writable = False
+        self.loop.remove_writer(self.fd)
+        self._wrote()
+
+    def _on_done(self, task: asyncio.Future[Any]) -> None:
+        if task is self._waiting:
+            self._waiting = None
+            self._wrote()
+
+    def _wrote(self) -> None:
+        """Continue writing; resume reading once the queue is below ``queued.max.requests``."""
+        self._flush()
+        if self._paused and len(self.queue) < self.server.max_queued and not self.closing:
+            self._paused = False
+            self._process()
+
+    # ------------------------------------------------------------ closing
+
+    def _end(self) -> None:
+        """Read no more requests; the replies queued still go out, then the socket closes.
+        No one will read the reply of a Fetch still long-polling: it ends now instead of
+        holding the socket (and its fd) for the client-chosen max_wait_ms (up to 24 days), and
+        the replies behind it are dropped. Kafka drops a closed channel's delayed fetch replies
+        too."""
+        self.closing = True
+        self._stop_reading()
+        if self._resume is not None:
+            self._resume.cancel()
+            self._resume = None
+        for item in self.queue:
+            if type(item) is _Pending and item.key == ApiKey.FETCH:
+                item.task.cancel()
+        self._flush()  # closes the socket at once if nothing is left to send
+
+    def _finish(self) -> None:
+        """Close the socket and forget the connection (replies not sent are dropped)."""
+        if self._finished:
+            return
+        self._finished = self.closing = True
+        self._stop_reading()
+        if self._resume is not None:
+            self._resume.cancel()
+        if self._writable:
+            self._writable = False
+            self.loop.remove_writer(self.fd)
+        for item in self.queue:
+            if type(item) is _Pending:
+                item.task.cancel()
+        self.queue.clear()
+        try:
+            self.sock.close()
+        except OSError:
+            pass
+        self.server._forget(self)
+        if not self.closed.done():
+            self.closed.set_result(None)
+
+    def close(self) -> None:
+        """Close this connection from the server's side (idle timeout, fault injection): read
+        no more, and sends fail, so the connection ends as soon as no reply is being computed."""
+        try:
+            self.sock.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+        self._end()
 
     def abort(self, reason: str) -> None:
         """Drop this connection now (fault injection): replies not yet sent are lost."""
         logger.info("dropping connection from %s: %s", self.peer, reason)
         self.close()
 
-    # ------------------------------------------------------------ writing
-
-    async def _writer(self) -> None:
-        q = self.queue
-        pending = bytearray()
+    def stop_reading(self) -> None:
+        """Server shutdown: read no more requests, send the replies of those already read."""
         try:
-            while True:
-                if not q:
-                    if pending:
-                        await self._send(pending)
-                        pending = bytearray()
-                        continue  # replies queued while the send waited: look again before idling
-                    self.queue_event.clear()
-                    self._writer_idle = True
-                    try:
-                        await self.queue_event.wait()
-                    finally:
-                        self._writer_idle = False
-                    continue
-                item = q[0]
-                if item is None:
-                    break
-                if isinstance(item, _Pending):
-                    key, version, cid, task = item.key, item.version, item.cid, item.task
-                    if not task.done():
-                        if pending:
-                            await self._send(pending)
-                            pending = bytearray()
-                        await asyncio.wait([task])
-                    if task.cancelled():
-                        raise _Close("connection closing with a long-poll Fetch in flight")
-                    try:
-                        item = self._encode(key, version, cid, task.result())
-                    except Exception as e:  # noqa: BLE001
-                        logger.exception("request %d (%s v%d) from %s failed", cid, ApiKey(key).name, version, self.peer)
-                        raise _Close(str(e)) from e
-                q.popleft()
-                self.last_active = time.monotonic()
-                if len(q) < self.server.max_queued:
-                    self.drained.set()
-                if isinstance(item, FetchReply):
-                    if pending:
-                        await self._send(pending)
-                        pending = bytearray()
-                    await self._send_fetch(item)
-                else:
-                    pending += item
-                    if len(pending) > (1 << 20):
-                        await self._send(pending)
-                        pending = bytearray()
-            if pending:
-                await self._send(pending)
-        except Exception as e:  # noqa: BLE001 - any failure closes just this connection
-            if isinstance(e, (ConnectionError, _Close)):
-                logger.debug("writer for %s stopped: %s", self.peer, e)
-            else:
-                logger.exception("writer for %s failed; closing the connection", self.peer)
-            for it in q:
-                if isinstance(it, _Pending):
-                    it.task.cancel()
-            # The reader may be parked on a full queue (queued.max.requests) or on readability:
-            # close() releases both so it sees ``closing`` and the connection's state is freed.
-            self.close()
+            self.sock.shutdown(socket.SHUT_RD)
+        except OSError:
+            pass
+        self._end()
 
-    async def _send(self, data: bytes | bytearray) -> None:
-        try:
-            n = self.sock.send(data)
-        except BlockingIOError:
-            n = 0
-        if n < len(data):
-            await self.loop.sock_sendall(self.sock, memoryview(data)[n:])
 
-    async def _send_fetch(self, reply: FetchReply) -> None:
-        prefix = True
-        for part in reply.parts:
-            if isinstance(part, FileSlice):
-                await self._sendfile(part)
-            else:
-                await self._send((_SIZE.pack(reply.size) + part) if prefix else part)
-            prefix = False
-
-    async def _sendfile(self, s: FileSlice) -> None:
-        offset, count = s.position, s.size
-        while count > 0:
-            try:
-                sent = os.sendfile(self.fd, s.fd, offset, count)
-            except BlockingIOError:
-                await self._writable()
-                continue
-            except OSError as e:
-                if e.errno == errno.EAGAIN:
-                    await self._writable()
-                    continue
-                raise
-            if sent == 0:
-                raise _Close(f"log file shrank during a fetch (fd {s.fd} at {offset})")
-            SENDFILE_STATS["calls"] += 1
-            SENDFILE_STATS["bytes"] += sent
-            offset += sent
-            count -= sent
-
-    async def _writable(self) -> None:
-        fut = self.loop.create_future()
-        self.loop.add_writer(self.fd, lambda: fut.done() or fut.set_result(None))
-        try:
-            await fut
-        finally:
-            self.loop.remove_writer(self.fd)
+def _encode(key: int, version: int, cid: int, body: Any) -> bytes | collections.deque[Any]:
+    """A reply's wire form: the whole frame as bytes, or for a Fetch reply with record bytes
+    the parts to send in turn (the size field is prepended to the first)."""
+    if isinstance(body, FetchReply):
+        out: collections.deque[Any] = collections.deque(body.parts)
+        first = out[0] if out else b""
+        if type(first) is bytes:  # the response header, and the bytes up to the first records
+            out[0] = _SIZE.pack(body.size) + first
+        else:
+            out.appendleft(_SIZE.pack(body.size))
+        return out[0] if len(out) == 1 else out
+    w = Writer(bytearray(4))
+    encode_response_header(w, key, version, cid)
+    RESPONSES[key].encode(body, version, w)
+    _SIZE.pack_into(w.buf, 0, len(w.buf) - 4)
+    return bytes(w.buf)
 
 
 class BrokerServer:
@@ -455,6 +489,7 @@ class BrokerServer:
         self.max_idle = state.config.int("connections.max.idle.ms") / 1000
         #: the one receive buffer of every connection (all run on this loop's thread)
         self.read_buffer = bytearray(_RECV_SIZE)
+        self.read_view = memoryview(self.read_buffer)
         self.connections: set[Connection] = set()
         self._per_ip: collections.Counter[str] = collections.Counter()
         self.accepted = 0
@@ -465,7 +500,6 @@ class BrokerServer:
         self._listener: socket.socket | None = None
         self._accept_task: asyncio.Task[None] | None = None
         self._idle_task: asyncio.Task[None] | None = None
-        self._tasks: set[asyncio.Task[None]] = set()
 
     async def start(self) -> None:
         infos = socket.getaddrinfo(self.host, self.port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
@@ -518,12 +552,12 @@ class BrokerServer:
             self.connections.add(conn)
             self._per_ip[ip] += 1
             self.accepted += 1
-            task = asyncio.ensure_future(conn.run())
-            self._tasks.add(task)
-            task.add_done_callback(self._tasks.discard)
-            task.add_done_callback(lambda _t, ip=ip: self._forget_ip(ip))
+            conn.start()
 
-    def _forget_ip(self, ip: str) -> None:
+    def _forget(self, conn: Connection) -> None:
+        """``conn`` is closed (called once per connection)."""
+        self.connections.discard(conn)
+        ip = conn.peer.rpartition(":")[0]
         self._per_ip[ip] -= 1
         if self._per_ip[ip] <= 0:
             del self._per_ip[ip]
@@ -544,12 +578,9 @@ class BrokerServer:
         """Stop accepting, let in-flight requests finish (up to ``grace`` s), close connections."""
         await self.stop_accepting()
         for conn in list(self.connections):
-            conn.closing = True
-            try:
-                conn.sock.shutdown(socket.SHUT_RD)
-            except OSError:
-                pass
-        if self._tasks:
-            done, pending = await asyncio.wait(list(self._tasks), timeout=grace)
-            for t in pending:
-                t.cancel()
+            conn.stop_reading()
+        waiting = [conn.closed for conn in self.connections]
+        if waiting:
+            await asyncio.wait(waiting, timeout=grace)
+        for conn in list(self.connections):  # replies still being computed after the grace period
+            conn._finish()

@@ -112,6 +112,8 @@ class RecordAccumulator:
         self.wake_at: Callable[[float], None] = _noop
         #: gives a batch its producer id and sequence just before it is sealed (idempotence)
         self.stamp: Callable[[ProducerBatch], None] | None = None
+        #: told of every batch opened (transactions: its partition joins the transaction)
+        self.opened: Callable[[ProducerBatch], None] | None = None
 
     def start(self, loop: asyncio.AbstractEventLoop) -> None:
         self.loop = loop
@@ -192,6 +194,8 @@ class RecordAccumulator:
         topic_state.open[partition] = b
         self.open[b] = None
         self.incomplete[b] = None
+        if self.opened is not None:
+            self.opened(b)
         self.wake(self.linger)
         return b
 

@@ -378,12 +378,16 @@ class Admin(ClusterAdmin, GroupAdmin):
 
     # ------------------------------------------------------------------ offsets
 
-    async def list_offsets(self, specs: Mapping[TopicPartition | tuple[str, int], OffsetSpec | int]
-                           ) -> dict[TopicPartition, OffsetAndTimestamp]:
+    async def list_offsets(self, specs: Mapping[TopicPartition | tuple[str, int], OffsetSpec | int], *,
+                           isolation_level: str = "read_uncommitted") -> dict[TopicPartition, OffsetAndTimestamp]:
         """Look up offsets: ``OffsetSpec.EARLIEST`` (log start), ``LATEST`` (log end = next
         offset), ``MAX_TIMESTAMP``, or a timestamp in ms (the first offset whose record timestamp
         is >= it; ``OffsetAndTimestamp(-1, -1)`` when no record is that recent). Requests go to
-        each partition's leader."""
+        each partition's leader. With ``isolation_level="read_committed"`` LATEST is the last
+        stable offset (the first offset of the oldest open transaction), what a read_committed
+        consumer can read up to."""
+        if isolation_level not in ("read_uncommitted", "read_committed"):
+            raise ValueError(f"isolation_level must be read_uncommitted or read_committed, not {isolation_level!r}")
         by_leader: dict[int, dict[str, list[dict[str, int]]]] = {}
         for tp, spec in specs.items():
             topic, partition = tp
@@ -396,7 +400,7 @@ class Admin(ClusterAdmin, GroupAdmin):
         out: dict[TopicPartition, OffsetAndTimestamp] = {}
 
         async def ask(leader: int, topics: dict[str, list[dict[str, int]]]) -> None:
-            body = {"replica_id": -1, "isolation_level": 0,
+            body = {"replica_id": -1, "isolation_level": 1 if isolation_level == "read_committed" else 0,
                     "topics": [{"name": t, "partitions": ps} for t, ps in topics.items()]}
             resp = await self._request(lambda: self._cluster.node_connection(leader), ApiKey.LIST_OFFSETS, body)
             for t in resp["topics"]:

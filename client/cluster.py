@@ -144,6 +144,24 @@ class Cluster:
         that heartbeats and commits do not wait behind long-polling fetches to the same node."""
         return await self._connect(("coordinator", node_id), host, port)
 
+    async def find_coordinator(self, key: str, key_type: int) -> tuple[int, str, int]:
+        """``(node id, host, port)`` of the coordinator of ``key`` (FindCoordinator; key type
+        0: a consumer group, 1: a transactional id); raises the answer's error (retriable:
+        COORDINATOR_NOT_AVAILABLE, COORDINATOR_LOAD_IN_PROGRESS)."""
+        conn = await self.any_connection()
+        v = conn.pick_version(ApiKey.FIND_COORDINATOR)
+        if v >= 4:
+            resp = await conn.request(ApiKey.FIND_COORDINATOR, v, {"key_type": key_type, "coordinator_keys": [key]})
+            c = resp["coordinators"][0]
+        else:
+            c = await conn.request(ApiKey.FIND_COORDINATOR, v, {"key": key, "key_type": key_type})
+        code = c["error_code"]
+        if code:
+            what = "group" if key_type == 0 else "transactional id"
+            name = ErrorCode(code).name if code in ErrorCode._value2member_map_ else str(code)
+            raise error_for_code(code, f"FindCoordinator for {what} {key!r}: {c.get('error_message') or name}")
+        return c["node_id"], c["host"], c["port"]
+
     async def controller_connection(self) -> BrokerConnection:
         if self.controller_id < 0:
             await self.refresh_metadata()

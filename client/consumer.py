@@ -33,7 +33,10 @@ OFFSET_OUT_OF_RANGE resets the same way (``none``: OffsetOutOfRangeError to the 
 in flight while the application works through the current one (fetch_min_bytes,
 fetch_max_wait_ms long-poll, fetch_max_bytes, max_partition_fetch_bytes); records are decoded
 a RecordBatch at a time in the application's call, CRC checked (``check_crcs``); partial
-trailing batches are dropped and fetched again whole.
+trailing batches are dropped and fetched again whole. ``isolation_level="read_committed"``
+reads up to the last stable offset and drops aborted transactions' records (``end_offsets``
+answers the last stable offset then); ``committed()`` waits while a transactional offset
+commit is pending (require_stable).
 
 **Errors.** Connection errors and retriable partition errors are retried in the background;
 a corrupt batch (CorruptMessageError) or another non-retriable partition error is raised from
@@ -56,21 +59,23 @@ from collections.abc import AsyncIterator, Callable, Iterable, Mapping
 
 from client.cluster import Cluster
 from client.consumer_records import ColumnBatch, ConsumerRecord
-from client.errors import KafkaError, error_for_code
+from client.errors import IllegalStateError, error_for_code
 from client.fetcher import EARLIEST, LATEST, Fetcher, NoOffsetForPartitionError, PartitionState
 from client.group.assignors import PartitionAssignor
 from client.group.coordinator import ConsumerCoordinator, ConsumerRebalanceListener
 from client.group.offsets import CommitFailedError
 from client.protocol.api import ErrorCode
-from client.structs import OffsetAndMetadata, OffsetAndTimestamp, TopicPartition
+from client.structs import (
+    ConsumerGroupMetadata,
+    OffsetAndMetadata,
+    OffsetAndTimestamp,
+    TopicPartition,
+    offsets_and_metadata,
+)
 
 __all__ = ["Consumer", "ConsumerRecord", "ColumnBatch", "TopicPartition", "OffsetAndTimestamp",
            "OffsetAndMetadata", "NoOffsetForPartitionError", "IllegalStateError", "CommitFailedError",
            "ConsumerRebalanceListener"]
-
-
-class IllegalStateError(KafkaError):
-    """The partition is not assigned to this consumer (or the consumer is not started)."""
 
 
 class Consumer:
@@ -222,21 +227,7 @@ class Consumer:
     def _current_positions(self) -> dict[TopicPartition, int]:
         return {tp: p.position for tp, p in self._parts.items() if p.position is not None}
 
-    @staticmethod
-    def _offsets(offsets: Mapping[tuple[str, int], int | tuple[int, str] | OffsetAndMetadata]
-                 ) -> dict[TopicPartition, OffsetAndMetadata]:
-        out = {}
-        for tp, o in offsets.items():
-            if isinstance(o, int):
-                om = OffsetAndMetadata(o)
-            elif isinstance(o, OffsetAndMetadata):
-                om = o
-            else:
-                om = OffsetAndMetadata(int(o[0]), str(o[1]))
-            if om.offset < 0:
-                raise ValueError(f"offset must be >= 0, not {om.offset}")
-            out[TopicPartition(*tp)] = om
-        return out
+    _offsets = staticmethod(offsets_and_metadata)
 
     async def commit(self, offsets: Mapping[tuple[str, int], int | tuple[int, str] | OffsetAndMetadata] | None = None
                      ) -> None:
@@ -278,6 +269,15 @@ class Consumer:
         """The generation of the group this member last joined (-1: none)."""
         return self._group.generation if self._group is not None else -1
 
+    def group_metadata(self) -> ConsumerGroupMetadata:
+        """This member's group, generation and member id, for
+        ``Producer.send_offsets_to_transaction`` (Kafka's ``groupMetadata()``): the group
+        coordinator then refuses the commit if the group has rebalanced since."""
+        group = self._require_group()
+        in_group = group.subscribed and group.generation >= 0
+        return ConsumerGroupMetadata(group.group_id, group.generation if in_group else -1,
+                                     group.member_id if in_group else "", group.group_instance_id)
+
     def _polled(self) -> None:
         if self._group is not None:
             self._group.on_poll()
@@ -302,7 +302,10 @@ class Consumer:
         ``until`` (the batch holding ``until - 1`` is the last one requested; it may hold
         records past it). No fetch is left long-polling after the range, so the next request
         on the connection is not kept waiting behind it (the Spark reader reads one range per
-        task)."""
+        task). Once the position reaches ``until`` with nothing left buffered, getmany and
+        getbatches for that partition return at once, empty, instead of waiting: the range
+        may end in records never handed out (transaction markers, aborted records), so the
+        caller checks ``position()`` rather than waiting for a record at ``until - 1``."""
         if offset < 0:
             raise ValueError(f"offset must be >= 0, not {offset}")
         self._part(partition).set_position(int(offset), until)
@@ -446,7 +449,7 @@ class Consumer:
             if out:
                 return out
             self._fetcher.raise_error(parts)
-            if not await self._wait(deadline):
+            if self._fetcher.bounded_reads_done(parts) or not await self._wait(deadline):
                 return out
 
     async def getone(self, *partitions: tuple[str, int]) -> ConsumerRecord:
@@ -482,7 +485,7 @@ class Consumer:
             if out:
                 return out
             self._fetcher.raise_error(parts)
-            if not await self._wait(deadline):
+            if self._fetcher.bounded_reads_done(parts) or not await self._wait(deadline):
                 return out
 
     async def batches(self, *partitions: tuple[str, int]) -> AsyncIterator[ColumnBatch]:

@@ -36,6 +36,7 @@ from collections.abc import Iterator, Sequence
 from itertools import repeat
 from typing import Any, NamedTuple
 
+from client.aborted_transactions import AbortedTransactions
 from client.records.batch import (
     HEADER_STRUCT,
     LOG_OVERHEAD,
@@ -48,7 +49,7 @@ from client.records.compression import DEFAULT_MAX_DECOMPRESSED, decompress
 from client.structs import TopicPartition
 
 __all__ = ["TopicPartition", "ConsumerRecord", "ColumnBatch", "FetchedChunk", "decode_batch_rows",
-           "decode_batch_columns", "whole_batches"]
+           "decode_batch_columns", "whole_batches", "batch_next_offset"]
 
 _LEN = struct.Struct(">qi")
 _LAST_DELTA = struct.Struct(">i")
@@ -172,16 +173,20 @@ def whole_batches(buf: memoryview, pos: int = 0, end: int | None = None) -> tupl
 
 
 class FetchedChunk:
-    """Whole batches of one partition from one Fetch response, consumed front to back."""
+    """Whole batches of one partition from one Fetch response, consumed front to back;
+    ``aborted`` (read_committed answers listing aborted transactions only) says which of them
+    to drop (``client.aborted_transactions``)."""
 
-    __slots__ = ("buf", "pos", "end", "fetch_offset", "next_offset")
+    __slots__ = ("buf", "pos", "end", "fetch_offset", "next_offset", "aborted")
 
-    def __init__(self, buf: memoryview, end: int, fetch_offset: int, next_offset: int) -> None:
+    def __init__(self, buf: memoryview, end: int, fetch_offset: int, next_offset: int,
+                 aborted: AbortedTransactions | None = None) -> None:
         self.buf = buf
         self.pos = 0
         self.end = end
         self.fetch_offset = fetch_offset
         self.next_offset = next_offset
+        self.aborted = aborted
 
     def next_batch(self) -> int:
         """Position of the next whole batch (advancing past it), or -1 when done."""
@@ -190,6 +195,11 @@ class FetchedChunk:
             return -1
         self.pos = pos + _LEN.unpack_from(self.buf, pos)[1] + LOG_OVERHEAD
         return pos
+
+
+def batch_next_offset(buf: memoryview, pos: int) -> int:
+    """The offset after the batch at ``buf[pos]`` (base offset + last offset delta + 1)."""
+    return int(_LEN.unpack_from(buf, pos)[0]) + _LAST_DELTA.unpack_from(buf, pos + 23)[0] + 1
 
 
 def _open_batch(buf: memoryview, pos: int, check_crc: bool,

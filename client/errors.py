@@ -1,5 +1,6 @@
 """Client-side errors: one ``KafkaError`` subclass per broker error code, with the flags the
-client acts on, plus local failures (``KafkaConnectionError``, ``KafkaTimeoutError``).
+client acts on, plus local failures (``KafkaConnectionError``, ``KafkaTimeoutError``,
+``IllegalStateError``, ``TransactionAbortedError``).
 
 - ``retriable``: the operation may succeed if tried again (Kafka's Java client: the exception
   extends RetriableException); the producer and consumer retry these themselves.
@@ -9,6 +10,13 @@ client acts on, plus local failures (``KafkaConnectionError``, ``KafkaTimeoutErr
 One class per code of ``client.protocol.api.ErrorCode`` (Kafka 3.9), named after the code
 (``UNKNOWN_TOPIC_OR_PARTITION`` -> ``UnknownTopicOrPartitionError``); ``ERRORS[code]`` maps a
 code to its class. tests/client/test_errors.py checks the two stay in step.
+
+Transactions (``Producer(transactional_id=...)``) use three of them as Kafka's producer does:
+``ProducerFencedError`` is fatal (another producer took the transactional id, or the
+coordinator aborted a timed-out transaction under a new epoch: close the producer),
+``TransactionAbortableError`` says the transaction cannot commit and must be aborted (its
+``__cause__`` is the failure that made it so), and ``TransactionAbortedError`` fails the
+records dropped by an abort.
 """
 
 from __future__ import annotations
@@ -38,6 +46,18 @@ class KafkaTimeoutError(KafkaError):
     """A request or operation did not complete in time."""
 
     retriable = True
+
+
+class IllegalStateError(KafkaError):
+    """A method was called in a state that does not allow it (Kafka's IllegalStateException):
+    a partition not assigned to this consumer, a transactional method out of order
+    (``commit_transaction`` without ``begin_transaction``), a send outside a transaction."""
+
+
+class TransactionAbortedError(KafkaError):
+    """The record was not sent: its transaction was aborted first (Kafka's
+    TransactionAbortedException). Its batch had not been sent when ``abort_transaction``
+    began, so it was dropped."""
 
 
 # ---------------------------------------------------------------- one class per error code
@@ -905,5 +925,6 @@ def raise_for_code(code: int, message: str = "") -> None:
         raise error_for_code(code, message)
 
 
-__all__ = ["KafkaError", "KafkaConnectionError", "KafkaTimeoutError", "ERRORS", "ErrorCode", "error_for_code",
+__all__ = ["KafkaError", "KafkaConnectionError", "KafkaTimeoutError", "IllegalStateError", "TransactionAbortedError",
+           "ERRORS", "ErrorCode", "error_for_code",
            "raise_for_code", *(cls.__name__ for cls in ERRORS.values())]

@@ -24,10 +24,15 @@ becomes the partition's ``error``: the consumer raises it once the records befor
 out, and the partition is fetched again from its position afterwards — so a bad batch fails
 again until the application seeks past it, as in Kafka's consumer.
 
-Not done: fetch sessions (KIP-227: every Fetch lists all its partitions), and filtering of
-aborted transactions for ``isolation_level='read_committed'`` (the level is sent, so a broker
-stops at the last stable offset, but the aborted_transactions list is not applied; minibroker
-has no transactions). Control batches are skipped.
+Transactions. Control batches (COMMIT/ABORT markers) are skipped in both isolation levels:
+the position moves past them. With ``isolation_level='read_committed'`` the broker answers
+only records below the last stable offset (every transaction there has ended) and lists the
+aborted transactions overlapping the answer; the batches of those producers' transactions,
+from each one's first offset to its ABORT marker, are dropped before decoding
+(``client.aborted_transactions``), for records and bulk columns alike, and the position
+moves past them. read_uncommitted hands out everything, aborted records included.
+
+Not done: fetch sessions (KIP-227: every Fetch lists all its partitions).
 """
 
 from __future__ import annotations
@@ -39,11 +44,13 @@ from collections import deque
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from client.aborted_transactions import AbortedTransactions
 from client.cluster import Cluster
 from client.consumer_records import (
     ColumnBatch,
     ConsumerRecord,
     FetchedChunk,
+    batch_next_offset,
     decode_batch_columns,
     decode_batch_rows,
     whole_batches,
@@ -383,7 +390,10 @@ class Fetcher:
                                                      f"{p.tp.topic}-{p.tp.partition} at offset {offset}: {e}")
                             continue
                         if n:
-                            p.chunks.append(FetchedChunk(records, end, offset, nxt))
+                            aborted = pr.get("aborted_transactions") if self.isolation_level else None
+                            p.chunks.append(FetchedChunk(records, end, offset, nxt, AbortedTransactions(
+                                [(a["producer_id"], a["first_offset"]) for a in aborted], self.check_crcs)
+                                if aborted else None))
                             p.fetch_offset = nxt
                         else:
                             first.append(p)  # only a partial batch: ask for it first next time
@@ -414,6 +424,13 @@ class Fetcher:
             await asyncio.sleep(self.retry_backoff_ms / 1000)
 
     # ------------------------------------------------------------ handing records out
+
+    @staticmethod
+    def bounded_reads_done(parts: list[PartitionState]) -> bool:
+        """Every one of ``parts`` is a bounded read (``until``) whose position has reached its
+        end with nothing buffered: nothing more will be handed out for them."""
+        return bool(parts) and all(p.until is not None and p.position is not None and p.position >= p.until
+                                   and not p.has_data for p in parts)
 
     def raise_error(self, parts: Iterable[PartitionState]) -> None:
         for p in parts:
@@ -457,6 +474,12 @@ class Fetcher:
                 chunks.popleft()
                 self._launch()
             try:
+                aborted = chunk.aborted
+                if aborted is not None and aborted.is_aborted(chunk.buf, pos):
+                    nxt = batch_next_offset(chunk.buf, pos)
+                    if part.position is not None and nxt > part.position:
+                        part.position = nxt
+                    continue
                 got, nxt = decode(chunk.buf, pos, part.tp.topic, part.tp.partition,
                                   part.position or 0, self.check_crcs, self.max_decompressed)
             except RecordError as e:

@@ -62,6 +62,24 @@ adds the fsync that survives a machine crash. Without idempotence a retried batc
 attempt *was* written (its answer was lost with the connection) is written twice, and with
 more than one request in flight a retried batch can land after later batches of its
 partition; ``max_in_flight_requests_per_connection=1`` keeps the order.
+
+Transactions (``transactional_id``, as Kafka's Java producer; ``client/transactions.py``)::
+
+    async with Producer(bootstrap, transactional_id="orders-1") as p:
+        await p.init_transactions()              # fences older producers of "orders-1"
+        p.begin_transaction()
+        p.send_nowait("out", b"result")
+        await p.send_offsets_to_transaction({("in", 0): 42}, consumer.group_metadata())
+        await p.commit_transaction()             # or abort_transaction()
+
+The records of a transaction, and the consumer offsets sent with it, become visible to
+``isolation_level="read_committed"`` consumers together when it commits, and never if it
+aborts. A transactional producer is idempotent with ``acks='all'`` (the default then; other
+values are refused, as Kafka does) and sends only inside a transaction. Errors:
+``ProducerFencedError`` (another producer with the same id took over, or the transaction
+timed out: close the producer) and ``TransactionAbortableError`` (a send failed: call
+``abort_transaction``, then retry the work in a new transaction). ``close`` aborts an open
+transaction.
 """
 
 from __future__ import annotations
@@ -69,7 +87,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from client.accumulator import (
@@ -77,14 +95,16 @@ from client.accumulator import (
     RecordAccumulator,
 )
 from client.cluster import Cluster
-from client.errors import KafkaError, KafkaTimeoutError
+from client.errors import IllegalStateError, KafkaError, KafkaTimeoutError
 from client.partitioner import Partitioner
 from client.producer_batch import ProducerBatch, RecordFuture, RecordMetadata, WaitGroup
 from client.protocol.api import ErrorCode
 from client.records.codec import append_record
 from client.records.compression import Compression
 from client.sender import Sender
+from client.structs import ConsumerGroupMetadata, OffsetAndMetadata, offsets_and_metadata
 from client.transaction_manager import TransactionManager
+from client.transactions import Transactions, TxnState
 
 __all__ = ["Producer", "RecordMetadata", "RecordFuture"]
 
@@ -108,7 +128,7 @@ class Producer:
 
     Options keep Kafka's names in snake_case; defaults are Kafka's except ``acks=1`` (Kafka 3+
     defaults to ``all``, which on minibroker means an fsync before each answer; kafka-python
-    and aiokafka default to 1 as well) and ``linger_ms=5`` (Kafka 4.0's default, KIP-1030).
+    and aiokafka default to 1 as well; ``all`` with a ``transactional_id``) and ``linger_ms=5`` (Kafka 4.0's default, KIP-1030).
     """
 
     def __init__(
@@ -116,7 +136,7 @@ class Producer:
         bootstrap_servers: str | Iterable[str] = "127.0.0.1:9092",
         *,
         client_id: str = "minibroker-python",
-        acks: int | str = 1,
+        acks: int | str | None = None,
         compression_type: str | int | Compression | None = None,
         batch_size: int = 16384,
         linger_ms: float = 5,
@@ -135,10 +155,21 @@ class Producer:
         key_serializer: Callable[[Any], bytes | None] | None = None,
         value_serializer: Callable[[Any], bytes | None] | None = None,
         enable_idempotence: bool | None = None,
+        transactional_id: str | None = None,
+        transaction_timeout_ms: int = 60000,
     ) -> None:
         if batch_size < 1 or buffer_memory < batch_size:
             raise ValueError("batch_size must be >= 1 and buffer_memory >= batch_size")
-        self.acks = _acks(acks)
+        self.acks = _acks(acks if acks is not None else "all" if transactional_id is not None else 1)
+        if transactional_id is not None:
+            if enable_idempotence is False:
+                raise ValueError("a transactional producer is idempotent: enable_idempotence=False cannot be used"
+                                 " with transactional_id")
+            if self.acks != -1:
+                raise ValueError("transactional_id requires acks='all'")
+            if transaction_timeout_ms <= 0:
+                raise ValueError("transaction_timeout_ms must be > 0")
+            enable_idempotence = True
         conflicts = [what for what, bad in (
             ("acks=0", self.acks == 0),
             ("max_in_flight_requests_per_connection > 5", max_in_flight_requests_per_connection > 5),
@@ -169,15 +200,26 @@ class Producer:
             delivery_timeout=self.delivery_timeout, max_block=self.max_block, max_request_size=max_request_size,
             partitioner=partitioner)
         self._txn: TransactionManager | None = None
+        self._txns: Transactions | None = None
         if self.enable_idempotence:
             self._txn = TransactionManager(self._cluster, max_block=self.max_block, retry_backoff=self.retry_backoff)
             self._acc.stamp = self._txn.stamp
+            if transactional_id is not None:
+                self._txns = Transactions(
+                    self._cluster, self._txn, transactional_id=transactional_id,
+                    transaction_timeout_ms=transaction_timeout_ms, max_block=self.max_block,
+                    retry_backoff=self.retry_backoff, flush=self.flush, drop_waiting=self._acc.fail_waiting)
+                self._txns.on_change = self._update_plain
+                self._acc.opened = self._txns.batch_opened
         self._sender = Sender(self._cluster, self._acc, acks=self.acks, request_timeout_ms=request_timeout_ms,
                               retries=retries, retry_backoff=self.retry_backoff, max_in_flight=self.max_in_flight,
-                              max_request_size=max_request_size, transaction_manager=self._txn)
+                              max_request_size=max_request_size, transaction_manager=self._txn,
+                              transactions=self._txns)
         self._acc.sealed = self._sender.enqueue
         self._acc.wake = self._sender.wake
         self._acc.wake_at = self._sender.wake_at
+        if self._txns is not None:
+            self._txns.wake = self._sender.wake
         self._loop: asyncio.AbstractEventLoop | None = None
         self._metadata_tasks: dict[str, asyncio.Task[Any]] = {}
         self._refresher: asyncio.Future[None] | None = None
@@ -196,11 +238,17 @@ class Producer:
         self._acc.start(self._loop)
         self._sender.start(self._loop)
         await self._cluster.start()
-        if self._txn is not None:
+        if self._txn is not None and self._txns is None:  # transactional: init_transactions() does it
             await self._txn.init_producer_id()
         self._started = True
-        self._plain = self.key_serializer is None and self.value_serializer is None
+        self._update_plain()
         self._refresher = asyncio.ensure_future(self._keep_metadata_fresh())
+
+    def _update_plain(self) -> None:
+        """``send_nowait``'s fast path skips ``_prepare`` (state checks, serializers) when on."""
+        self._plain = (self._started and not self._closed and self.key_serializer is None
+                       and self.value_serializer is None
+                       and (self._txns is None or self._txns.state is TxnState.IN_TRANSACTION))
 
     async def _keep_metadata_fresh(self) -> None:
         """Kafka's ``metadata.max.age.ms``: refresh the metadata of the topics in use that
@@ -256,13 +304,19 @@ class Producer:
 
     async def close(self, timeout: float | None = None) -> None:
         """Flush (up to ``timeout`` seconds), then close the connections. Records still
-        unanswered after the timeout fail with KafkaTimeoutError."""
+        unanswered after the timeout fail with KafkaTimeoutError. A transaction still open is
+        aborted first (within the same timeout)."""
         if self._closed or not self._started:
             self._closed = True
             self._plain = False
             await self._cluster.close()
             return
         try:
+            if self._txns is not None:
+                try:
+                    await asyncio.wait_for(self._txns.close(), timeout)
+                except TimeoutError:
+                    pass
             await self.flush(timeout)
         except KafkaTimeoutError:
             pass
@@ -381,6 +435,8 @@ class Producer:
             self._check_started()
         if self._closed:
             raise KafkaError("the producer is closed")
+        if self._txns is not None:
+            self._txns.check_send()
         if self.key_serializer is not None:
             key = self.key_serializer(key)
         if self.value_serializer is not None:
@@ -479,3 +535,49 @@ class Producer:
         if topic in self._acc.topics:
             self._acc.add_topic(topic, len(tm.partitions))  # partitions may have been added
         return sorted(tm.partitions)
+
+    # ------------------------------------------------------------------ transactions
+
+    def _transactions(self) -> Transactions:
+        self._check_started()
+        if self._txns is None:
+            raise IllegalStateError("this producer has no transactional_id: Producer(transactional_id=...)")
+        return self._txns
+
+    @property
+    def transactional_id(self) -> str | None:
+        return self._txns.transactional_id if self._txns is not None else None
+
+    async def init_transactions(self) -> None:
+        """Register the transactional id with its coordinator and get its producer id with a
+        new epoch: an older producer with the same id is fenced and its open transaction
+        aborted. Call once, before the first transaction (KafkaTimeoutError after
+        ``max_block_ms``; calling it again then resumes)."""
+        await self._transactions().init_transactions()
+
+    def begin_transaction(self) -> None:
+        """Start a transaction: records sent from now on belong to it (no request is sent)."""
+        self._transactions().begin_transaction()
+
+    async def send_offsets_to_transaction(
+            self, offsets: Mapping[tuple[str, int], int | tuple[int, str] | OffsetAndMetadata],
+            group: str | ConsumerGroupMetadata) -> None:
+        """Commit consumer offsets (partition -> the next offset to read) for ``group`` as part
+        of the transaction: the group's committed offsets change only if it commits. ``group``
+        is a group id or, better, ``consumer.group_metadata()``: its generation and member id
+        let the group coordinator refuse the commit of a member the group has replaced."""
+        txns = self._transactions()
+        meta = group if isinstance(group, ConsumerGroupMetadata) else ConsumerGroupMetadata(group)
+        await txns.send_offsets(offsets_and_metadata(offsets), meta)
+
+    async def commit_transaction(self) -> None:
+        """Send every buffered record, wait for their acknowledgements, then commit (EndTxn).
+        TransactionAbortableError if a record of the transaction failed (abort then);
+        ProducerFencedError if fenced; KafkaTimeoutError after ``max_block_ms`` (call it again)."""
+        await self._transactions().commit()
+
+    async def abort_transaction(self) -> None:
+        """Abort the transaction: records not sent yet fail with TransactionAbortedError, those
+        in flight are waited for, then EndTxn(abort). read_committed consumers never see the
+        transaction's records, and offsets sent with it are dropped."""
+        await self._transactions().abort()

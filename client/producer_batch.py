@@ -77,7 +77,7 @@ class ProducerBatch:
     __slots__ = ("topic", "partition", "buf", "count", "base_ts", "max_ts", "created", "capacity",
                  "reserved", "future", "attempts", "retry_at", "seq", "data", "codec", "deadline",
                  "children", "parent", "parent_start", "results", "producer_id", "producer_epoch",
-                 "base_sequence", "fanout")
+                 "base_sequence", "fanout", "flags")
 
     def __init__(self, topic: str, partition: int, capacity: int, codec: Compression, created: float,
                  seq: int, reserved: int, loop: asyncio.AbstractEventLoop) -> None:
@@ -106,6 +106,7 @@ class ProducerBatch:
         self.producer_epoch = -1
         self.base_sequence = -1
         self.fanout: _Fanout | None = None  # callbacks added to its records' futures
+        self.flags = 0  # attribute bits besides the codec: TRANSACTIONAL_FLAG_MASK in a transaction
 
     def try_append(self, key: Any, value: Any, headers: Sequence[tuple[str, bytes | None]] | None,
                    ts: int) -> int:
@@ -142,7 +143,7 @@ class ProducerBatch:
             out = bytearray(RECORDS_OFFSET + len(payload))
             out[RECORDS_OFFSET:] = payload
             buf = out
-        _HEADER.pack_into(buf, 0, 0, len(buf) - LOG_OVERHEAD, -1, CURRENT_MAGIC, 0, int(self.codec),
+        _HEADER.pack_into(buf, 0, 0, len(buf) - LOG_OVERHEAD, -1, CURRENT_MAGIC, 0, int(self.codec) | self.flags,
                           self.count - 1, self.base_ts, self.max_ts, self.producer_id, self.producer_epoch,
                           self.base_sequence, self.count)
         _CRC.pack_into(buf, CRC_OFFSET, crc32c(memoryview(buf)[ATTRIBUTES_OFFSET:]))

@@ -26,6 +26,15 @@ sequence, so the broker recognises one it already wrote; OUT_OF_ORDER_SEQUENCE_N
 retried while an earlier batch of the partition is being retried; a batch that fails for
 good stops the sending until the in-flight requests are answered and the unsent batches are
 renumbered under a new producer id.
+
+Transactions (``client/transactions.py``): Produce requests carry the transactional id, and a
+partition's batches wait until the partition is in the transaction (AddPartitionsToTxn
+answered: ``Transactions.added``). Once the transaction is aborting, abortable or fenced,
+every batch not yet sent fails at once (TransactionAbortedError, TransactionAbortableError,
+ProducerFencedError) and only the requests in flight are waited for. A batch that fails for
+good makes the transaction abortable (``Transactions.batch_failed``) instead of renumbering
+anything: the abort bumps the epoch. MESSAGE_TOO_LARGE is not split in a transaction (the
+halves would need sequences the batches behind it already hold): the batch fails.
 """
 
 from __future__ import annotations
@@ -38,10 +47,11 @@ from typing import Any
 
 from client.accumulator import RecordAccumulator
 from client.cluster import Cluster
-from client.errors import ERRORS, KafkaError, KafkaTimeoutError, error_for_code
+from client.errors import ERRORS, KafkaError, KafkaTimeoutError, TransactionAbortedError, error_for_code
 from client.producer_batch import BatchResult, ProducerBatch
 from client.protocol.api import ApiKey, ErrorCode
 from client.transaction_manager import TransactionManager
+from client.transactions import Transactions
 
 __all__ = ["Sender"]
 
@@ -55,9 +65,12 @@ _SEQUENCE_ERRORS = (ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER, ErrorCode.UNKNOWN_PR
 class Sender:
     def __init__(self, cluster: Cluster, accumulator: RecordAccumulator, *, acks: int, request_timeout_ms: int,
                  retries: int, retry_backoff: float, max_in_flight: int, max_request_size: int,
-                 transaction_manager: TransactionManager | None = None) -> None:
+                 transaction_manager: TransactionManager | None = None,
+                 transactions: Transactions | None = None) -> None:
         self._cluster = cluster
         self._tm = transaction_manager
+        self._txns = transactions
+        self.transactional_id = transactions.transactional_id if transactions is not None else None
         self._acc = accumulator
         self.acks = acks
         self.request_timeout_ms = request_timeout_ms
@@ -149,7 +162,15 @@ class Sender:
             self._handle.cancel()
             self._handle = None
         tm = self._tm
-        if tm is not None and tm.needs_reset:
+        txns = self._txns
+        gate: set[tuple[str, int]] | None = None
+        if txns is not None:
+            err = txns.undrained_error()
+            if err is not None:
+                self._fail_unsent(err)
+                return
+            gate = txns.added
+        elif tm is not None and tm.needs_reset:
             # A batch's sequences will never be written: nothing more is sent until the
             # requests in flight are answered and the unsent batches are renumbered.
             if not tm.resetting and not any(self._in_flight.values()):
@@ -175,6 +196,8 @@ class Sender:
                 if b.retry_at > now:
                     next_at = min(next_at, b.retry_at)
                     continue
+                if gate is not None and tp not in gate:
+                    continue  # AddPartitionsToTxn not answered yet: it wakes us
                 meta = topics.get(tp[0])
                 leader = meta.partitions.get(tp[1], -1) if meta is not None else -1
                 if leader < 0:  # metadata invalidated by an error: refresh (it wakes us)
@@ -202,6 +225,15 @@ class Sender:
         if next_at < _INF:
             self.wake_at(next_at)
 
+    def _fail_unsent(self, err: BaseException) -> None:
+        """Fail every sealed batch not yet sent (a transaction ending badly)."""
+        for q in self._queues.values():
+            while q:
+                b = q.popleft()
+                self.backlog -= 1
+                self.fail(b, err)
+        self._ready.clear()
+
     def _spawn_reset(self, tm: TransactionManager) -> None:
         async def reset() -> None:
             try:
@@ -209,12 +241,7 @@ class Sender:
             except KafkaError as e:
                 logger.error("idempotent producer: cannot get a new producer id: %s", e)
                 tm.needs_reset = False
-                for q in self._queues.values():
-                    while q:
-                        b = q.popleft()
-                        self.backlog -= 1
-                        self.fail(b, e)
-                self._ready.clear()
+                self._fail_unsent(e)
             finally:
                 self.wake(0)
 
@@ -254,7 +281,7 @@ class Sender:
                 topic_data: dict[str, list[dict[str, Any]]] = {}
                 for b in batches:
                     topic_data.setdefault(b.topic, []).append({"index": b.partition, "records": b.data})
-                body = {"transactional_id": None, "acks": self.acks, "timeout_ms": self.request_timeout_ms,
+                body = {"transactional_id": self.transactional_id, "acks": self.acks, "timeout_ms": self.request_timeout_ms,
                         "topic_data": [{"name": t, "partition_data": d} for t, d in topic_data.items()]}
                 for b in batches:
                     b.attempts += 1
@@ -302,6 +329,8 @@ class Sender:
         if code == ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER and not tm.is_retry_of_earlier(b):
             return False
         if code == ErrorCode.UNKNOWN_PRODUCER_ID:
+            if self._txns is not None:
+                return False  # the transaction fails; its abort bumps the epoch
             tm.needs_reset = True
         if self._loop.time() + self.retry_backoff >= b.deadline:
             return False
@@ -313,7 +342,7 @@ class Sender:
     def _retry_or_fail(self, b: ProducerBatch, exc: KafkaError) -> None:
         assert self._loop is not None
         now = self._loop.time()
-        if isinstance(exc, MessageTooLargeError) and b.count > 1:
+        if isinstance(exc, MessageTooLargeError) and b.count > 1 and self._txns is None:
             if self._tm is not None:
                 self._tm.failed(b)  # the children are numbered when the producer id is reset
             for child in b.split(b.seq):
@@ -342,10 +371,14 @@ class Sender:
     def fail(self, b: ProducerBatch, exc: BaseException) -> None:
         if self._tm is not None:
             self._tm.failed(b)
+        if self._txns is not None:
+            exc = self._txns.batch_failed(exc)
         self._acc.forget_open(b)
         if not b.future.done():
             b.future.set_exception(exc)
-            logger.warning("failed to deliver %d record(s) to %s-%d: %s", b.count, b.topic, b.partition, exc)
+            # a deliberate abort's unsent records are no news (debug); every other failure is
+            logger.log(logging.DEBUG if isinstance(exc, TransactionAbortedError) else logging.WARNING,
+                       "failed to deliver %d record(s) to %s-%d: %s", b.count, b.topic, b.partition, exc)
             b.future.exception()  # retrieved: reported through the record futures and the log
         self._progress.set()
         self._acc.finished(b)

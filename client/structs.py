@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import enum
+from collections.abc import Mapping
 from typing import NamedTuple
 
-__all__ = ["TopicPartition", "OffsetAndTimestamp", "OffsetAndMetadata", "OffsetSpec"]
+__all__ = ["TopicPartition", "OffsetAndTimestamp", "OffsetAndMetadata", "OffsetSpec", "ConsumerGroupMetadata",
+           "offsets_and_metadata"]
 
 
 class TopicPartition(NamedTuple):
@@ -30,6 +32,35 @@ class OffsetAndMetadata(NamedTuple):
     offset: int
     metadata: str = ""
     leader_epoch: int = -1
+
+
+def offsets_and_metadata(offsets: Mapping[tuple[str, int], int | tuple[int, str] | OffsetAndMetadata]
+                         ) -> dict[TopicPartition, OffsetAndMetadata]:
+    """Offsets to commit as given by an application (an offset, ``(offset, metadata)`` or an
+    OffsetAndMetadata per partition) as OffsetAndMetadata; ValueError for a negative offset."""
+    out = {}
+    for tp, o in offsets.items():
+        if isinstance(o, int):
+            om = OffsetAndMetadata(o)
+        elif isinstance(o, OffsetAndMetadata):
+            om = o
+        else:
+            om = OffsetAndMetadata(int(o[0]), str(o[1]))
+        if om.offset < 0:
+            raise ValueError(f"offset must be >= 0, not {om.offset}")
+        out[TopicPartition(*tp)] = om
+    return out
+
+
+class ConsumerGroupMetadata(NamedTuple):
+    """What a transactional producer needs of a consumer to commit its offsets
+    (``Consumer.group_metadata()``, Kafka's ConsumerGroupMetadata): TxnOffsetCommit carries the
+    generation and member id so that the group coordinator refuses a zombie member's commit."""
+
+    group_id: str
+    generation_id: int = -1
+    member_id: str = ""
+    group_instance_id: str | None = None
 
 
 class OffsetSpec(enum.IntEnum):

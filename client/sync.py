@@ -9,6 +9,12 @@ result. ::
         fut = p.send_nowait("events", b"more")             # concurrent.futures.Future
         p.flush()
 
+    with SyncProducer(transactional_id="job-1") as p:      # the same transactional methods
+        p.init_transactions()
+        p.begin_transaction()
+        p.send_nowait("events", b"in a transaction")
+        p.commit_transaction()
+
     with SyncAdmin(bootstrap_servers="127.0.0.1:9092") as admin:
         admin.create_topic("events", num_partitions=3)
 
@@ -47,7 +53,7 @@ from client.admin import (
 from client.consumer import Consumer, ConsumerRebalanceListener
 from client.consumer_records import ColumnBatch, ConsumerRecord
 from client.producer import Producer, RecordMetadata
-from client.structs import OffsetAndMetadata, OffsetAndTimestamp, OffsetSpec, TopicPartition
+from client.structs import ConsumerGroupMetadata, OffsetAndMetadata, OffsetAndTimestamp, OffsetSpec, TopicPartition
 
 __all__ = ["LoopThread", "SyncClient", "SyncProducer", "SyncConsumer", "SyncAdmin"]
 
@@ -210,6 +216,37 @@ class SyncProducer(SyncClient):
 
     def partitions_for(self, topic: str) -> list[int]:
         return self._run(self._client.partitions_for(topic))
+
+    # Transactions (``Producer(transactional_id=...)``): each call first hands the outbox to
+    # the producer, so the records sent before it belong to what it applies to.
+
+    def init_transactions(self) -> None:
+        self._run(self._client.init_transactions())
+
+    def begin_transaction(self) -> None:
+        async def pump_and_begin() -> None:
+            self._pump()
+            self._client.begin_transaction()
+        self._run(pump_and_begin())
+
+    def send_offsets_to_transaction(self, offsets: Mapping[tuple[str, int], int | tuple[int, str] | OffsetAndMetadata],
+                                    group: str | ConsumerGroupMetadata) -> None:
+        async def pump_and_send() -> None:
+            self._pump()
+            await self._client.send_offsets_to_transaction(offsets, group)
+        self._run(pump_and_send())
+
+    def commit_transaction(self) -> None:
+        async def pump_and_commit() -> None:
+            self._pump()
+            await self._client.commit_transaction()
+        self._run(pump_and_commit())
+
+    def abort_transaction(self) -> None:
+        async def pump_and_abort() -> None:
+            self._pump()
+            await self._client.abort_transaction()
+        self._run(pump_and_abort())
 
     def close(self, timeout: float | None = None) -> None:  # type: ignore[override]
         if self._closed:
@@ -383,6 +420,12 @@ class SyncAdmin(SyncClient):
                            ) -> dict[TopicPartition, GroupOffset]:
         return self._run(self._client.list_group_offsets(group, None if partitions is None else list(partitions)))
 
+    def fetch_group_offsets(self, group: str, partitions: Iterable[tuple[str, int]] | None = None, *,
+                            require_stable: bool = False) -> dict[TopicPartition, OffsetAndMetadata]:
+        return self._run(self._client.fetch_group_offsets(
+            group, None if partitions is None else [TopicPartition(*tp) for tp in partitions],
+            require_stable=require_stable))
+
     def alter_group_offsets(self, group: str, offsets: Mapping[tuple[str, int], int | OffsetAndMetadata]) -> None:
         self._run(self._client.alter_group_offsets(group, dict(offsets)))
 
@@ -460,6 +503,10 @@ class SyncConsumer(SyncClient):
 
     def position(self, partition: tuple[str, int]) -> int:
         return self._run(self._client.position(partition))
+
+    def group_metadata(self) -> ConsumerGroupMetadata:
+        """For ``SyncProducer.send_offsets_to_transaction``."""
+        return self._call(self._client.group_metadata)
 
     def highwater(self, partition: tuple[str, int]) -> int | None:
         return self._call(self._client.highwater, partition)

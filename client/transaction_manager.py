@@ -1,5 +1,7 @@
 """TransactionManager: the idempotent producer's state (the idempotence half of Kafka's Java
-TransactionManager; transactions are not implemented yet).
+TransactionManager; the transactional half is ``client/transactions.py``, which drives this
+one: it sets the producer id and epoch from its own InitProducerId and marks batches
+transactional).
 
 With idempotence the producer asks the broker for a producer id (InitProducerId, at start),
 and numbers the records it sends to each partition from 0: every batch carries the producer
@@ -19,7 +21,10 @@ What the sender asks here:
   MESSAGE_TOO_LARGE), which leaves a gap the broker would refuse every later batch for. The
   sender stops sending until nothing is in flight, then ``reset`` takes a new producer id
   (an unknown producer may start at any sequence) and renumbers every unsent batch from 0,
-  as Kafka's producer resets its producer id when it cannot bump the epoch.
+  as Kafka's producer resets its producer id when it cannot bump the epoch. A transactional
+  producer never resets in the middle of a transaction: the failed batch makes the
+  transaction abortable, and the abort bumps the epoch (``set_producer``), which restarts
+  every partition's sequence at 0.
 """
 
 from __future__ import annotations
@@ -60,6 +65,16 @@ class TransactionManager:
         self._unresolved: dict[tuple[str, int], dict[ProducerBatch, None]] = {}
         self.needs_reset = False
         self.resetting = False
+        #: attribute bits given to every batch (``TRANSACTIONAL_FLAG_MASK`` for a transactional producer)
+        self.batch_flags = 0
+
+    def set_producer(self, producer_id: int, producer_epoch: int) -> None:
+        """A producer id and epoch from a transactional InitProducerId: sequences restart at 0.
+        Only while no batch is unresolved (after init_transactions or an abort)."""
+        self.producer_id, self.producer_epoch = producer_id, producer_epoch
+        self._next_sequence.clear()
+        self._unresolved.clear()
+        self.needs_reset = False
 
     async def init_producer_id(self) -> None:
         """InitProducerId (no transactional id): a fresh producer id, epoch 0. Retriable
@@ -92,6 +107,7 @@ class TransactionManager:
         tp = (b.topic, b.partition)
         seq = self._next_sequence.get(tp, 0)
         b.producer_id, b.producer_epoch, b.base_sequence = self.producer_id, self.producer_epoch, seq
+        b.flags = self.batch_flags
         self._next_sequence[tp] = increment_sequence(seq, b.count)
         unresolved = self._unresolved.get(tp)
         if unresolved is None:

@@ -1,18 +1,25 @@
 #!/usr/bin/env python3
-"""Log compaction benchmark: cleaner throughput, and what the cleaner costs a steady producer.
+"""Log compaction benchmark: cleaner throughput, and what the cleaner costs a steady producer,
+with the cleaning in a cleaner thread and in a worker process (``log.cleaner.mode``).
 
-1. Throughput (in this process, storage layer only): a compacted log of ``--dirty-mb`` MB of
-   uncompressed batches of 100 records, values of 100 B or 1 KiB, keys chosen so that 10 % or
-   90 % of the records repeat an earlier key; one ``LogCleaner.clean_once()`` over all of it
-   (map, rewrite, swap). Reported: MB/s of dirty log (bytes of the segments cleaned / wall
-   time), the map phase's share, the records kept. Median of ``--repeats``.
+1. Throughput (storage layer only, driven from this process): a compacted log of
+   ``--dirty-mb`` MB of uncompressed batches of 100 records, values of 100 B or 1 KiB, keys
+   chosen so that 10 % or 90 % of the records repeat an earlier key; one
+   ``LogCleaner.clean_once()`` over all of it (map, rewrite, swap) per ``--modes`` entry.
+   Reported: MB/s of dirty log (bytes of the segments cleaned / the cleaning's own time, from
+   the map to the last swap: a worker process's start is not in it), the map phase's share,
+   the records kept. Median of ``--repeats``.
 2. Produce latency (broker subprocesses, our client): a steady producer sends one 100-byte
    record every ``--interval-ms`` to a plain topic, acks=1, awaiting each answer, for
    ``--seconds``; meanwhile a writer keeps a compacted topic dirty (``--dirty-rate-mb`` MB/s
    over ``--dirty-keys`` keys), so the cleaner keeps rewriting it (its share of the run is
-   printed). Run twice, identical except
-   ``log.cleaner.enable`` (false, then true). Reported: p50/p99/p99.9 ack latency of the steady
-   producer in both runs, and how much the cleaner cleaned during the run.
+   printed). One run per setting: the cleaner off (``log.cleaner.enable=false``) and each of
+   ``--modes``; the settings alternate (the order rotates) over ``--latency-repeats`` rounds,
+   so that the machine's other load hits them alike. Reported per run: p50/p99/p99.9 ack
+   latency of the steady producer, the CPU (share of one core over the measured seconds, from
+   ``/proc``) of the broker process and of its children (the cleaner worker processes), what
+   the cleaner cleaned, the load average; then the medians per setting, and the p99 each mode
+   adds: the median over the rounds of its p99 minus the same round's cleaner-off p99.
 
 Prints the command line that reproduces the figures.
 """
@@ -29,11 +36,11 @@ import statistics
 import sys
 import tempfile
 import time
-from typing import Any
+from typing import Any, NamedTuple
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from scripts._benchutil import command_line, machine_line  # noqa: E402
+from scripts._benchutil import child_pids, command_line, machine_line, proc_cpu_s  # noqa: E402
 
 
 def build_log(directory: str, dirty_mb: int, value_size: int, dup: float):  # type: ignore[no-untyped-def]
@@ -68,27 +75,29 @@ def throughput(args: argparse.Namespace) -> list[str]:
     rows = []
     for value_size in (100, 1024):
         for dup in (0.1, 0.9):
-            rates, map_shares, kept = [], [], []
-            for _ in range(args.repeats):
-                tmp = tempfile.mkdtemp(prefix="bench-cleaner-", dir=args.dir)
-                try:
-                    log = build_log(tmp, args.dirty_mb, value_size, dup)
-                    size = sum(s.size for s in log.segments.values())
-                    cleaner = LogCleaner(CleanerConfig(), tmp, lambda log=log: {("bench", 0): log})
-                    t0 = time.perf_counter()
-                    assert cleaner.clean_once()
-                    elapsed = time.perf_counter() - t0
-                    stats = cleaner.last_stats[("bench", 0)]
-                    rates.append(size / elapsed / 1e6)
-                    map_shares.append((stats.map_done - stats.start) / elapsed)
-                    kept.append(stats.messages_written / max(1, stats.messages_read))
-                    log.close()
-                finally:
-                    shutil.rmtree(tmp, ignore_errors=True)
-            rows.append(f"  values {value_size:>5} B, {int(dup * 100):>2}% duplicate keys: "
-                        f"{statistics.median(rates):6.1f} MB/s of dirty log (map phase"
-                        f" {100 * statistics.median(map_shares):.0f}% of the time; {100 * statistics.median(kept):.0f}%"
-                        f" of records kept)")
+            for mode in args.modes:
+                rates, map_shares, kept = [], [], []
+                for _ in range(args.repeats):
+                    tmp = tempfile.mkdtemp(prefix="bench-cleaner-", dir=args.dir)
+                    cleaner = None
+                    try:
+                        log = build_log(tmp, args.dirty_mb, value_size, dup)
+                        size = sum(s.size for s in log.segments.values())
+                        cleaner = LogCleaner(CleanerConfig(mode=mode), tmp, lambda log=log: {("bench", 0): log})
+                        assert cleaner.clean_once()
+                        stats = cleaner.last_stats[("bench", 0)]
+                        rates.append(size / stats.elapsed_s / 1e6)
+                        map_shares.append((stats.map_done - stats.start) / stats.elapsed_s)
+                        kept.append(stats.messages_written / max(1, stats.messages_read))
+                        log.close()
+                    finally:
+                        if cleaner is not None:
+                            cleaner.shutdown()
+                        shutil.rmtree(tmp, ignore_errors=True)
+                rows.append(f"  values {value_size:>5} B, {int(dup * 100):>2}% duplicate keys, {mode:>7}: "
+                            f"{statistics.median(rates):6.1f} MB/s of dirty log (map phase"
+                            f" {100 * statistics.median(map_shares):.0f}% of the time;"
+                            f" {100 * statistics.median(kept):.0f}% of records kept)")
     return rows
 
 
@@ -138,12 +147,21 @@ async def dirty_writer(bootstrap: str, rate_mb: float, keys: int, stop: Any) -> 
     return sent
 
 
-def latency_run(args: argparse.Namespace, cleaner_on: bool) -> tuple[list[float], str]:
+class LatencyRun(NamedTuple):
+    latencies: list[float]
+    broker_cpu: float    # share of one core over the measured seconds
+    worker_cpu: float    # the broker's child processes (cleaner workers), likewise
+    note: str
+
+
+def latency_run(args: argparse.Namespace, setting: str) -> LatencyRun:
+    """One run: ``setting`` is ``off`` (no cleaner) or a ``log.cleaner.mode``."""
     from broker.testing.process import BrokerProcess
     from client.sync import SyncAdmin
 
     tmp = tempfile.mkdtemp(prefix="bench-cleaner-lat-", dir=args.dir)
-    overrides = [f"log.cleaner.enable={'true' if cleaner_on else 'false'}", "log.cleaner.backoff.ms=200"]
+    overrides = ["log.cleaner.backoff.ms=200"]
+    overrides += ["log.cleaner.enable=false"] if setting == "off" else [f"log.cleaner.mode={setting}"]
     b = BrokerProcess(os.path.join(tmp, "data"), overrides).start()
     try:
         with SyncAdmin(b.bootstrap) as admin:
@@ -158,7 +176,13 @@ def latency_run(args: argparse.Namespace, cleaner_on: bool) -> tuple[list[float]
                              args=(b.bootstrap, args.dirty_rate_mb, args.dirty_keys, stop, sent))
         writer.start()
         time.sleep(args.warmup)
+        children = child_pids(b.pid)
+        cpu0 = proc_cpu_s(b.pid), {c: proc_cpu_s(c) for c in children}
+        t0 = time.perf_counter()
         lat = asyncio.run(steady_producer(b.bootstrap, args.seconds, args.interval_ms))
+        wall = time.perf_counter() - t0
+        broker_cpu = (proc_cpu_s(b.pid) - cpu0[0]) / wall
+        worker_cpu = sum(proc_cpu_s(c) - cpu0[1].get(c, 0.0) for c in set(children) | set(child_pids(b.pid))) / wall
         stop.set()
         writer.join()
         text = b.log_text()
@@ -169,8 +193,38 @@ def latency_run(args: argparse.Namespace, cleaner_on: bool) -> tuple[list[float]
     mb = sum(float(m) for m, _ in cleaned)
     busy = sum(float(s) for _, s in cleaned)
     note = (f"{len(cleaned)} cleanings, {mb:.0f} MB cleaned, cleaner busy {busy:.1f} s of"
-            f" {args.warmup + args.seconds:.0f} s; dirty writer {sent.value / 1e6:.0f} MB")
-    return lat, note
+            f" {args.warmup + args.seconds:.0f} s; dirty writer {sent.value / 1e6:.0f} MB;"
+            f" load {os.getloadavg()[0]:.1f}")
+    return LatencyRun(lat, broker_cpu, worker_cpu, note)
+
+
+def latency(args: argparse.Namespace) -> list[str]:
+    settings = ["off", *args.modes]
+    runs: dict[str, list[LatencyRun]] = {s: [] for s in settings}
+    rows = []
+    for r in range(args.latency_repeats):
+        order = settings[r % len(settings):] + settings[:r % len(settings)]
+        for setting in order:
+            run = latency_run(args, setting)
+            runs[setting].append(run)
+            lat = run.latencies
+            print(f"  round {r + 1} {setting:>7}: p50 {pct(lat, 50):.2f} ms  p99 {pct(lat, 99):.2f} ms"
+                  f"  p99.9 {pct(lat, 99.9):.2f} ms  broker CPU {100 * run.broker_cpu:3.0f}%"
+                  f"  worker CPU {100 * run.worker_cpu:3.0f}%  ({len(lat)} sends; {run.note})", flush=True)
+    med = statistics.median
+    rows.append(f"medians of {args.latency_repeats} rounds:")
+    for setting in settings:
+        rs = runs[setting]
+        rows.append(f"  {setting:>7}: p50 {med(pct(x.latencies, 50) for x in rs):.2f} ms"
+                    f"  p99 {med(pct(x.latencies, 99) for x in rs):.2f} ms"
+                    f"  p99.9 {med(pct(x.latencies, 99.9) for x in rs):.2f} ms"
+                    f"  broker CPU {100 * med(x.broker_cpu for x in rs):.0f}%"
+                    f"  worker CPU {100 * med(x.worker_cpu for x in rs):.0f}%")
+    for mode in args.modes:
+        added = [pct(m.latencies, 99) - pct(o.latencies, 99) for m, o in zip(runs[mode], runs["off"], strict=True)]
+        rows.append(f"  added by the cleaner ({mode}): p99 {med(added):+.2f} ms (rounds: "
+                    f"{', '.join(f'{a:+.2f}' for a in added)}; target < 1 ms)")
+    return rows
 
 
 def pct(values: list[float], p: float) -> float:
@@ -191,26 +245,24 @@ def main() -> int:
     ap.add_argument("--segment-mb", type=int, default=2, help="segment.bytes of the compacted topic, MiB (2)")
     ap.add_argument("--dirty-ratio", type=float, default=0.01,
                     help="min.cleanable.dirty.ratio of the compacted topic (0.01: clean after every roll)")
+    ap.add_argument("--modes", type=lambda v: v.split(","), default=["thread", "process"],
+                    help="log.cleaner.mode values to compare, comma-separated (thread,process)")
+    ap.add_argument("--latency-repeats", type=int, default=3,
+                    help="latency rounds: one run per setting each, medians (3)")
     ap.add_argument("--skip", choices=("throughput", "latency"), help="skip one part")
     ap.add_argument("--dir", default=None, help="where to put the logs (default: the temp dir)")
     args = ap.parse_args()
     print(f"# {command_line()}")
     print(f"# {machine_line()}")
     if args.skip != "throughput":
-        print(f"cleaner throughput ({args.dirty_mb} MB dirty log, uncompressed batches of 100 records, one thread):")
+        print(f"cleaner throughput ({args.dirty_mb} MB dirty log, uncompressed batches of 100 records, one cleaner):")
         for row in throughput(args):
             print(row, flush=True)
     if args.skip != "latency":
         print(f"steady producer ack latency (acks=1, one 100 B record every {args.interval_ms} ms for"
-              f" {args.seconds:.0f} s; a compacted topic written at {args.dirty_rate_mb} MB/s meanwhile):")
-        results = {}
-        for on in (False, True):
-            lat, note = latency_run(args, on)
-            results[on] = lat
-            print(f"  cleaner {'on ' if on else 'off'}: p50 {pct(lat, 50):.2f} ms  p99 {pct(lat, 99):.2f} ms"
-                  f"  p99.9 {pct(lat, 99.9):.2f} ms  ({len(lat)} sends; {note})", flush=True)
-        print(f"  added by the cleaner: p99 {pct(results[True], 99) - pct(results[False], 99):+.2f} ms"
-              f" (target < 1 ms)")
+              f" {args.seconds:.0f} s; a compacted topic written at {args.dirty_rate_mb} MB/s meanwhile):", flush=True)
+        for row in latency(args):
+            print(row, flush=True)
     return 0
 
 

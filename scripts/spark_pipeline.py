@@ -10,7 +10,9 @@ its progress (offsets read, micro-batches committed) is kept in ``--checkpoint``
 stopped at any point (Ctrl-C, SIGKILL, a crash) and started again with the same checkpoint goes
 on from its last committed micro-batch. Nothing is lost; the records of a micro-batch that was
 being written when it stopped are written again (at-least-once, as Spark's Kafka sink), which
-the ``source`` header lets a reader recognise.
+the ``source`` header lets a reader recognise — or, with ``--producer-option
+transactional.id=<prefix>`` (the sink's exactly-once option), are recognised by the sink and
+not written again: a ``read_committed`` reader sees each record once.
 
 Examples (from the repository root, with the ``spark`` extra installed and Java 17+)::
 

@@ -18,8 +18,10 @@ snapshots the segments to flush under ``_lock`` and fsyncs outside it, so append
 for the disk. One fsync per file covers every append made before it (group commit). The log
 cleaner (cleaner/) reads from its own thread only what ``segment_list``,
 ``last_records_of_active_producers``, ``last_stable_offset_locked`` and
-``aborted_transactions_locked`` hand out under ``_lock`` (inactive segments never change)
-and asks the owner's thread to run ``replace_segments``, the one step that changes the map.
+``aborted_transactions_locked`` hand out under ``_lock`` (inactive segments never change; a
+cleaner worker process gets that as plain data and reads the segment files with its own
+descriptors) and asks the owner's thread to run ``replace_segments``, the one step that
+changes the map.
 """
 
 from __future__ import annotations
@@ -728,8 +730,6 @@ class Log:
                     on_step("old-renamed")
             new.change_file_suffixes(SWAP_FILE_SUFFIX, "")
             self._dir_needs_fsync = True
-            logger.info("%s: swapped in cleaned segment %d (%d bytes) for segments %s", self.dir, new.base_offset,
-                        new.size, [s.base_offset for s in old])
 
     # ---------------------------------------------------------------- retention
 
@@ -798,13 +798,21 @@ class Log:
             pass
         self._pending_deletes.append((self._now_ms() + self.config.file_delete_delay_ms, seg))
 
-    def delete_expired_files(self, now_ms: int | None = None) -> int:
-        """Remove ``.deleted`` segments whose delay has passed; returns how many."""
+    def pop_expired_files(self, now_ms: int | None = None) -> list[LogSegment]:
+        """Take out the ``.deleted`` segments whose delay has passed (owner's thread). Their files
+        may then be removed from any thread (``seg.delete_if_exists()``): nothing reaches them
+        any more. The broker does it in a worker thread: unlinking a large file frees its blocks
+        in the syscall, which would stall the event loop."""
         if not self._pending_deletes:
-            return 0
+            return []
         now = self._now_ms() if now_ms is None else now_ms
         due = [s for t, s in self._pending_deletes if t <= now]
         self._pending_deletes = [(t, s) for t, s in self._pending_deletes if t > now]
+        return due
+
+    def delete_expired_files(self, now_ms: int | None = None) -> int:
+        """Remove ``.deleted`` segments whose delay has passed, here; returns how many."""
+        due = self.pop_expired_files(now_ms)
         for seg in due:
             seg.delete_if_exists()
         return len(due)

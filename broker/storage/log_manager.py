@@ -498,14 +498,16 @@ class LogManager:
 
     # ---------------------------------------------------------------- periodic work
 
-    def cleanup_logs(self) -> int:
-        """Retention pass over every log, then removal of ``.deleted`` files whose delay passed."""
+    def cleanup_logs(self, delete_expired_files: bool = True) -> int:
+        """Retention pass over every log, then (unless the caller does it elsewhere, as the
+        broker does) removal of ``.deleted`` files whose delay passed."""
         deleted = 0
         now = self._now_ms()
         for log in list(self.logs.values()):
             try:
                 deleted += log.delete_old_segments()
-                log.delete_expired_files(now)
+                if delete_expired_files:
+                    log.delete_expired_files(now)
             except KafkaStorageError:
                 continue  # deleted concurrently
         return deleted

@@ -23,11 +23,13 @@ restart. Transitions, as Kafka's (clients that do not bump the epoch per transac
   state write is in flight: CONCURRENT_TRANSACTIONS (retriable).
 - **EndTxn**: PrepareCommit/PrepareAbort is made durable, the client answered, then a marker
   is appended to every partition of the transaction (``Log.append(from_coordinator=True)``;
-  on ``__consumer_offsets`` it also settles the group's pending transactional offsets), and
-  once every marker is fsync'd the CompleteCommit/CompleteAbort record is written. A crash
-  at any point leaves a Prepare* record (markers are written again at start-up: a second
-  marker for a closed transaction changes nothing) or an Ongoing one (aborted at its timeout).
-  A retried EndTxn after completion answers NONE; the opposite outcome, INVALID_TXN_STATE.
+  on ``__consumer_offsets`` it also settles the group's pending transactional offsets) and
+  the CompleteCommit/CompleteAbort record right after, without waiting for fsyncs. A crash
+  leaves a Prepare* record (markers are written again at start-up: a second marker for a
+  closed transaction changes nothing), an Ongoing one (aborted at its timeout), or Complete*
+  with a marker lost (a power loss): at start-up every partition's open transaction whose
+  coordinator state has ended gets its marker (``repair_dangling``). A retried EndTxn after
+  completion answers NONE; the opposite outcome, INVALID_TXN_STATE.
 - **Timeouts**: every ``transaction.abort.timed.out.transaction.cleanup.interval.ms`` the
   Ongoing transactions older than their timeout are aborted under a bumped epoch, so a
   producer that died mid-transaction no longer holds back the partitions' last stable offset.
@@ -100,7 +102,7 @@ class TransactionMetadata:
     change is accepted until that write is durable)."""
 
     __slots__ = ("transactional_id", "producer_id", "last_producer_id", "producer_epoch", "last_epoch",
-                 "timeout_ms", "state", "partitions", "start_ms", "last_update_ms", "pending")
+                 "timeout_ms", "state", "partitions", "start_ms", "last_update_ms", "pending", "unflushed_markers")
 
     def __init__(self, transactional_id: str, producer_id: int, timeout_ms: int, now_ms: int) -> None:
         self.transactional_id = transactional_id
@@ -114,6 +116,8 @@ class TransactionMetadata:
         self.start_ms = -1
         self.last_update_ms = now_ms
         self.pending: TxnState | None = None
+        #: (log, offset after the marker) of the last transaction's markers, until they are fsync'd
+        self.unflushed_markers: list[tuple[Any, int]] = []
 
     @property
     def epoch_exhausted(self) -> bool:
@@ -202,6 +206,8 @@ class TransactionCoordinator:
         same ``__transaction_state`` partition) covers it before anything depends on it."""
         m.pending = state
         try:
+            if durable:
+                await self._flush_markers(m)
             saved = {k: getattr(m, k) for k in changes}
             for k, v in changes.items():
                 setattr(m, k, v)
@@ -352,50 +358,103 @@ class TransactionCoordinator:
         task.add_done_callback(self._tasks.discard)
 
     async def _complete(self, m: TransactionMetadata, commit: bool) -> None:
-        """Append the marker to every partition of the transaction, wait for their fsync,
-        then write Complete*. A marker that cannot be written is retried until it is."""
+        """Append the marker to every partition of the transaction, then (in the same step of
+        the event loop) write Complete*. A marker that cannot be written is retried until it is.
+
+        Neither is waited for here: the next transaction of this id may begin at once, and its
+        first durable state write waits for these markers' fsync (``_flush_markers``). A crash
+        that loses them (a power loss; a SIGKILL loses nothing written) leaves Prepare* on disk,
+        whose markers are written again at start-up, or Complete* (made durable by another id's
+        write to the same ``__transaction_state`` partition) with partitions whose transaction
+        is still open, which the start-up repair closes with the right marker
+        (``repair_dangling``)."""
         m.pending = TxnState.COMPLETE_COMMIT if commit else TxnState.COMPLETE_ABORT
         try:
-            waits = []
             for topic, partition in sorted(m.partitions):
                 while True:
-                    log = self.state.logs.get_log(topic, partition)
-                    if log is None:  # deleted since: nothing to mark
+                    written = self._write_marker(topic, partition, m.producer_id, m.producer_epoch, commit,
+                                                 m.transactional_id)
+                    if written is not False:
                         break
-                    try:
-                        info = log.append(build_control_batch(m.producer_id, m.producer_epoch, commit,
-                                                              COORDINATOR_EPOCH, self.clock()),
-                                          from_coordinator=True)
-                    except Exception as e:  # noqa: BLE001 - retried: the transaction must end
-                        logger.error("cannot write the %s marker of %s to %s-%d (retrying): %s",
-                                     "COMMIT" if commit else "ABORT", m.transactional_id, topic, partition, e)
-                        await asyncio.sleep(MARKER_RETRY_S)
-                        continue
-                    waits.append((log, info.last_offset + 1))
-                    if topic == CONSUMER_OFFSETS and self.state.groups is not None:
-                        self.state.groups.coordinator.complete_txn(partition, m.producer_id, commit)
-                    self.state.notify_append(topic, partition)
-                    break
-            for log, offset in waits:
-                while True:
-                    try:
-                        await self.state.durable(log, offset)
-                        break
-                    except Exception as e:  # noqa: BLE001
-                        logger.error("cannot fsync a transaction marker of %s (retrying): %s", m.transactional_id, e)
-                        await asyncio.sleep(MARKER_RETRY_S)
+                    await asyncio.sleep(MARKER_RETRY_S)
+                if written is not True:
+                    m.unflushed_markers.append(written)
         finally:
             m.pending = None
+        if m.unflushed_markers:
+            self._spawn(self._flush_markers(m, quiet=True))
         done = TxnState.COMPLETE_COMMIT if commit else TxnState.COMPLETE_ABORT
         while True:
             try:
-                # Not waited for: the next transaction's first write (AddPartitions, durable) is
-                # fsync'd with it, and until then a crash only means writing the markers again,
-                # to partitions where this transaction is already closed.
                 await self._transit(m, done, durable=False, partitions=set())
                 return
             except CoordinatorError:
                 await asyncio.sleep(MARKER_RETRY_S)
+
+    async def _flush_markers(self, m: TransactionMetadata, quiet: bool = False) -> None:
+        """Wait until the last transaction's markers are fsync'd. Every durable state write of
+        the id waits for this first, so that no later state (a new epoch, a new transaction)
+        can outlive, after a power loss, markers that a repair would have to guess."""
+        while m.unflushed_markers:
+            log, offset = m.unflushed_markers[0]
+            try:
+                await self.state.durable(log, offset)
+            except asyncio.CancelledError:
+                raise
+            except Exception as e:  # noqa: BLE001
+                if quiet:
+                    return  # the next state write waits (and reports) instead
+                logger.error("cannot fsync a transaction marker of %s: %s", m.transactional_id, e)
+                raise CoordinatorError(E.COORDINATOR_NOT_AVAILABLE) from e
+            if m.unflushed_markers and m.unflushed_markers[0] == (log, offset):
+                m.unflushed_markers.pop(0)
+
+    def _write_marker(self, topic: str, partition: int, producer_id: int, epoch: int, commit: bool,
+                      transactional_id: str) -> bool | tuple[Any, int]:
+        """Append a COMMIT/ABORT marker to ``topic-partition``: (log, offset after it), True if
+        the partition is gone (nothing to mark), False if it must be retried. On
+        ``__consumer_offsets`` the group coordinator settles the pending offsets."""
+        log = self.state.logs.get_log(topic, partition)
+        if log is None:  # deleted since: nothing to mark
+            return True
+        try:
+            info = log.append(build_control_batch(producer_id, epoch, commit, COORDINATOR_EPOCH, self.clock()),
+                              from_coordinator=True)
+        except Exception as e:  # noqa: BLE001 - retried: the transaction must end
+            logger.error("cannot write the %s marker of %s to %s-%d (retrying): %s",
+                         "COMMIT" if commit else "ABORT", transactional_id, topic, partition, e)
+            return False
+        if topic == CONSUMER_OFFSETS and self.state.groups is not None:
+            self.state.groups.coordinator.complete_txn(partition, producer_id, commit)
+        self.state.notify_append(topic, partition)
+        return log, info.last_offset + 1
+
+    def repair_dangling(self) -> int:
+        """Close the transactions still open in a partition whose coordinator state says they
+        ended (or knows nothing of them): a crash lost their marker. CompleteCommit gets a
+        COMMIT marker, anything else an ABORT (under the partition's producer epoch, or the
+        coordinator's if newer). Returns how many markers were written."""
+        by_pid = {m.producer_id: m for m in self.txns.values()}
+        n = 0
+        for (topic, partition), log in list(self.state.logs.logs.items()):
+            psm = log.producer_state
+            for pid in list(psm.ongoing_txns):
+                m = by_pid.get(pid)
+                if m is not None and (m.state in (TxnState.ONGOING, TxnState.PREPARE_COMMIT, TxnState.PREPARE_ABORT)
+                                      or m.pending is not None):
+                    continue  # still open, or being ended: its producer, timeout or markers end it
+                entry = psm.last_entry(pid)
+                epoch = entry.producer_epoch if entry is not None else 0
+                commit = m is not None and m.state == TxnState.COMPLETE_COMMIT and m.producer_epoch == epoch
+                if m is not None:
+                    epoch = max(epoch, m.producer_epoch)
+                logger.warning("%s-%d: transaction of producer id %d is open but its coordinator state is %s:"
+                               " writing the lost %s marker", topic, partition, pid,
+                               m.state.kafka_name if m is not None else "unknown", "COMMIT" if commit else "ABORT")
+                if self._write_marker(topic, partition, pid, epoch, commit,
+                                      m.transactional_id if m else str(pid)) is not False:
+                    n += 1
+        return n
 
     # ------------------------------------------------------------------ timeouts and expiry
 
@@ -433,6 +492,42 @@ class TransactionCoordinator:
         if gone:
             logger.info("expired %d transactional ids (transactional.id.expiration.ms)", len(gone))
         return len(gone)
+
+    # ------------------------------------------------------------------ describing
+
+    def describe(self, txn_id: str) -> dict[str, Any]:
+        """DescribeTransactions' entry for ``txn_id``."""
+        out: dict[str, Any] = {"transactional_id": txn_id, "error_code": 0, "transaction_state": "",
+                               "transaction_timeout_ms": 0, "transaction_start_time_ms": -1, "producer_id": -1,
+                               "producer_epoch": -1, "topics": []}
+        m = self.txns.get(txn_id)
+        if self.loading:
+            out["error_code"] = int(E.COORDINATOR_LOAD_IN_PROGRESS)
+        elif not txn_id:
+            out["error_code"] = int(E.INVALID_REQUEST)
+        elif m is None:
+            out["error_code"] = int(E.TRANSACTIONAL_ID_NOT_FOUND)
+        else:
+            out.update(m.describe())
+        return out
+
+    def list_transactions(self, states: list[str], producer_ids: list[int], duration_ms: int
+                          ) -> tuple[int, list[str], list[dict[str, Any]]]:
+        """ListTransactions: (error, unknown state names, [{transactional_id, producer_id,
+        transaction_state}])."""
+        if self.loading:
+            return int(E.COORDINATOR_LOAD_IN_PROGRESS), [], []
+        by_name = {s.kafka_name: s for s in TxnState}
+        unknown = [n for n in states if n not in by_name]
+        wanted = {by_name[n] for n in states if n in by_name}
+        pids = set(producer_ids)
+        now = self.clock()
+        found = [{"transactional_id": m.transactional_id, "producer_id": m.producer_id,
+                  "transaction_state": m.state.kafka_name}
+                 for m in sorted(self.txns.values(), key=lambda m: m.transactional_id)
+                 if m.state != TxnState.DEAD and (not pids or m.producer_id in pids)
+                 and (not states or m.state in wanted) and (duration_ms < 0 or now - m.start_ms > duration_ms)]
+        return 0, unknown, found
 
     # ------------------------------------------------------------------ loading
 
@@ -493,6 +588,7 @@ class TransactionCoordinator:
         """Finish what the last run left half-done: transactions in Prepare* get their markers
         (again); Ongoing ones are left to their producer or their timeout."""
         self.loading = False
+        self.repair_dangling()
         for m in self.txns.values():
             if m.state in (TxnState.PREPARE_COMMIT, TxnState.PREPARE_ABORT):
                 logger.info("completing the %s of %s left by the last run", m.state.kafka_name, m.transactional_id)

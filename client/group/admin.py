@@ -20,7 +20,7 @@ from typing import Any, NamedTuple
 
 from client.cluster import Cluster
 from client.conn import BrokerConnection
-from client.errors import KafkaError, error_for_code
+from client.errors import KafkaError, UnstableOffsetCommitError, error_for_code
 from client.group.protocol import CONSUMER_PROTOCOL_TYPE, decode_assignment, decode_subscription
 from client.protocol.api import ApiKey, ErrorCode
 from client.protocol.primitives import DecodeError
@@ -109,17 +109,7 @@ class GroupAdmin(ABC):
 
     async def _coordinator_node(self, group: str) -> tuple[int, str, int]:
         """(node id, host, port) of ``group``'s coordinator (FindCoordinator)."""
-        conn = await self._cluster.any_connection()
-        v = conn.pick_version(ApiKey.FIND_COORDINATOR)
-        if v >= 4:
-            resp = await conn.request(ApiKey.FIND_COORDINATOR, v, {"key_type": 0, "coordinator_keys": [group]})
-            c = resp["coordinators"][0]
-        else:
-            c = await conn.request(ApiKey.FIND_COORDINATOR, v, {"key": group, "key_type": 0})
-        if c["error_code"]:
-            raise error_for_code(c["error_code"], f"FindCoordinator for group {group!r}: "
-                                                  f"{c.get('error_message') or _code_name(c['error_code'])}")
-        return c["node_id"], c["host"], c["port"]
+        return await self._cluster.find_coordinator(group, 0)
 
     async def _find_coordinator(self, group: str) -> BrokerConnection:
         return await self._cluster.coordinator_connection(*await self._coordinator_node(group))
@@ -193,8 +183,22 @@ class GroupAdmin(ABC):
 
     # ------------------------------------------------------------------ offsets
 
-    async def _fetch_group_offsets(self, group: str, partitions: list[TopicPartition] | None
-                                   ) -> dict[TopicPartition, OffsetAndMetadata]:
+    async def fetch_group_offsets(self, group: str, partitions: list[TopicPartition] | None, *,
+                                  require_stable: bool = False) -> dict[TopicPartition, OffsetAndMetadata]:
+        """The group's committed offsets (of ``partitions``, or all); with ``require_stable`` an
+        offset pending in an open transaction is waited for (UNSTABLE_OFFSET_COMMIT is retried
+        for up to 30 s) instead of answering the last committed one."""
+        deadline = asyncio.get_running_loop().time() + 30
+        while True:
+            try:
+                return await self._fetch_group_offsets(group, partitions, require_stable)
+            except UnstableOffsetCommitError:
+                if asyncio.get_running_loop().time() > deadline:
+                    raise
+                await asyncio.sleep(0.05)
+
+    async def _fetch_group_offsets(self, group: str, partitions: list[TopicPartition] | None,
+                                   require_stable: bool = False) -> dict[TopicPartition, OffsetAndMetadata]:
         topics: list[dict[str, Any]] | None = None
         if partitions is not None:
             by: dict[str, list[int]] = {}
@@ -206,7 +210,7 @@ class GroupAdmin(ABC):
             return int(r["groups"][0]["error_code"] if v >= 8 else r.get("error_code", 0))
 
         v, resp = await self._group_request(group, ApiKey.OFFSET_FETCH, {
-            "group_id": group, "topics": topics, "require_stable": False,
+            "group_id": group, "topics": topics, "require_stable": require_stable,
             "groups": [{"group_id": group, "member_id": None, "member_epoch": -1, "topics": topics}]},
             code_of=code_of)
         code = code_of(v, resp)

@@ -283,18 +283,7 @@ class ConsumerCoordinator(GroupOffsets):
                 await asyncio.sleep(self.retry_backoff_ms / 1000)
 
     async def _find_coordinator(self) -> None:
-        conn = await self.cluster.any_connection()
-        v = conn.pick_version(ApiKey.FIND_COORDINATOR)
-        if v >= 4:
-            resp = await conn.request(ApiKey.FIND_COORDINATOR, v, {"key_type": 0, "coordinator_keys": [self.group_id]})
-            c = resp["coordinators"][0]
-            code, node, host, port, msg = c["error_code"], c["node_id"], c["host"], c["port"], c["error_message"]
-        else:
-            resp = await conn.request(ApiKey.FIND_COORDINATOR, v, {"key": self.group_id, "key_type": 0})
-            code, node, host, port = resp["error_code"], resp["node_id"], resp["host"], resp["port"]
-            msg = resp.get("error_message")
-        if code:
-            raise error_for_code(code, f"FindCoordinator for group {self.group_id!r}: {msg or _name(code)}")
+        node, host, port = await self.cluster.find_coordinator(self.group_id, 0)
         self._coordinator = (node, host, port)
         logger.debug("group %s: coordinator is node %d at %s:%d", self.group_id, node, host, port)
 

@@ -21,6 +21,10 @@ logger = logging.getLogger("client.consumer")
 E = ErrorCode
 _COORDINATOR_GONE = {E.COORDINATOR_NOT_AVAILABLE, E.NOT_COORDINATOR}
 _RETRY = {E.COORDINATOR_LOAD_IN_PROGRESS, E.COORDINATOR_NOT_AVAILABLE, E.NOT_COORDINATOR}
+#: OffsetFetch asks for stable offsets (as Kafka's consumer, KIP-447): a partition whose
+#: transactional commit is still pending answers UNSTABLE_OFFSET_COMMIT until its transaction
+#: ends, and is asked again; the offset handed out is then never one an abort takes back.
+_FETCH_RETRY = _RETRY | {E.UNSTABLE_OFFSET_COMMIT}
 
 
 def _name(code: int) -> str:
@@ -143,7 +147,7 @@ class GroupOffsets:
         while True:
             try:
                 v, resp = await self._request(ApiKey.OFFSET_FETCH, {
-                    "group_id": self.group_id, "topics": topics, "require_stable": False,
+                    "group_id": self.group_id, "topics": topics, "require_stable": True,
                     "groups": [{"group_id": self.group_id, "member_id": None, "member_epoch": -1, "topics": topics}]})
             except KafkaError as e:
                 if not e.retriable or time.monotonic() >= deadline:
@@ -157,7 +161,7 @@ class GroupOffsets:
                 code, rtopics = resp.get("error_code", 0), resp["topics"]
             code = code or next((p["error_code"] for t in rtopics for p in t["partitions"] if p["error_code"]), 0)
             if code:
-                if code in _RETRY and time.monotonic() < deadline:
+                if code in _FETCH_RETRY and time.monotonic() < deadline:
                     if code in _COORDINATOR_GONE:
                         self._coordinator = None
                     await asyncio.sleep(self.retry_backoff_ms / 1000)

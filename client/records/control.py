@@ -58,10 +58,12 @@ def parse_control_value(value: bytes | memoryview | None) -> int:
 
 
 def build_control_batch(producer_id: int, producer_epoch: int, commit: bool, coordinator_epoch: int = 0,
-                        timestamp_ms: int | None = None) -> bytearray:
-    """One control batch holding a COMMIT or ABORT marker, offsets relative to 0."""
+                        timestamp_ms: int | None = None, leader_epoch: int = 0) -> bytearray:
+    """One control batch holding a COMMIT or ABORT marker, offsets relative to 0, stamped with
+    the partition's leader epoch (0: the only one a partition has on one broker) as Kafka's
+    leader stamps the markers it writes."""
     b = RecordBatchBuilder(producer_id=producer_id, producer_epoch=producer_epoch, base_sequence=-1,
-                           is_transactional=True, is_control=True)
+                           is_transactional=True, is_control=True, partition_leader_epoch=leader_epoch)
     key = _KEY.pack(CONTROL_KEY_VERSION, COMMIT if commit else ABORT)
     value = _VALUE.pack(END_TXN_MARKER_VERSION, coordinator_epoch)
     b.append(value, key, (), timestamp_ms if timestamp_ms is not None else int(time.time() * 1000))

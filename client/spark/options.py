@@ -206,6 +206,12 @@ class SourceOptions:
     min_offsets_per_trigger: int | None = None
     max_trigger_delay_ms: int = 15 * 60 * 1000
 
+    @property
+    def isolation_level(self) -> str:
+        """``kafka.isolation.level``: with read_committed the latest offsets are the last stable
+        offsets, and reads skip aborted records."""
+        return str(dict(self.consumer_config).get("isolation_level", "read_uncommitted"))
+
 
 def _json_example() -> str:
     return '{"topicA":{"0":23,"1":-1},"topicB":{"0":-2}}'

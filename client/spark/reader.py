@@ -29,6 +29,13 @@ message when ``failOnDataLoss=true``; with ``false`` they are logged ("Skip miss
 [a, b)") and the read goes on from the log start offset (or reads nothing when the whole range
 is gone).
 
+**Transactions** (``kafka.isolation.level=read_committed``, as Spark's Kafka source): planning
+resolves ``latest`` to each partition's last stable offset (ListOffsets with isolation level 1:
+no open transaction's records are planned), and the consumer drops aborted records and skips
+the COMMIT/ABORT markers. A range may therefore end in offsets that never become rows; when
+``getbatches`` answers nothing and the consumer's position has reached the range's end, the
+task is done.
+
 ``kafka.*`` options reach the ``Admin`` (planning) and the ``Consumer`` (reading) as keyword
 arguments (``client.spark.options.client_configs``); workers keep one consumer per distinct
 bootstrap string and configuration.
@@ -107,7 +114,7 @@ def _fmt(tps: Any) -> str:
 
 
 async def _resolve(admin: Admin, tps: list[tuple[str, int]], bound: Bound, name: str,
-                   strategy_latest: bool = False) -> dict[tuple[str, int], int]:
+                   strategy_latest: bool = False, isolation: str = "read_uncommitted") -> dict[tuple[str, int], int]:
     """Each partition's offset for one bound (``name`` is "startingOffsets" or "endingOffsets")."""
     timestamps: dict[tuple[str, int], int] = {}
     if isinstance(bound, (Earliest, Latest)):
@@ -125,7 +132,7 @@ async def _resolve(admin: Admin, tps: list[tuple[str, int]], bound: Bound, name:
         if isinstance(bound, PartitionTimestamps):
             timestamps = specs
     lookup = {TopicPartition(*tp): s for tp, s in specs.items() if s < 0 or tp in timestamps}
-    got = await admin.list_offsets(lookup) if lookup else {}
+    got = await admin.list_offsets(lookup, isolation_level=isolation) if lookup else {}
     out = {}
     missing = []
     for tp, s in specs.items():
@@ -140,7 +147,7 @@ async def _resolve(admin: Admin, tps: list[tuple[str, int]], bound: Bound, name:
             missing.append(tp)
         out[tp] = off
     if missing:
-        ends = await admin.list_offsets({TopicPartition(*tp): LATEST for tp in missing})
+        ends = await admin.list_offsets({TopicPartition(*tp): LATEST for tp in missing}, isolation_level=isolation)
         for tp in missing:
             out[tp] = ends[TopicPartition(*tp)].offset
     return out
@@ -152,8 +159,8 @@ async def plan_ranges_async(o: SourceOptions) -> list[OffsetRange]:
         if not tps:
             return []
         starts, ends = await asyncio.gather(
-            _resolve(admin, tps, o.starting, "startingOffsets", o.timestamp_strategy_latest),
-            _resolve(admin, tps, o.ending, "endingOffsets"))
+            _resolve(admin, tps, o.starting, "startingOffsets", o.timestamp_strategy_latest, o.isolation_level),
+            _resolve(admin, tps, o.ending, "endingOffsets", isolation=o.isolation_level))
     ranges = []
     for tp in tps:
         s, e = starts[tp], ends[tp]
@@ -339,6 +346,8 @@ def read_range(r: RangePartition, o: SourceOptions, sch: Any) -> Iterator[Any]:
                 lt.run(seek(pos))
                 continue
             if not cbs:
+                if lt.run(c.position(tp)) >= r.end:
+                    break  # the range ends in transaction markers or aborted records
                 raise TimeoutError(f"Cannot fetch record for offset {pos} in {o.poll_timeout_ms} milliseconds"
                                    f" (TopicPartition: {tp[0]}-{tp[1]})")
             for cb in cbs:

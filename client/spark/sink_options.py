@@ -14,9 +14,11 @@ Options:
   ``max.request.size``, ``max.block.ms``, ``delivery.timeout.ms``, ``retries``,
   ``max.in.flight.requests.per.connection``, ``client.id``, ``request.timeout.ms``, ... .
   Refused as by Spark: ``key.serializer``, ``value.serializer`` (keys and values are written as
-  bytes). Refused here: ``transactional.id`` (the sink does not use transactions: it is
-  at-least-once, as Spark's), ``security.protocol`` other than PLAINTEXT, ``ssl.*``,
-  ``sasl.*``. Anything else is logged as Kafka's "supplied but isn't a known config" warning.
+  bytes). Refused here: ``security.protocol`` other than PLAINTEXT, ``ssl.*``, ``sasl.*``.
+  Anything else is logged as Kafka's "supplied but isn't a known config" warning.
+- ``kafka.transactional.id``: the **exactly-once option** (client/spark/writer.py): a prefix;
+  each task writes in one transaction with the transactional id ``<prefix>-<partition id>``.
+  It needs ``acks=all`` and idempotence (the defaults then), so other values are refused.
 
 Input columns (``check_schema``; a column not listed is ignored, as by Spark):
 
@@ -91,8 +93,6 @@ _REFUSED = {
                       " ByteArraySerializer.",
     "value.serializer": "Kafka option 'value.serializer' is not supported as values are serialized with"
                         " ByteArraySerializer.",
-    "transactional.id": "Kafka option 'transactional.id' is not supported: the minibroker sink writes"
-                        " at-least-once, without transactions (as Spark's Kafka sink).",
 }
 
 
@@ -103,6 +103,8 @@ class SinkOptions:
     bootstrap_servers: str
     topic: str | None = None
     producer_config: tuple[tuple[str, Any], ...] = ()
+    #: ``kafka.transactional.id``: the exactly-once option's prefix (None: at-least-once)
+    transactional_id_prefix: str | None = None
 
 
 def parse_sink_options(options: Mapping[str, str]) -> SinkOptions:
@@ -112,6 +114,16 @@ def parse_sink_options(options: Mapping[str, str]) -> SinkOptions:
     for name, msg in _REFUSED.items():
         if name in kafka:
             raise ValueError(msg)
+    prefix = kafka.pop("transactional.id", None)
+    if prefix is not None:
+        prefix = prefix.strip()
+        if not prefix:
+            raise ValueError("Kafka option 'transactional.id' must not be empty")
+        if kafka.get("acks", "all").strip().lower() not in ("all", "-1"):
+            raise ValueError("Kafka option 'acks' must be 'all' with 'transactional.id' (exactly-once writes)")
+        if kafka.get("enable.idempotence", "true").strip().lower() != "true":
+            raise ValueError("Kafka option 'enable.idempotence' must be true with 'transactional.id'"
+                             " (exactly-once writes)")
     servers = kafka.pop("bootstrap.servers", "").strip()
     if not servers:
         raise ValueError("Option 'kafka.bootstrap.servers' must be specified for configuring Kafka producer")
@@ -132,7 +144,7 @@ def parse_sink_options(options: Mapping[str, str]) -> SinkOptions:
         config[kw] = parse(name, value)
     topic = opts.get("topic")
     return SinkOptions(bootstrap_servers=servers, topic=topic.strip() if topic is not None else None,
-                       producer_config=tuple(sorted(config.items())))
+                       producer_config=tuple(sorted(config.items())), transactional_id_prefix=prefix)
 
 
 class _Field(Protocol):

@@ -117,7 +117,8 @@ class MinibrokerStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
             return {}
 
         async def go(admin: Admin) -> Any:
-            return await admin.list_offsets({TopicPartition(*tp): which for tp in tps})
+            return await admin.list_offsets({TopicPartition(*tp): which for tp in tps},
+                                            isolation_level=self.options.isolation_level)
 
         got = self._call(go)
         return {tp: got[TopicPartition(*tp)].offset for tp in tps if TopicPartition(*tp) in got}

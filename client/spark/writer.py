@@ -28,8 +28,28 @@ message.
 in streaming the micro-batch id (the ``streaming.sql.batchId`` local property Spark sets on
 every task of a micro-batch). The driver's ``commit`` logs the totals at INFO.
 
-Exactly-once (writing each micro-batch in a transaction keyed by its batch id) needs
-transactions in the client and is not offered: ``kafka.transactional.id`` is refused.
+**Exactly-once option** (``kafka.transactional.id=<prefix>``). Each task writes its rows in one
+Kafka transaction of its own, transactional id ``<prefix>-<partition id>`` (the Spark partition
+the task writes), so a ``read_committed`` reader sees a task's rows all at once or not at all:
+
+1. ``init_transactions`` fences any older attempt of the same task still running (a zombie:
+   its commit then fails) and aborts what it left open.
+2. Streaming: the task reads the group ``<prefix>``'s committed offset for partition
+   ``<partition id>`` of the pseudo-topic ``BATCH_MARKER_TOPIC`` (no such topic exists; Kafka
+   keeps group offsets for any name): the next micro-batch this task partition has to write.
+   If it is past this batch id, this batch's rows for this partition are already committed —
+   a replay after a failure — and the task writes nothing.
+3. Otherwise it begins a transaction, writes its rows, sends ``batch id + 1`` as that offset
+   (``send_offsets_to_transaction``), and commits: rows and marker become visible together.
+
+Guarantee: with a streaming query whose replays write each micro-batch with the same
+partitioning (Spark replays a micro-batch from the same source offsets; keep the plan and
+``spark.sql.shuffle.partitions`` unchanged across restarts), a ``read_committed`` consumer sees
+every row of every micro-batch exactly once, whatever tasks, executors or the driver fail and
+are retried. Two queries must not share a prefix. ``read_uncommitted`` readers also see the
+rows of aborted attempts. A batch write (``df.write``) with the option gets per-task atomicity
+(a failed task leaves nothing visible) but no replay detection: a task retried after its
+commit succeeded writes its rows again.
 """
 
 from __future__ import annotations
@@ -45,14 +65,18 @@ from pyspark.sql.datasource import DataSourceArrowWriter, DataSourceStreamArrowW
 
 from client.producer import Producer
 from client.spark.sink_options import SinkOptions
+from client.structs import OffsetAndMetadata, TopicPartition
 from client.sync import LoopThread
 
-__all__ = ["MinibrokerWriter", "MinibrokerStreamWriter", "SinkCommitMessage", "write_task", "NULL_TOPIC"]
+__all__ = ["MinibrokerWriter", "MinibrokerStreamWriter", "SinkCommitMessage", "write_task", "NULL_TOPIC",
+           "BATCH_MARKER_TOPIC"]
 
 logger = logging.getLogger(__name__)
 
 DRAIN_EVERY = 512  # rows between two Producer.drain() calls (back-pressure, and lets answers in)
 NULL_TOPIC = "null topic present in the data. Use the topic option for setting a topic."  # Spark's message
+#: the pseudo-topic under which the exactly-once option records each task partition's next micro-batch
+BATCH_MARKER_TOPIC = "minibroker-spark-sink-batches"
 
 
 @dataclass
@@ -63,6 +87,7 @@ class SinkCommitMessage(WriterCommitMessage):
     bytes: int = 0                                       # keys + values
     topics: dict[str, int] = field(default_factory=dict)  # rows per topic
     batch_id: int | None = None                          # the micro-batch (streaming only)
+    replayed: bool = False                               # exactly-once: already committed, not written again
 
 
 def _summary(messages: Sequence[Any]) -> SinkCommitMessage:
@@ -73,6 +98,7 @@ def _summary(messages: Sequence[Any]) -> SinkCommitMessage:
             total.rows += m.rows
             total.bytes += m.bytes
             per_topic.update(m.topics)
+            total.replayed = total.replayed or m.replayed
     total.topics = dict(per_topic)
     return total
 
@@ -184,33 +210,80 @@ class _Task:
 
 
 def write_task(batches: Iterator[Any], o: SinkOptions, columns: frozenset[str],
-               batch_id: int | None = None) -> SinkCommitMessage:
+               batch_id: int | None = None, partition_id: int = 0) -> SinkCommitMessage:
     """Write one task's rows (Arrow batches with the input's columns) with a producer of its own;
-    return the counts once every record is acknowledged, or raise the first record's error."""
+    return the counts once every record is acknowledged (with the exactly-once option: once its
+    transaction committed), or raise the first record's error."""
     lt = _loop_thread()
+    prefix = o.transactional_id_prefix
 
-    async def start() -> _Task:
-        p = Producer(o.bootstrap_servers, **{"client_id": "minibroker-spark-sink", **dict(o.producer_config)})
+    async def start() -> _Task | None:
+        config = {"client_id": "minibroker-spark-sink", **dict(o.producer_config)}
+        if prefix is not None:
+            config["transactional_id"] = f"{prefix}-{partition_id}"
+        p = Producer(o.bootstrap_servers, **config)
         await p.start()
+        if prefix is None:
+            return _Task(p, o, columns)
+        try:
+            await p.init_transactions()
+            if batch_id is not None and await _committed_batch(o, prefix, partition_id) > batch_id:
+                logger.info("micro-batch %d, partition %d: committed by an earlier attempt; not written again",
+                            batch_id, partition_id)
+                await p.close()
+                return None
+            p.begin_transaction()
+        except BaseException:
+            await p.close(timeout=0)
+            raise
         return _Task(p, o, columns)
 
     task = lt.run(start())
+    if task is None:
+        return SinkCommitMessage(batch_id=batch_id, replayed=True)
     ok = False
     try:
         for rb in batches:
             lt.run(task.send(rb))
         lt.run(task.producer.flush())
         task.check_done(everything=True)
+        if prefix is not None:
+            lt.run(_commit(task.producer, prefix, partition_id, batch_id))
         ok = True
     finally:
         if ok:
             lt.run(task.producer.close())
         else:  # stop at once (records still buffered fail; the task is retried whole), keep the first error
-            try:
+            try:  # with a transaction open, close() aborts it
                 lt.run(task.producer.close(timeout=0), timeout=30)
             except Exception:  # noqa: BLE001 - the error being raised is the one to report
                 logger.debug("closing the failed task's producer", exc_info=True)
     return SinkCommitMessage(rows=task.rows, bytes=task.bytes, topics=dict(task.topics), batch_id=batch_id)
+
+
+async def _committed_batch(o: SinkOptions, prefix: str, partition_id: int) -> int:
+    """The next micro-batch the task partition has to write (0 if it never committed one)."""
+    from client.admin import Admin
+
+    async with Admin(o.bootstrap_servers, client_id="minibroker-spark-sink") as admin:
+        tp = TopicPartition(BATCH_MARKER_TOPIC, partition_id)
+        got = await admin.fetch_group_offsets(prefix, [tp], require_stable=True)
+    om = got.get(tp)
+    return om.offset if om is not None else 0
+
+
+async def _commit(p: Producer, prefix: str, partition_id: int, batch_id: int | None) -> None:
+    if batch_id is not None:
+        await p.send_offsets_to_transaction(
+            {(BATCH_MARKER_TOPIC, partition_id): OffsetAndMetadata(batch_id + 1, f"micro-batch {batch_id}")}, prefix)
+    await p.commit_transaction()
+
+
+def _partition_id() -> int:
+    from pyspark import TaskContext
+
+    tc = TaskContext.get()
+    return tc.partitionId() if tc is not None else 0
 
 
 def _batch_id() -> int | None:
@@ -229,7 +302,7 @@ class MinibrokerWriter(DataSourceArrowWriter):
         self.columns = columns
 
     def write(self, iterator: Iterator[Any]) -> SinkCommitMessage:
-        return write_task(iterator, self.options, self.columns)
+        return write_task(iterator, self.options, self.columns, partition_id=_partition_id())
 
     def commit(self, messages: list[WriterCommitMessage | None]) -> None:
         s = _summary(messages)
@@ -250,7 +323,7 @@ class MinibrokerStreamWriter(DataSourceStreamArrowWriter):
         self.columns = columns
 
     def write(self, iterator: Iterator[Any]) -> SinkCommitMessage:
-        return write_task(iterator, self.options, self.columns, _batch_id())
+        return write_task(iterator, self.options, self.columns, _batch_id(), _partition_id())
 
     def commit(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:  # noqa: N803
         # Every task of the micro-batch saw its id (tasks of a replayed batch see the same id).
@@ -263,5 +336,9 @@ class MinibrokerStreamWriter(DataSourceStreamArrowWriter):
 
     def abort(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:  # noqa: N803
         s = _summary(messages)
-        logger.warning("minibroker sink: micro-batch %d failed; %d rows were written by the tasks that succeeded"
-                       " (a replay writes them again: at-least-once)", batchId, s.rows)
+        if self.options.transactional_id_prefix is not None:
+            logger.warning("minibroker sink: micro-batch %d failed; %d rows were committed by the tasks that"
+                           " succeeded (a replay recognises them and does not write them again)", batchId, s.rows)
+        else:
+            logger.warning("minibroker sink: micro-batch %d failed; %d rows were written by the tasks that"
+                           " succeeded (a replay writes them again: at-least-once)", batchId, s.rows)

@@ -1,6 +1,7 @@
 """Admin changes on a broker process, and what survives a restart or a SIGKILL: a topic's
-retention lowered at run time deletes old segments at the next retention check and stays
-lowered after a restart; DeleteRecords' log start offset survives a SIGKILL right after its
+retention lowered at run time deletes old segments at the next retention check (their
+``.deleted`` files removed once ``file.delete.delay.ms`` passed) and stays lowered after a
+restart; DeleteRecords' log start offset survives a SIGKILL right after its
 answer; added partitions and dynamic broker configs survive too."""
 
 from __future__ import annotations
@@ -40,7 +41,7 @@ def test_retention_lowered_at_run_time_deletes_old_segments_and_survives_restart
     try:
         async def before_restart() -> int:
             async with Admin(b.bootstrap) as admin:
-                await admin.create_topic("ret", configs={"segment.bytes": "2000"})
+                await admin.create_topic("ret", configs={"segment.bytes": "2000", "file.delete.delay.ms": "200"})
             await produce(b.bootstrap, "ret", 60, timestamp_ms=int(time.time() * 1000) - 3600_000)  # an hour old
             bases = segment_bases(data, "ret")
             assert len(bases) > 5
@@ -55,6 +56,10 @@ def test_retention_lowered_at_run_time_deletes_old_segments_and_survives_restart
             start = await earliest(b.bootstrap, "ret")
             assert start == 60  # every record was an hour old: every segment went (a new one was rolled)
             assert segment_bases(data, "ret") == [60]
+            deadline = time.monotonic() + 10
+            while glob.glob(os.path.join(data, "ret-0", "*.deleted")):  # housekeeping, every second
+                assert time.monotonic() < deadline, "the .deleted files were not removed"
+                await asyncio.sleep(0.1)
             return start
 
         start = asyncio.run(before_restart())

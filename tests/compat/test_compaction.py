@@ -32,10 +32,13 @@ CONFIG = {"cleanup.policy": "compact", "segment.bytes": "16384", "min.cleanable.
 _VALUE = re.compile(rb"^(k\d+)=(\d+)\|x*$")
 
 
-@pytest.fixture(scope="module")
-def cbroker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]:
+@pytest.fixture(scope="module", params=["thread", "process"])
+def cbroker(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]:
+    """A broker whose cleaner runs in a thread, then one whose cleaner runs in a worker process
+    (``log.cleaner.mode``)."""
     b = BrokerProcess(str(tmp_path_factory.mktemp("compaction") / "data"),
-                      ["log.cleaner.backoff.ms=50", "log.retention.check.interval.ms=1000"]).start()
+                      ["log.cleaner.backoff.ms=50", "log.retention.check.interval.ms=1000",
+                       f"log.cleaner.mode={request.param}"]).start()
     try:
         yield b
     finally:

@@ -28,6 +28,54 @@ def _rss_kb(pid: int) -> int:
     raise AssertionError("no VmRSS")
 
 
+def test_client_pipelining_cheap_requests_while_reading_does_not_stall_others(tmp_path) -> None:
+    """A client pipelines 40,000 ApiVersions requests in one go and reads the replies as they
+    come, so its queue never fills and reading is never paused for it: only the time slice of
+    the reader (``_SLICE``) lets the other connections in. Another client's round trips keep
+    being answered within milliseconds meanwhile (one read of 256 KiB holds ~6,000 of these
+    requests, tens of ms of work when handled in one go)."""
+    b = BrokerProcess(str(tmp_path / "data")).start()
+    try:
+        body = {"client_software_name": "flood", "client_software_version": "1"}
+        n = 40_000
+        flood = b"".join(request_bytes(AV, 3, i, body) for i in range(n))
+        abuser = Conn(b.port, timeout=60)
+        abuser.send(AV, 3, body, cid=0)
+        first = abuser.recv_frame()
+        assert isinstance(first, bytes)
+        reply_size = 4 + len(first)  # every reply has the same size (same body, 4-byte cid)
+        received = [0]
+
+        def read_all() -> None:
+            buf = bytearray(1 << 20)
+            while received[0] < n * reply_size:
+                k = abuser.sock.recv_into(buf)
+                if not k:
+                    return
+                received[0] += k
+
+        reader = threading.Thread(target=read_all, daemon=True)
+        sender = threading.Thread(target=abuser.sock.sendall, args=(flood,), daemon=True)
+        reader.start()
+        sender.start()
+        latencies = []
+        with Conn(b.port) as probe:
+            while reader.is_alive():
+                t0 = time.monotonic()
+                probe.call(AV, 3, {"client_software_name": "probe", "client_software_version": "1"})
+                latencies.append(time.monotonic() - t0)
+        reader.join(60)
+        sender.join(60)
+        abuser.close()
+        assert received[0] == n * reply_size  # every request answered
+        print(f"probe round trips during the flood: {len(latencies)},"
+              f" median {statistics.median(latencies) * 1000:.1f} ms, max {max(latencies) * 1000:.1f} ms")
+        assert len(latencies) >= 10
+        assert statistics.median(latencies) < 0.02, sorted(latencies)[-10:]
+    finally:
+        assert b.stop() == 0, b.log_text()
+
+
 @pytest.fixture
 def limited(tmp_path):
     b = BrokerProcess(str(tmp_path / "data"), overrides=[

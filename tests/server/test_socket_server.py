@@ -7,6 +7,7 @@ with the ``.log`` file."""
 from __future__ import annotations
 
 import os
+import signal
 import socket
 import struct
 import time
@@ -540,6 +541,32 @@ def test_many_connections_and_a_slow_reader(srv: BrokerProcess) -> None:
         slow.close()
         for k in conns:
             k.close()
+
+
+def test_stop_answers_the_requests_already_read(tmp_path) -> None:
+    """SIGTERM: the broker reads no more requests but answers those it has, in order. A
+    JoinGroup parked for the group's initial rebalance delay when the stop begins gets its
+    answer, then the ApiVersions queued behind it; then the connection closes, exit status 0."""
+    b = BrokerProcess(str(tmp_path / "data"), overrides=["group.initial.rebalance.delay.ms=1500"]).start()
+    try:
+        assert b.proc is not None
+        with Conn(b.port) as c:
+            c.send(ApiKey.JOIN_GROUP, 3, {
+                "group_id": "stopping", "session_timeout_ms": 10000, "rebalance_timeout_ms": 10000,
+                "member_id": "", "protocol_type": "consumer", "protocols": [{"name": "range", "metadata": b""}]})
+            c.send(AV, 0, {})
+            time.sleep(0.5)  # both read; the JoinGroup waits for the rebalance delay
+            t0 = time.monotonic()
+            b.proc.send_signal(signal.SIGTERM)
+            cid, join = c.recv(ApiKey.JOIN_GROUP, 3)
+            assert cid == 1 and join["error_code"] == 0 and join["leader"] == join["member_id"] != ""
+            assert time.monotonic() - t0 > 0.5  # answered by the rebalance, not refused by the stop
+            cid, av = c.recv(AV, 0)
+            assert cid == 2 and av["error_code"] == 0
+            assert c.is_closed_by_peer(timeout=10)
+        assert b.proc.wait(30) == 0
+    finally:
+        assert b.stop() == 0, b.log_text()
 
 
 # ------------------------------------------------------------------ corrupt data on the read path

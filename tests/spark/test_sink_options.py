@@ -36,10 +36,20 @@ def test_producer_settings_take_kafkas_names() -> None:
                                        "max_in_flight_requests_per_connection": 1}
 
 
+def test_transactional_id_is_the_exactly_once_prefix() -> None:
+    o = parse_sink_options({"kafka.bootstrap.servers": "h:1", "topic": "t", "kafka.transactional.id": "q1",
+                            "kafka.acks": "all"})
+    assert o.transactional_id_prefix == "q1" and dict(o.producer_config) == {"acks": -1}
+    assert parse_sink_options({"kafka.bootstrap.servers": "h:1"}).transactional_id_prefix is None
+
+
 @pytest.mark.parametrize("options,message", [
     ({}, "Option 'kafka.bootstrap.servers' must be specified for configuring Kafka producer"),
     ({"kafka.value.serializer": "x"}, "Kafka option 'value.serializer' is not supported as values are serialized"),
-    ({"kafka.transactional.id": "x"}, "Kafka option 'transactional.id' is not supported"),
+    ({"kafka.transactional.id": " "}, "Kafka option 'transactional.id' must not be empty"),
+    ({"kafka.transactional.id": "x", "kafka.acks": "1"}, "Kafka option 'acks' must be 'all' with 'transactional.id'"),
+    ({"kafka.transactional.id": "x", "kafka.enable.idempotence": "false"},
+     "Kafka option 'enable.idempotence' must be true with 'transactional.id'"),
     ({"kafka.compression.type": "brotli"}, "Invalid value brotli for configuration compression.type"),
     ({"kafka.batch.size": "0"}, "Invalid value 0 for configuration batch.size: Value must be at least 1"),
     ({"kafka.linger.ms": "soon"}, "Invalid value soon for configuration linger.ms: Not a number of type INT"),

@@ -122,3 +122,69 @@ def test_concurrent_idempotent_tasks_deliver_every_record_once(broker: Any) -> N
                 if len(got) >= 2000:
                     break
         assert len(got) == 2000
+
+
+def read_committed_values(servers: str, topic: str, parts: int) -> list[bytes]:
+    """Every record of ``topic`` a read_committed consumer gets, read to the last stable offset."""
+    got: list[Any] = []
+    with SyncConsumer(servers, auto_offset_reset="earliest", isolation_level="read_committed") as c:
+        c.assign([(topic, p) for p in range(parts)])
+        ends = c.end_offsets([(topic, p) for p in range(parts)])
+        for _ in range(100):
+            got += c.poll(timeout_ms=100)
+            if all(c.position(tp) >= end for tp, end in ends.items()):
+                break
+    return sorted(r.value for r in got)
+
+
+def test_exactly_once_task_commits_once_and_recognises_a_replayed_batch(broker: Any) -> None:
+    """With ``kafka.transactional.id`` a task writes its rows in one transaction that also
+    records the micro-batch; the same (batch, partition) written again — a replay — is
+    recognised and writes nothing; the next batch is written."""
+    from client.spark.writer import BATCH_MARKER_TOPIC
+    from client.structs import TopicPartition
+
+    with SyncAdmin(broker.bootstrap) as admin:
+        admin.create_topic("eos", num_partitions=2)
+    o = parse_sink_options({"kafka.bootstrap.servers": broker.bootstrap, "topic": "eos",
+                            "kafka.transactional.id": "q1"})
+    cols = frozenset({"key", "value"})
+    first = write_task(iter(batches(500)), o, cols, batch_id=7, partition_id=3)
+    assert (first.rows, first.batch_id, first.replayed) == (500, 7, False)
+    assert write_task(iter(batches(500)), o, cols, batch_id=7, partition_id=3) == \
+        SinkCommitMessage(batch_id=7, replayed=True)
+    expected = sorted(f"v{i}".encode() for i in range(500))
+    assert read_committed_values(broker.bootstrap, "eos", 2) == expected
+    heads = batch_headers(broker.data_dir, "eos")
+    assert all(a & 0x10 for a, _, _ in heads)  # every batch transactional, markers included
+    assert write_task(iter(batches(10)), o, cols, batch_id=8, partition_id=3).rows == 10
+    assert len(read_committed_values(broker.bootstrap, "eos", 2)) == 510
+    with SyncAdmin(broker.bootstrap) as admin:
+        got = admin.fetch_group_offsets("q1", [TopicPartition(BATCH_MARKER_TOPIC, 3)])
+    assert [(tp.partition, om.offset) for tp, om in got.items()] == [(3, 9)]  # the next batch to write
+
+
+def test_exactly_once_failed_task_leaves_nothing_visible_and_fences_its_zombie(broker: Any) -> None:
+    from client.errors import KafkaError, ProducerFencedError
+    from client.sync import SyncProducer
+
+    with SyncAdmin(broker.bootstrap) as admin:
+        admin.create_topic("eos-fail", num_partitions=1, configs={"max.message.bytes": "500"})
+    o = parse_sink_options({"kafka.bootstrap.servers": broker.bootstrap, "topic": "eos-fail",
+                            "kafka.transactional.id": "q2"})
+    # An older attempt of the same task still running: the new attempt fences it.
+    zombie = SyncProducer(broker.bootstrap, transactional_id="q2-0")
+    zombie.init_transactions()
+    zombie.begin_transaction()
+    zombie.send("eos-fail", b"zombie")  # written, in its open transaction
+    ok_rows = pa.record_batch([pa.array([b"small"] * 3, pa.binary())], names=["value"])
+    too_big = pa.record_batch([pa.array([b"x" * 2000], pa.binary())], names=["value"])
+    with pytest.raises(KafkaError) as e:
+        write_task(iter([ok_rows, too_big]), o, frozenset({"value"}), batch_id=0, partition_id=0)
+    assert e.value.code == 10  # MESSAGE_TOO_LARGE fails the task ...
+    assert read_committed_values(broker.bootstrap, "eos-fail", 1) == []  # ... and its 3 rows stay invisible
+    with pytest.raises(ProducerFencedError):
+        zombie.commit_transaction()
+    zombie.close()
+    assert write_task(iter([ok_rows]), o, frozenset({"value"}), batch_id=0, partition_id=0).rows == 3
+    assert read_committed_values(broker.bootstrap, "eos-fail", 1) == [b"small"] * 3

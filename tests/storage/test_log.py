@@ -642,6 +642,26 @@ def test_check_22_log_start_and_deleted_suffix_until_the_delay_passed(make_log) 
     assert not any(n.endswith(".deleted") for n in os.listdir(log.dir))
 
 
+def test_expired_files_can_be_taken_out_and_removed_elsewhere(make_log) -> None:
+    """``pop_expired_files`` (the broker then unlinks them in a worker thread): the due
+    segments leave the pending list at once, their files stay until the caller removes them."""
+    clock = Clock(50_000)
+    log = make_log(clock, retention_ms=1000, file_delete_delay_ms=5000)
+    for _ in range(2):
+        log.append(make_batch(2, ts=1000))
+        log.roll()
+    log.append(make_batch(2, ts=60_000))
+    assert log.delete_old_segments() == 2
+    assert log.pop_expired_files(54_999) == []
+    due = log.pop_expired_files(55_000)
+    assert sorted(seg.base_offset for seg in due) == [0, 2]
+    assert log.pop_expired_files(99_000) == [] and log.delete_expired_files(99_000) == 0
+    assert sum(n.endswith(".deleted") for n in os.listdir(log.dir)) == 6
+    for seg in due:
+        seg.delete_if_exists()
+    assert not any(n.endswith(".deleted") for n in os.listdir(log.dir))
+
+
 @pytest.mark.parametrize("policy", ["time", "size"])
 def test_check_23_everything_deletable_rolls_an_empty_segment_first(make_log, policy) -> None:
     clock = Clock(10**9)

@@ -88,6 +88,11 @@ def test_error_response_mirrors_partitions_and_sets_the_innermost_error() -> Non
     assert f["responses"][0]["topic"] == "t" and f["responses"][0]["partitions"][0]["partition_index"] == 5
     assert f["responses"][0]["partitions"][0]["error_code"] == NLOF
     assert error_response(ApiKey.INIT_PRODUCER_ID, 1, {"transactional_id": None}, 15)["error_code"] == 15
+    add = error_response(ApiKey.ADD_PARTITIONS_TO_TXN, 3, {
+        "v3_and_below_transactional_id": "t", "v3_and_below_producer_id": 1, "v3_and_below_producer_epoch": 0,
+        "v3_and_below_topics": [{"name": "a", "partitions": [0, 1]}]}, 51)
+    assert add["results_by_topic_v3_and_below"] == [{"name": "a", "results_by_partition": [
+        {"partition_index": 0, "partition_error_code": 51}, {"partition_index": 1, "partition_error_code": 51}]}]
 
 
 def test_request_partitions_by_shape() -> None:

@@ -216,3 +216,64 @@ def test_state_survives_a_sigkill_and_prepared_commits_complete(tmp_path) -> Non
             assert values == [b"open"]
             pid2, epoch2 = init_ok(c, "crash")
             assert (pid2, epoch2) == (pid, epoch + 1)
+
+
+def test_a_lost_marker_is_written_again_by_the_start_up_repair(tmp_path) -> None:
+    """A power loss can keep CompleteCommit (made durable by another id's write to the same
+    ``__transaction_state`` partition) and lose a marker written but not yet fsync'd. The log is
+    cut before the marker here, as that loss would leave it; the repair run at start-up writes a
+    COMMIT marker again, and the committed records become visible to read_committed."""
+    from broker.testing.inprocess import InProcessBroker
+
+    b = InProcessBroker(str(tmp_path / "d")).start()
+    try:
+        with Conn(b.port) as c:
+            assert c.call(ApiKey.CREATE_TOPICS, 3, create_topic("lost"))["topics"][0]["error_code"] == 0
+            pid, epoch = init_ok(c, "power")
+            assert add_partitions(c, "power", pid, epoch, "lost", [0]) == [0]
+            assert send(c, "lost", txn_batch(pid, epoch, 0, [b"kept"]), "power") == (0, 0)
+            assert end_txn(c, "power", pid, epoch, True) == 0
+            wait_for(lambda: lso(c, "lost") == 2)
+
+            def lose_the_marker() -> int:
+                log = b.broker.logs.get_log("lost", 0)
+                log.truncate_to(1)  # the record stays, its COMMIT marker at offset 1 goes
+                return int(log.last_stable_offset)
+
+            assert b.call(lose_the_marker) == 0  # the transaction is open again in the partition
+            assert b.call(lambda: b.broker.state.txn.repair_dangling()) == 1
+            assert lso(c, "lost") == 2
+            p, values = read(c, "lost", 1)
+            assert values == [b"kept"] and p["aborted_transactions"] == []
+            assert b.call(lambda: b.broker.state.txn.repair_dangling()) == 0  # nothing left open
+    finally:
+        b.stop()
+
+
+def test_list_and_describe_transactions(broker: BrokerProcess) -> None:
+    with Conn(broker.port) as c:
+        assert c.call(ApiKey.CREATE_TOPICS, 3, create_topic("lt", 2))["topics"][0]["error_code"] == 0
+        pid, epoch = init_ok(c, "listed")
+        other, _ = init_ok(c, "idle")
+        assert add_partitions(c, "listed", pid, epoch, "lt", [1, 0]) == [0, 0]
+        r = c.call(ApiKey.DESCRIBE_TRANSACTIONS, 0, {"transactional_ids": ["listed", "nope"]})
+        listed, nope = r["transaction_states"]
+        assert (listed["error_code"], listed["transaction_state"], listed["producer_id"], listed["producer_epoch"],
+                listed["transaction_timeout_ms"], listed["topics"]) == \
+            (0, "Ongoing", pid, epoch, 60000, [{"topic": "lt", "partitions": [0, 1]}])
+        assert listed["transaction_start_time_ms"] > 0
+        assert nope["error_code"] == E.TRANSACTIONAL_ID_NOT_FOUND
+
+        def listing(version: int = 1, **filters: Any) -> dict[str, Any]:
+            return c.call(ApiKey.LIST_TRANSACTIONS, version, {"state_filters": [], "producer_id_filters": [],
+                                                              "duration_filter": -1, **filters})
+
+        assert [(t["transactional_id"], t["transaction_state"]) for t in listing()["transaction_states"]] == \
+            [("idle", "Empty"), ("listed", "Ongoing")]
+        r = listing(state_filters=["Ongoing", "Hanging"])
+        assert r["unknown_state_filters"] == ["Hanging"]
+        assert [t["producer_id"] for t in r["transaction_states"]] == [pid]
+        assert [t["transactional_id"] for t in listing(0, producer_id_filters=[other])["transaction_states"]] == ["idle"]
+        # none Ongoing for an hour (an Empty id has no start time, -1: Kafka lists it for any duration)
+        assert listing(state_filters=["Ongoing"], duration_filter=3_600_000)["transaction_states"] == []
+        assert len(listing(state_filters=["Ongoing"], duration_filter=0)["transaction_states"]) == 1

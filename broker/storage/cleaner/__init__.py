@@ -4,6 +4,7 @@
 - batch_filter.py  what happens to one stored batch: kept, rewritten, emptied or dropped
 - cleaner.py       one cleaning of one log: map, group, write ``.cleaned``, swap
 - manager.py       the cleaner threads, the choice of log, ``cleaner-offset-checkpoint``
+- worker.py        ``log.cleaner.mode=process``: the worker process a cleaner thread drives
 - throttler.py     ``log.cleaner.io.max.bytes.per.second``
 """
 

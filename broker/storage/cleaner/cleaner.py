@@ -1,4 +1,5 @@
-"""Cleaner: one cleaning of one log (Kafka's Cleaner), run by a cleaner thread (manager.py).
+"""Cleaner: one cleaning of one log (Kafka's Cleaner), run by a cleaner thread or by its worker
+process (manager.py, worker.py), from a ``CleaningInput`` taken from the log when it begins.
 
 A log is split at the **first dirty offset** (the cleaner checkpoint: everything below was
 cleaned before) and the **first uncleanable offset** (the base of the segment holding the
@@ -19,9 +20,10 @@ ever rewritten — and the first segment whose largest timestamp is younger than
    transactions lose all their records) into a new segment with the group's first base
    offset and files ``*.cleaned`` (``.log``, ``.index``, ``.timeindex``, and ``.txnindex``
    holding the old segments' aborted-transaction entries: every marker is kept), flushes
-   it, gives it the last old segment's modification time, and asks the log's owner thread
-   to swap it in (``Log.replace_segments``: ``.cleaned`` -> ``.swap`` -> final name,
-   old segments -> ``.deleted``), then fsyncs the directory;
+   it, gives it the last old segment's modification time, removes older ``.deleted`` files
+   with the names the old segments are about to take, and has it swapped in (``SwapFn``; the
+   broker runs ``Log.replace_segments`` on its event loop: ``.cleaned`` -> ``.swap`` -> final
+   name, old segments -> ``.deleted``), then fsyncs the directory;
 4. returns ``end``: the manager writes it to ``cleaner-offset-checkpoint`` (the next first
    dirty offset).
 
@@ -37,6 +39,7 @@ from __future__ import annotations
 import logging
 import os
 import time
+from bisect import bisect_right
 from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
 
@@ -44,10 +47,11 @@ from client.records.batch import CONTROL_FLAG_MASK, HEADER_STRUCT, RECORDS_OFFSE
 from client.records.codec import decode_lists
 from client.records.compression import decompress
 
+from ..config import LogConfig
 from ..errors import LogCleaningAbortedError
 from ..file_records import FileRecords
 from ..fileutil import fsync_path
-from ..log import CLEANED_FILE_SUFFIX, Log
+from ..log import CLEANED_FILE_SUFFIX, DELETED_FILE_SUFFIX, Log
 from ..segment import LogSegment, log_file_name, offset_index_file_name, time_index_file_name
 from ..transaction_index import AbortedTxn, txn_index_file_name
 from .batch_filter import BatchContext, filter_batch
@@ -55,7 +59,8 @@ from .offset_map import OffsetMap
 from .throttler import Throttler
 from .transactions import CleanedTransactions
 
-__all__ = ["Cleaner", "CleanerStats", "LogToClean", "run_inline"]
+__all__ = ["Cleaner", "CleanerStats", "CleaningInput", "LogToClean", "SegmentFile", "SwapFn", "run_inline",
+           "swap_into", "take_input"]
 
 logger = logging.getLogger(__name__)
 _INT32_MAX = 2**31 - 1
@@ -118,21 +123,81 @@ class CleanerStats:
                 f" messages, {reduction:.1f}% size reduction; {self.segments_swapped} segments swapped in")
 
 
+class SegmentFile(NamedTuple):
+    """One old segment as a cleaning sees it: its ``.log`` path and the size to read (the
+    segment's size when the cleaning began; an inactive segment never grows)."""
+
+    base_offset: int
+    path: str
+    size: int
+
+
+class CleaningInput(NamedTuple):
+    """Everything one cleaning reads from the log, taken when it begins (``take_input``):
+    plain, picklable data, so that a cleaner worker process (worker.py) gets it as it is.
+    ``segments``: from the log's first segment to the one at ``first_uncleanable_offset``
+    (which only ends the last group). ``map_aborted`` / ``aborted``: the aborted
+    transactions with data in [first dirty, first uncleanable) and in [first segment, first
+    uncleanable): one set for the map, one for the whole cleaning, as Kafka."""
+
+    directory: str
+    config: LogConfig
+    segments: list[SegmentFile]
+    first_dirty_offset: int
+    first_uncleanable_offset: int
+    active_producers: dict[int, int]
+    map_aborted: list[AbortedTxn]
+    aborted: list[AbortedTxn]
+    now_ms: int
+
+
+#: Hands a written, flushed ``.cleaned`` segment over to be swapped in for the old segments
+#: of its group; raises LogCleaningAbortedError (nothing swapped) when the log refuses it.
+SwapFn = Callable[[LogSegment, list[SegmentFile]], None]
+
+
+def take_input(ltc: LogToClean, now_ms: int) -> tuple[CleaningInput, dict[int, LogSegment]]:
+    """``ltc``'s cleaning input, and its old segments by base offset (the live objects the
+    swap checks against the log's map). Each read takes the log's lock; the segments are
+    inactive and never change, so the pieces agree (a retention or truncation meanwhile makes
+    the swap refuse)."""
+    log, upper = ltc.log, ltc.first_uncleanable_offset
+    live = log.segment_list(None, upper + 1)
+    files = [SegmentFile(s.base_offset, s.log.path, s.size) for s in live]
+    first = files[0].base_offset if files else upper
+    map_aborted = log.aborted_transactions_locked(ltc.first_dirty_offset, upper) if files else []
+    aborted = log.aborted_transactions_locked(first, upper) if files else []
+    inp = CleaningInput(log.dir, log.config, files, ltc.first_dirty_offset, upper,
+                        log.last_records_of_active_producers(), map_aborted, aborted, now_ms)
+    return inp, {s.base_offset: s for s in live}
+
+
+def swap_into(log: Log, live: dict[int, LogSegment], run_swap: Callable[[Callable[[], Any]], Any],
+              pause_at: Callable[[str], None] | None) -> SwapFn:
+    """The swap of one group, run where ``run_swap`` runs it (the broker: its event loop; the
+    log line is written here, not there)."""
+    def swap(cleaned: LogSegment, group: list[SegmentFile]) -> None:
+        old = [live[f.base_offset] for f in group]
+        run_swap(lambda: log.replace_segments(cleaned, old, [f.size for f in group], pause_at))
+        logger.info("%s: swapped in cleaned segment %d (%d bytes) for segments %s", log.dir, cleaned.base_offset,
+                    cleaned.size, [f.base_offset for f in group])
+    return swap
+
+
 class Cleaner:
+    """One cleaning at a time over a ``CleaningInput``; the same code runs in a cleaner thread
+    (the log's objects at hand) and in a worker process (worker.py: only the files)."""
+
     def __init__(self, offset_map: OffsetMap, throttler: Throttler, *,
-                 check_done: Callable[[Log], None] = lambda log: None,
-                 run_swap: Callable[[Callable[[], Any]], Any] = run_inline,
-                 now_ms: Callable[[], int] = lambda: int(time.time() * 1000),
+                 check_done: Callable[[], None] = lambda: None,
                  io_buffer_size: int = 512 * 1024,
                  pause_at: Callable[[str], None] | None = None) -> None:
         self.offset_map = offset_map
         self.throttler = throttler
         self.check_done = check_done
-        self.run_swap = run_swap
-        self.now_ms = now_ms
         self.io_buffer_size = io_buffer_size
-        #: crash tests: called at each step of a clean ("cleaned-writing", "swap-renamed",
-        #: "old-renamed", "swapped"); None in the broker
+        #: crash tests: called at each step of a clean ("cleaned-writing", "swapped"; the swap
+        #: itself calls it at "swap-renamed" and "old-renamed"); None in the broker
         self.pause_at = pause_at
 
     def _pause(self, step: str) -> None:
@@ -141,56 +206,54 @@ class Cleaner:
 
     # ------------------------------------------------------------------ the cleaning
 
-    def clean(self, ltc: LogToClean) -> tuple[int, CleanerStats]:
-        """Clean ``ltc.log`` (module docstring); returns the first offset not cleaned."""
-        log = ltc.log
+    def clean(self, inp: CleaningInput, swap: SwapFn) -> tuple[int, CleanerStats]:
+        """Clean the log ``inp`` describes (module docstring), handing each group's cleaned
+        segment to ``swap``; returns the first offset not cleaned."""
         stats = CleanerStats()
-        now = self.now_ms()
-        upper = ltc.first_uncleanable_offset
-        self.build_offset_map(log, ltc.first_dirty_offset, upper, stats)
+        upper = inp.first_uncleanable_offset
+        self.build_offset_map(inp, stats)
         end = self.offset_map.latest_offset + 1
         stats.map_done = time.monotonic()
-        cfg = log.config
-        ctx = BatchContext(self.offset_map, now, cfg.delete_retention_ms, log.last_records_of_active_producers(),
+        cfg = inp.config
+        ctx = BatchContext(self.offset_map, inp.now_ms, cfg.delete_retention_ms, inp.active_producers,
                            64 * max(cfg.max_message_bytes, 1 << 20))
         # The segments up to the first uncleanable one: the ones below ``end`` are cleaned, the
         # next one's base ends the last group (``upper`` is a segment's base).
-        segments = log.segment_list(None, upper + 1)
-        following = {s.base_offset: n.base_offset for s, n in zip(segments, segments[1:])}
-        segments = [s for s in segments if s.base_offset < end]
-        # One set of aborted transactions for the whole cleaning, as Kafka: from the first
-        # segment to the first uncleanable offset.
-        aborted = log.aborted_transactions_locked(segments[0].base_offset, upper) if segments else []
-        txns = CleanedTransactions(aborted)
+        following = {s.base_offset: n.base_offset for s, n in zip(inp.segments, inp.segments[1:])}
+        segments = [s for s in inp.segments if s.base_offset < end]
+        txns = CleanedTransactions(inp.aborted if segments else ())
         for group in group_segments_by_size(segments, cfg.segment_bytes, cfg.segment_index_bytes, upper):
             lo, hi = group[0].base_offset, following.get(group[-1].base_offset, upper)
-            self.clean_segments(log, group, ctx, upper, stats, txns, [e for e in aborted if lo <= e.last_offset < hi])
+            self.clean_segments(inp, group, ctx, stats, txns, [e for e in inp.aborted if lo <= e.last_offset < hi],
+                                swap)
         stats.buffer_utilization = self.offset_map.utilization
         stats.end = time.monotonic()
         return end, stats
 
-    def build_offset_map(self, log: Log, start: int, end: int, stats: CleanerStats) -> None:
-        """Map the keys of the batches in ``[start, end)`` (Kafka's buildOffsetMap)."""
+    def build_offset_map(self, inp: CleaningInput, stats: CleanerStats) -> None:
+        """Map the keys of the batches in ``[first dirty, first uncleanable)`` (Kafka's
+        buildOffsetMap)."""
         m = self.offset_map
         m.clear()
-        dirty = log.segment_list(start, end)
-        txns = CleanedTransactions(log.aborted_transactions_locked(start, end) if dirty else ())
+        start, end = inp.first_dirty_offset, inp.first_uncleanable_offset
+        dirty = segments_in(inp.segments, start, end)
+        txns = CleanedTransactions(inp.map_aborted if dirty else ())
         for i, seg in enumerate(dirty):
             next_start = dirty[i + 1].base_offset if i + 1 < len(dirty) else end
-            if self._map_segment(log, seg, start, next_start, stats, txns):
-                logger.debug("%s: offset map full in segment %d", log.dir, seg.base_offset)
+            if self._map_segment(inp, seg, start, next_start, stats, txns):
+                logger.debug("%s: offset map full in segment %d", inp.directory, seg.base_offset)
                 return
 
-    def _map_segment(self, log: Log, seg: LogSegment, start: int, next_start: int, stats: CleanerStats,
+    def _map_segment(self, inp: CleaningInput, seg: SegmentFile, start: int, next_start: int, stats: CleanerStats,
                      txns: CleanedTransactions) -> bool:
         """Add ``seg``'s keys at or above ``start``, except aborted transactions' (Kafka's
         buildOffsetMapForSegment); True when the map filled up."""
         m = self.offset_map
-        max_decompressed = 64 * max(log.config.max_message_bytes, 1 << 20)
+        max_decompressed = 64 * max(inp.config.max_message_bytes, 1 << 20)
         with _open_for_cleaning(seg) as records:
             read = 0
             for _pos, batch in records.iter_batch_views(0, seg.size):
-                self.check_done(log)
+                self.check_done()
                 fields = HEADER_STRUCT.unpack_from(batch, 0)
                 base, attributes, last_delta, count = fields[0], fields[5], fields[6], fields[12]
                 last = base + last_delta
@@ -221,53 +284,53 @@ class Cleaner:
         m.update_latest_offset(next_start - 1)  # offset gaps: the segment ends where the next starts
         return False
 
-    def clean_segments(self, log: Log, group: list[LogSegment], ctx: BatchContext, upper: int,
-                       stats: CleanerStats, txns: CleanedTransactions | None = None,
-                       txn_entries: Sequence[AbortedTxn] = ()) -> None:
-        """Write ``group``'s kept batches into one ``.cleaned`` segment and swap it in.
+    def clean_segments(self, inp: CleaningInput, group: list[SegmentFile], ctx: BatchContext, stats: CleanerStats,
+                       txns: CleanedTransactions, txn_entries: Sequence[AbortedTxn], swap: SwapFn) -> None:
+        """Write ``group``'s kept batches into one ``.cleaned`` segment and have it swapped in.
         ``txns``: the cleaning's aborted transactions, fed in offset order across groups;
         ``txn_entries``: those whose ABORT marker lies in ``group``: every marker is kept, so
         they make the new segment's ``.txnindex``, unchanged."""
-        cfg = log.config
+        cfg = inp.config
+        directory = inp.directory
         base = group[0].base_offset
-        for path in (log_file_name(log.dir, base, CLEANED_FILE_SUFFIX),
-                     offset_index_file_name(log.dir, base, CLEANED_FILE_SUFFIX),
-                     time_index_file_name(log.dir, base, CLEANED_FILE_SUFFIX),
-                     txn_index_file_name(log.dir, base, CLEANED_FILE_SUFFIX)):
+        for path in (log_file_name(directory, base, CLEANED_FILE_SUFFIX),
+                     offset_index_file_name(directory, base, CLEANED_FILE_SUFFIX),
+                     time_index_file_name(directory, base, CLEANED_FILE_SUFFIX),
+                     txn_index_file_name(directory, base, CLEANED_FILE_SUFFIX)):
             if os.path.exists(path):
                 os.unlink(path)  # left by an aborted cleaning
-        cleaned = LogSegment.open(log.dir, base, index_interval_bytes=cfg.index_interval_bytes,
+        cleaned = LogSegment.open(directory, base, index_interval_bytes=cfg.index_interval_bytes,
                                   max_index_size=cfg.segment_index_bytes, file_suffix=CLEANED_FILE_SUFFIX)
-        sizes = [seg.size for seg in group]
-        if txns is None:
-            txns = CleanedTransactions()
+        upper = inp.first_uncleanable_offset
         try:
             for i, seg in enumerate(group):
-                self._clean_into(log, seg, sizes[i], cleaned, ctx, upper, i == len(group) - 1, stats, txns)
+                self._clean_into(seg, cleaned, ctx, upper, i == len(group) - 1, stats, txns)
             for e in txn_entries:
                 cleaned.txn_index.append(e)
             cleaned.on_become_inactive_segment()
             cleaned.flush()
-            mtime = os.stat(group[-1].log.path).st_mtime
+            mtime = os.stat(group[-1].path).st_mtime
             os.utime(cleaned.log.path, (mtime, mtime))
-            self.check_done(log)
-            self.run_swap(lambda: log.replace_segments(cleaned, group, sizes, self.pause_at))
+            self.check_done()
+            _clear_deleted_names(group)
+            swap(cleaned, group)
         except BaseException:
             cleaned.delete_if_exists()
             raise
-        fsync_path(log.dir)
+        fsync_path(directory)
         stats.segments_swapped += len(group)
         self._pause("swapped")
 
-    def _clean_into(self, log: Log, seg: LogSegment, size: int, dest: LogSegment, ctx: BatchContext, upper: int,
+    def _clean_into(self, seg: SegmentFile, dest: LogSegment, ctx: BatchContext, upper: int,
                     last_of_group: bool, stats: CleanerStats, txns: CleanedTransactions) -> None:
         out = bytearray()
         written_any = False
         read = 0
         feed = txns.has_aborted
+        size = seg.size
         with _open_for_cleaning(seg) as records:
             for pos, batch in records.iter_batch_views(0, size):
-                self.check_done(log)
+                self.check_done()
                 fields = HEADER_STRUCT.unpack_from(batch, 0)
                 nxt = fields[0] + fields[6] + 1
                 retain_empty = nxt == upper or (last_of_group and pos + len(batch) == size)
@@ -314,17 +377,17 @@ def _is_aborted(txns: CleanedTransactions, fields: tuple[int, ...]) -> bool:
 
 class _open_for_cleaning:  # noqa: N801 - a context manager used as a function
     """A read-only descriptor of the cleaner's own on ``seg``'s ``.log``: closed at exit. A
-    file renamed or removed since the segment list was taken aborts the cleaning."""
+    file renamed or removed since the cleaning began aborts it."""
 
-    def __init__(self, seg: LogSegment) -> None:
+    def __init__(self, seg: SegmentFile) -> None:
         self.seg = seg
         self.records: FileRecords | None = None
 
     def __enter__(self) -> FileRecords:
         try:
-            self.records = FileRecords.open(self.seg.log.path, writable=False)
+            self.records = FileRecords.open(self.seg.path, writable=False)
         except FileNotFoundError:
-            raise LogCleaningAbortedError(f"segment {self.seg.log.path} went away during cleaning") from None
+            raise LogCleaningAbortedError(f"segment {self.seg.path} went away during cleaning") from None
         return self.records
 
     def __exit__(self, *exc: object) -> None:
@@ -332,19 +395,48 @@ class _open_for_cleaning:  # noqa: N801 - a context manager used as a function
             self.records.close_handlers()
 
 
-def group_segments_by_size(segments: list[LogSegment], max_size: int, max_index_size: int,
-                           first_uncleanable_offset: int) -> list[list[LogSegment]]:
+def _clear_deleted_names(group: list[SegmentFile]) -> None:
+    """Remove the ``.deleted`` files (an earlier swap's or retention's, still waiting for
+    ``file.delete.delay.ms``) that have the names the swap is about to give ``group``'s
+    files. A rename onto an existing file frees that file's blocks inside the rename, and the
+    swap runs on the event loop: the loop would wait for the filesystem to free a whole
+    segment, here a cleaner thread or process does. Readers still sending from those files
+    hold descriptors, which outlive the unlink;
+    the log's delayed delete of that older segment then finds its name gone (or, as a rename
+    onto it would have made it, taken by the newer one)."""
+    for f in group:
+        directory = os.path.dirname(f.path)
+        for path in (log_file_name(directory, f.base_offset, DELETED_FILE_SUFFIX),
+                     offset_index_file_name(directory, f.base_offset, DELETED_FILE_SUFFIX),
+                     time_index_file_name(directory, f.base_offset, DELETED_FILE_SUFFIX),
+                     txn_index_file_name(directory, f.base_offset, DELETED_FILE_SUFFIX)):
+            try:
+                os.unlink(path)
+            except FileNotFoundError:
+                pass
+
+
+def segments_in(segments: list[SegmentFile], start: int, end: int) -> list[SegmentFile]:
+    """The ones of ``segments`` (ordered) holding offsets in ``[start, end)``: from the one
+    whose base is the floor of ``start`` (the first one when none is), while base < ``end``
+    (Log.segment_list over a snapshot)."""
+    first = max(0, bisect_right([s.base_offset for s in segments], start) - 1)
+    return [s for s in segments[first:] if s.base_offset < end]
+
+
+def group_segments_by_size(segments: list[SegmentFile], max_size: int, max_index_size: int,
+                           first_uncleanable_offset: int) -> list[list[SegmentFile]]:
     """Consecutive runs of ``segments`` whose ``.log`` sizes add up to at most ``max_size``,
     whose index file sizes each add up to at most ``max_index_size``, and whose offsets stay
     within 2^31 - 1 of the run's first base offset (an empty segment is always taken)."""
-    def index_sizes(seg: LogSegment) -> tuple[int, int]:
+    def index_sizes(seg: SegmentFile) -> tuple[int, int]:
         try:
-            return (os.path.getsize(offset_index_file_name(os.path.dirname(seg.log.path), seg.base_offset)),
-                    os.path.getsize(time_index_file_name(os.path.dirname(seg.log.path), seg.base_offset)))
+            return (os.path.getsize(offset_index_file_name(os.path.dirname(seg.path), seg.base_offset)),
+                    os.path.getsize(time_index_file_name(os.path.dirname(seg.path), seg.base_offset)))
         except OSError:
             return 0, 0
 
-    groups: list[list[LogSegment]] = []
+    groups: list[list[SegmentFile]] = []
     i = 0
     n = len(segments)
     while i < n:

@@ -1,5 +1,5 @@
-"""LogCleaner: the cleaner threads, which log to clean next, and the cleaner checkpoint
-(Kafka's LogCleaner, LogCleanerManager and CleanerConfig).
+"""LogCleaner: the cleaner threads (and their worker processes), which log to clean next, and
+the cleaner checkpoint (Kafka's LogCleaner, LogCleanerManager and CleanerConfig).
 
 Each of ``log.cleaner.threads`` threads loops: pick the **filthiest** compacted log (largest
 cleanable ratio = dirty cleanable bytes / (clean + dirty cleanable bytes)) among those above
@@ -15,15 +15,27 @@ means the log is dirty from its start offset. It is written after the swaps of a
 a crash before that only makes the next cleaning redo work whose result is the same.
 
 Errors: a cleaning given up (``LogCleaningAbortedError``: the log closed or changed under it)
-is retried later; any other error marks the partition uncleanable until the broker restarts
-(logged; Kafka's uncleanable partitions) so that one bad log does not stop the others.
+is retried later; any other error (a worker process that died included) marks the partition
+uncleanable until the broker restarts (logged; Kafka's uncleanable partitions) so that one
+bad log does not stop the others.
 
-Threads and the event loop: the cleaner threads only read inactive segments and write
-``.cleaned`` files; ``run_swap`` runs each ``Log.replace_segments`` where the log's owner
-wants it (the broker: on its event loop, where reads and appends run, so they never see the
-segment map half-changed). The Python work of a cleaner thread holds the GIL: the threads
-are cooperative (``GIL_SLICE_S``) so that the event loop waits for the GIL at most about one
-slice of cleaner work.
+Where a cleaning's work runs, ``log.cleaner.mode`` (ours; Kafka's cleaner threads have no GIL
+to share):
+
+- ``process`` (the default): each cleaner thread hands the cleaning (``CleaningInput``: the
+  segment files, the cleanable range, the producers' last offsets, the aborted transactions)
+  to a worker process of its own (worker.py), started at its first cleaning, at a lower CPU
+  priority, and waits on a socket; it keeps choosing logs, checking for aborts and running
+  the swaps. None of the cleaning's Python work runs in the broker's process, so the event
+  loop never waits for the GIL because of it.
+- ``thread``: the cleaner thread does the work itself, holding the GIL while it runs Python
+  code; it gives the GIL away every ``GIL_SLICE_S`` of work (checked between batches), so the
+  event loop waits for it at most about one slice. No extra process; the loop's waits add up.
+
+``scripts/bench_cleaner.py`` measures the two side by side (README, "Log compaction"). In
+both modes the cleaning only reads inactive segments and writes ``.cleaned`` files; ``run_swap``
+runs each ``Log.replace_segments`` where the log's owner wants it (the broker: on its event
+loop, where reads and appends run, so they never see the segment map half-changed).
 """
 
 from __future__ import annotations
@@ -41,11 +53,12 @@ from ..checkpoint import read_offset_checkpoint, write_offset_checkpoint
 from ..errors import LogCleaningAbortedError
 from ..log import Log
 from ..segment import LogSegment
-from .cleaner import Cleaner, LogToClean, run_inline
+from .cleaner import Cleaner, CleanerStats, LogToClean, run_inline, swap_into, take_input
 from .offset_map import OffsetMap
 from .throttler import Throttler
+from .worker import CleanerWorker, WorkerParams
 
-__all__ = ["CleanerConfig", "LogCleaner", "CLEANER_OFFSET_CHECKPOINT", "cleanable_offsets"]
+__all__ = ["CleanerConfig", "LogCleaner", "CLEANER_OFFSET_CHECKPOINT", "cleanable_offsets", "CLEANER_MODES"]
 
 logger = logging.getLogger(__name__)
 
@@ -57,6 +70,8 @@ CLEANER_OFFSET_CHECKPOINT = "cleaner-offset-checkpoint"
 GIL_SLICE_S = 0.0005
 GIL_PAUSE_S = 0.00002
 TopicPartition = tuple[str, int]
+#: ``log.cleaner.mode``: where a cleaning's work runs (module docstring)
+CLEANER_MODES = ("process", "thread")
 
 
 @dataclass(frozen=True)
@@ -70,6 +85,7 @@ class CleanerConfig:
     io_buffer_size: int = 512 * 1024                   # log.cleaner.io.buffer.size
     max_io_bytes_per_second: float = 1.7976931348623157e308  # log.cleaner.io.max.bytes.per.second
     backoff_ms: int = 15_000                           # log.cleaner.backoff.ms
+    mode: str = "process"                              # log.cleaner.mode (ours): process | thread
 
     @classmethod
     def from_properties(cls, props: Mapping[str, str]) -> CleanerConfig:
@@ -84,7 +100,13 @@ class CleanerConfig:
             max_io_bytes_per_second=float(props.get("log.cleaner.io.max.bytes.per.second",
                                                     d.max_io_bytes_per_second)),
             backoff_ms=int(props.get("log.cleaner.backoff.ms", d.backoff_ms)),
+            mode=props.get("log.cleaner.mode", d.mode).strip().lower(),
         )
+
+    @property
+    def map_memory(self) -> int:
+        """The offset map budget of each thread (or worker process)."""
+        return min(self.dedupe_buffer_size // max(1, self.num_threads), 2**31 - 1)
 
 
 def _first_batch_timestamp(seg: LogSegment) -> int:
@@ -130,14 +152,17 @@ def _max_compaction_delay(log: Log, segments: list[LogSegment], now_ms: int) -> 
 
 
 class LogCleaner:
-    """The cleaner of one data directory: ``start()`` its threads, ``shutdown()`` them;
-    ``clean_once()`` runs one pick-and-clean in the calling thread (tests, tools)."""
+    """The cleaner of one data directory: ``start()`` its threads, ``shutdown()`` them (and
+    their worker processes); ``clean_once()`` runs one pick-and-clean from the calling thread
+    (tests, tools; in process mode with a worker process of that thread's own)."""
 
     def __init__(self, config: CleanerConfig, log_dir: str, logs: Callable[[], Mapping[TopicPartition, Log]], *,
                  now_ms: Callable[[], int] = lambda: int(time.time() * 1000),
                  run_swap: Callable[[Callable[[], Any]], Any] = run_inline,
                  pause_at: Callable[[str], None] | None = None,
                  gil_slice_s: float = GIL_SLICE_S) -> None:
+        if config.mode not in CLEANER_MODES:
+            raise ValueError(f"log.cleaner.mode must be one of {', '.join(CLEANER_MODES)}, not {config.mode!r}")
         self.config = config
         self.log_dir = log_dir
         self._logs = logs
@@ -146,6 +171,8 @@ class LogCleaner:
         self.pause_at = pause_at
         self.gil_slice_s = gil_slice_s
         self._worked_since = threading.local()
+        self._local = threading.local()  # process mode: the calling thread's CleanerWorker
+        self._workers: list[CleanerWorker] = []
         self._lock = threading.Lock()
         self._in_progress: set[TopicPartition] = set()
         self._aborted: set[TopicPartition] = set()
@@ -230,9 +257,13 @@ class LogCleaner:
             if tp in self._in_progress:
                 self._aborted.add(tp)
 
-    def _check_done(self, tp: TopicPartition, log: Log) -> None:
+    def _check_aborted(self, tp: TopicPartition, log: Log) -> None:
         if self._stop.is_set() or tp in self._aborted or log.closed:
             raise LogCleaningAbortedError(f"cleaning of {tp[0]}-{tp[1]} aborted")
+
+    def _check_done(self, tp: TopicPartition, log: Log) -> None:
+        """Thread mode, between batches: stop when asked, and give the GIL away every slice."""
+        self._check_aborted(tp, log)
         if self.gil_slice_s:
             now = time.perf_counter()
             since = getattr(self._worked_since, "t", None)
@@ -242,21 +273,43 @@ class LogCleaner:
                 time.sleep(GIL_PAUSE_S)  # releases the GIL: a waiting event loop thread takes it now
                 self._worked_since.t = time.perf_counter()
 
+    def _worker(self) -> CleanerWorker:
+        worker: CleanerWorker | None = getattr(self._local, "worker", None)
+        if worker is None:
+            worker = self._local.worker = CleanerWorker()
+        with self._lock:
+            if worker not in self._workers:  # new, or closed by shutdown() and used again
+                self._workers.append(worker)
+        return worker
+
+    def _clean(self, ltc: LogToClean, offset_map: OffsetMap | None) -> tuple[int, CleanerStats]:
+        """One cleaning of ``ltc``, in this thread or in this thread's worker process."""
+        tp, log = ltc.topic_partition, ltc.log
+        inp, live = take_input(ltc, self._now_ms())
+        swap = swap_into(log, live, self._run_swap, self.pause_at)
+        cfg = self.config
+        if cfg.mode == "process":
+            memory, load = ((offset_map.memory, offset_map.load_factor) if offset_map is not None
+                            else (cfg.map_memory, cfg.dedupe_buffer_load_factor))
+            params = WorkerParams(memory, load, cfg.io_buffer_size,
+                                  cfg.max_io_bytes_per_second / max(1, cfg.num_threads), self.pause_at is not None)
+            return self._worker().clean(inp, params, check_done=lambda: self._check_aborted(tp, log), swap=swap,
+                                        pause_at=self.pause_at)
+        if offset_map is None:
+            offset_map = OffsetMap(cfg.map_memory, cfg.dedupe_buffer_load_factor)
+        cleaner = Cleaner(offset_map, self.throttler, check_done=lambda: self._check_done(tp, log),
+                          io_buffer_size=cfg.io_buffer_size, pause_at=self.pause_at)
+        return cleaner.clean(inp, swap)
+
     def clean_once(self, offset_map: OffsetMap | None = None) -> bool:
         """Pick the filthiest log and clean it; True if one was cleaned."""
         ltc = self.grab_filthiest_log()
         if ltc is None:
             return False
         tp = ltc.topic_partition
-        if offset_map is None:
-            per_thread = self.config.dedupe_buffer_size // max(1, self.config.num_threads)
-            offset_map = OffsetMap(min(per_thread, 2**31 - 1), self.config.dedupe_buffer_load_factor)
-        cleaner = Cleaner(offset_map, self.throttler, check_done=lambda lg: self._check_done(tp, lg),
-                          run_swap=self._run_swap, now_ms=self._now_ms, io_buffer_size=self.config.io_buffer_size,
-                          pause_at=self.pause_at)
         end: int | None = None
         try:
-            end, stats = cleaner.clean(ltc)
+            end, stats = self._clean(ltc, offset_map)
             self.last_stats[tp] = stats
             self.cleanings += 1
             logger.info("cleaned log %s-%d (dirty section [%d, %d]): %s", tp[0], tp[1], ltc.first_dirty_offset,
@@ -292,8 +345,7 @@ class LogCleaner:
         logger.info("started %d log cleaner thread(s)", len(self._threads))
 
     def _run(self, index: int) -> None:
-        per_thread = self.config.dedupe_buffer_size // max(1, self.config.num_threads)
-        offset_map = OffsetMap(min(per_thread, 2**31 - 1), self.config.dedupe_buffer_load_factor)
+        offset_map = OffsetMap(self.config.map_memory, self.config.dedupe_buffer_load_factor)
         while not self._stop.is_set():
             try:
                 cleaned = self.clean_once(offset_map)
@@ -316,6 +368,16 @@ class LogCleaner:
         for t in self._threads:
             t.join(timeout_s)
         self._threads = []
+        with self._lock:
+            workers, self._workers = self._workers, []
+        for w in workers:
+            w.close()
+
+    @property
+    def worker_pids(self) -> list[int]:
+        """Process mode: the pids of the running worker processes (tests, metrics)."""
+        with self._lock:
+            return [pid for pid in (w.pid for w in self._workers) if pid is not None]
 
     @property
     def alive_threads(self) -> int:

@@ -29,13 +29,14 @@ _SHORT_KEY = 16
 
 
 class OffsetMap:
-    __slots__ = ("_map", "_limit", "_used", "latest_offset", "memory")
+    __slots__ = ("_map", "_limit", "_used", "latest_offset", "memory", "load_factor")
 
     def __init__(self, memory: int, load_factor: float = 0.9) -> None:
         if memory * load_factor < ENTRY_COST + _SHORT_KEY + 1:
             raise ValueError(f"offset map of {memory} bytes cannot hold a single key: raise"
                              " log.cleaner.dedupe.buffer.size or lower log.cleaner.threads")
         self.memory = memory
+        self.load_factor = load_factor
         self._limit = int(memory * load_factor)
         self._map: dict[bytes, int] = {}
         self._used = 0

@@ -3,8 +3,8 @@ v3 is flexible, v4 adds TRANSACTION_ABORTABLE)."""
 
 from __future__ import annotations
 
-from ..schema import Message
 from ..schema import Field as F
+from ..schema import Message
 
 AddOffsetsToTxnRequest = Message("AddOffsetsToTxnRequest", 25, "0-4", "3+", [
     F("transactional_id", "string"),

@@ -4,8 +4,8 @@ transaction) is unstable in Kafka 3.9 and not implemented."""
 
 from __future__ import annotations
 
-from ..schema import Message
 from ..schema import Field as F
+from ..schema import Message
 
 EndTxnRequest = Message("EndTxnRequest", 26, "0-4", "3+", [
     F("transactional_id", "string"),

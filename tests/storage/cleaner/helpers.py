@@ -1,6 +1,7 @@
 """Helpers shared by the cleaner tests: read every record of a log as a consumer would (whole
 batches from the log start, CRC checked, empty batches allowed, control batches skipped),
-read_uncommitted or read_committed; build keyed, transactional and marker batches."""
+read_uncommitted or read_committed; build keyed, transactional and marker batches; the
+cleaner settings of the mode under test (conftest.py's ``cleaner_mode``)."""
 
 from __future__ import annotations
 
@@ -9,12 +10,20 @@ import os
 import struct
 from typing import NamedTuple
 
+from broker.storage.cleaner import CleanerConfig
 from broker.storage.log import Log
 from client.records import RecordBatchBuilder, iter_records
 from client.records.control import ABORT, build_control_batch, parse_control_key
 
+#: ``log.cleaner.mode`` of the test running now (set by conftest.py's ``cleaner_mode``)
+CLEANER_MODE = ["thread"]
 _CONTROL = 0x20
 _TRANSACTIONAL = 0x10
+
+
+def cleaner_config(**settings: object) -> CleanerConfig:
+    """``CleanerConfig(**settings)`` in the mode under test."""
+    return CleanerConfig(mode=CLEANER_MODE[0], **settings)  # type: ignore[arg-type]
 
 
 class Rec(NamedTuple):

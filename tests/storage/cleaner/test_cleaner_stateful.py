@@ -64,6 +64,8 @@ def abandon(log: Log) -> None:
 
 
 class CleanerMachine(RuleBasedStateMachine):
+    MODE = "thread"  # log.cleaner.mode
+
     def __init__(self) -> None:
         super().__init__()
         self.tmp = tempfile.mkdtemp(prefix="cleaner-stateful-")
@@ -89,10 +91,14 @@ class CleanerMachine(RuleBasedStateMachine):
         self._new_cleaner()
 
     def _new_cleaner(self) -> None:
-        self.cleaner = LogCleaner(CleanerConfig(dedupe_buffer_size=1 << 22), self.tmp, lambda: {TP: self.log},
-                                  now_ms=self.clock)
+        if getattr(self, "cleaner", None) is not None:
+            self.cleaner.shutdown()
+        self.cleaner = LogCleaner(CleanerConfig(dedupe_buffer_size=1 << 22, mode=self.MODE), self.tmp,
+                                  lambda: {TP: self.log}, now_ms=self.clock)
 
     def teardown(self) -> None:
+        if getattr(self, "cleaner", None) is not None:
+            self.cleaner.shutdown()
         self.log.close()
         shutil.rmtree(self.tmp, ignore_errors=True)
 
@@ -231,7 +237,18 @@ class CleanerMachine(RuleBasedStateMachine):
         assert read_committed(self.log) == expected
 
 
+class ProcessCleanerMachine(CleanerMachine):
+    """The same model with the cleanings in a worker process (``log.cleaner.mode=process``);
+    fewer examples: every machine and every restart starts a worker process."""
+
+    MODE = "process"
+
+
+_EXAMPLES = int(os.environ.get("CLEANER_EXAMPLES", "150"))
 CleanerMachine.TestCase.settings = settings(
-    max_examples=int(os.environ.get("CLEANER_EXAMPLES", "150")), stateful_step_count=50, deadline=None,
+    max_examples=_EXAMPLES, stateful_step_count=50, deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+ProcessCleanerMachine.TestCase.settings = settings(CleanerMachine.TestCase.settings,
+                                                   max_examples=max(10, _EXAMPLES // 5))
 TestCleanerStateful = CleanerMachine.TestCase
+TestCleanerStatefulProcess = ProcessCleanerMachine.TestCase

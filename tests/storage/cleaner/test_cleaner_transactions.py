@@ -15,14 +15,16 @@ import pytest
 from confluent_kafka import KafkaError
 
 from broker.storage.checkpoint import read_offset_checkpoint
-from broker.storage.cleaner import CLEANER_OFFSET_CHECKPOINT, CleanerConfig, LogCleaner, OffsetMap
+from broker.storage.cleaner import CLEANER_OFFSET_CHECKPOINT, LogCleaner, OffsetMap
 from broker.storage.config import LogConfig
 from broker.storage.errors import InvalidProducerEpochError, OutOfOrderSequenceError
 from broker.storage.log import Log
 from broker.testing import BrokerProcess, create_topic
 from broker.tools.dump_log import dump_files
 
-from .helpers import end_txn, keyed_batch, read_all, read_committed, txn_batch
+from .helpers import CLEANER_MODE, cleaner_config, end_txn, keyed_batch, read_all, read_committed, txn_batch
+
+pytestmark = pytest.mark.usefixtures("cleaner_mode")
 
 
 class Clock:
@@ -40,7 +42,7 @@ def open_log(tmp_path: Path, clock: Clock, **overrides: object) -> Log:
 
 
 def cleaner_for(tmp_path: Path, log: Log, clock: Clock) -> LogCleaner:
-    return LogCleaner(CleanerConfig(), str(tmp_path), lambda: {("t", 0): log}, now_ms=clock)
+    return LogCleaner(cleaner_config(), str(tmp_path), lambda: {("t", 0): log}, now_ms=clock)
 
 
 def values(recs) -> list[tuple[int, bytes | None, bytes | None]]:
@@ -320,7 +322,7 @@ def test_read_committed_consumers_of_a_compacted_transactional_topic(tmp_path: P
     data = tmp_path / "data"
     part = data / "ct-0"
     keys = [b"k%d" % i for i in range(8)]
-    with BrokerProcess(str(data), ["log.cleaner.backoff.ms=50"]) as b:
+    with BrokerProcess(str(data), ["log.cleaner.backoff.ms=50", f"log.cleaner.mode={CLEANER_MODE[0]}"]) as b:
         create_topic(b.bootstrap_servers, "ct", 1, {"cleanup.policy": "compact", "segment.bytes": "1500",
                                                   "min.cleanable.dirty.ratio": "0.01"})
         p = Producer({"bootstrap.servers": b.bootstrap_servers, "transactional.id": "compact-tx", "linger.ms": 0})

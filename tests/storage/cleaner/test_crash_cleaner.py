@@ -35,7 +35,7 @@ from broker.storage.cleaner import CleanerConfig, LogCleaner
 from broker.storage.log_manager import LogManager
 from broker.storage.transaction_index import AbortedTxn
 
-from .helpers import Rec, end_txn, keyed_batch, read_all, read_committed, txn_batch
+from .helpers import CLEANER_MODE, Rec, end_txn, keyed_batch, read_all, read_committed, txn_batch
 
 ROOT = Path(__file__).resolve().parents[3]
 TOPIC = "crashc"
@@ -100,11 +100,14 @@ def records_of(directory: Path) -> State:
         m.shutdown()
 
 
-def clean_in_process(directory: Path) -> None:
+def clean_in_process(directory: Path, mode: str = "thread") -> None:
     m = LogManager(str(directory))
     m.startup()
-    cleaner = LogCleaner(CleanerConfig(), m.log_dir, lambda: m.logs)
-    assert cleaner.clean_once()
+    cleaner = LogCleaner(CleanerConfig(mode=mode), m.log_dir, lambda: m.logs)
+    try:
+        assert cleaner.clean_once()
+    finally:
+        cleaner.shutdown()
     m.shutdown()
 
 
@@ -126,9 +129,20 @@ def reference(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathF
     return base, pre, post
 
 
-def run_until(directory: Path, step: str) -> None:
-    """Start the crash helper and SIGKILL it once it reports it reached ``step``."""
-    proc = subprocess.Popen([sys.executable, "-m", "tests.storage.cleaner.crash_cleaner", str(directory), step],
+def process_gone(pid: int) -> bool:
+    """``pid`` has exited (a zombie counts: it runs no more code)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] == "Z"
+    except FileNotFoundError:
+        return True
+
+
+def run_until(directory: Path, step: str, mode: str = "thread") -> None:
+    """Start the crash helper and SIGKILL it once it reports it reached ``step``. In process
+    mode its worker process must die with it (at once: it could otherwise write into the
+    directory the next broker loads)."""
+    proc = subprocess.Popen([sys.executable, "-m", "tests.storage.cleaner.crash_cleaner", str(directory), step, mode],
                             cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     assert proc.stdout is not None
     deadline = time.monotonic() + 60
@@ -144,16 +158,25 @@ def run_until(directory: Path, step: str) -> None:
     sel.close()
     proc.kill()  # SIGKILL
     _, err = proc.communicate(timeout=30)
-    assert line == f"AT {step}\n".encode(), (line, err.decode()[-3000:])
+    assert line.startswith(f"AT {step}".encode()) and line.endswith(b"\n"), (line, err.decode()[-3000:])
     assert proc.returncode == -9
+    if mode == "process":
+        worker = int(line.split(b" worker ")[1])
+        deadline = time.monotonic() + 5
+        while not process_gone(worker) and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert process_gone(worker)
 
 
+@pytest.mark.usefixtures("cleaner_mode")
 @pytest.mark.parametrize(("step", "expect"), STEPS)
 def test_sigkill_at_each_step_recovers_pre_or_post_clean(reference, tmp_path: Path, step: str, expect: str) -> None:
+    """In both modes; the reference cleaning ran in a thread, so the process mode's result
+    must equal it exactly."""
     pristine, pre, post = reference
     directory = tmp_path / "data"
     shutil.copytree(pristine, directory)
-    run_until(directory, step)
+    run_until(directory, step, CLEANER_MODE[0])
     leftovers = sorted(n for n in os.listdir(directory / f"{TOPIC}-0") if n.endswith((".cleaned", ".swap", ".deleted")))
     if step == "cleaned-writing":
         assert any(n.endswith(".cleaned") for n in leftovers)
@@ -166,7 +189,7 @@ def test_sigkill_at_each_step_recovers_pre_or_post_clean(reference, tmp_path: Pa
     assert recovered == (pre if expect == "pre" else post)
     names = os.listdir(directory / f"{TOPIC}-0")
     assert not [n for n in names if n.endswith((".cleaned", ".swap"))]
-    clean_in_process(directory)  # finishing (or redoing) the cleaning gives the same records
+    clean_in_process(directory, CLEANER_MODE[0])  # finishing (or redoing) the cleaning gives the same records
     assert records_of(directory) == post
 
 

@@ -11,14 +11,16 @@ from pathlib import Path
 import pytest
 
 from broker.storage.checkpoint import read_offset_checkpoint
-from broker.storage.cleaner import CLEANER_OFFSET_CHECKPOINT, CleanerConfig, LogCleaner
+from broker.storage.cleaner import CLEANER_OFFSET_CHECKPOINT, LogCleaner
 from broker.storage.config import LogConfig
 from broker.storage.errors import OutOfOrderSequenceError
 from broker.storage.log import Log
 from broker.tools.dump_log import dump_files
 from client.records import InvalidRecordError
 
-from .helpers import keyed_batch, read_all
+from .helpers import cleaner_config, keyed_batch, read_all
+
+pytestmark = pytest.mark.usefixtures("cleaner_mode")
 
 
 class Clock:
@@ -43,7 +45,7 @@ def fill(log: Log, segments: int, *, keys: int = 3, per_segment: int = 4, ts: in
 
 
 def cleaner_for(tmp_path: Path, logs: dict, clock: Clock) -> LogCleaner:
-    return LogCleaner(CleanerConfig(), str(tmp_path), lambda: logs, now_ms=clock)
+    return LogCleaner(cleaner_config(), str(tmp_path), lambda: logs, now_ms=clock)
 
 
 def test_active_segment_is_never_cleaned_and_checkpoint_records_the_end(tmp_path: Path) -> None:

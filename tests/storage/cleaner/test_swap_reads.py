@@ -8,6 +8,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+import pytest
+
 from broker.storage.log import Log
 from broker.storage.segment import LogSegment
 from client.records.batch import iter_batch_headers, validate_batch
@@ -15,6 +17,8 @@ from client.records.record import iter_records
 
 from .helpers import keyed_batch, read_all
 from .test_manager import Clock, cleaner_for, open_log
+
+pytestmark = pytest.mark.usefixtures("cleaner_mode")
 
 DELAY_MS = 60_000
 
@@ -106,4 +110,48 @@ def test_a_fetch_holding_old_segments_completes_even_after_the_files_are_removed
     assert segment_files(log, ".deleted") == []
     got = send(fetch.slices, tmp_path / "sent")
     assert got == pre_clean and [b for b, _ in batches(got)] == list(range(7))
+    log.close()
+
+
+def test_a_swap_never_renames_onto_a_pending_deleted_file(tmp_path: Path) -> None:
+    """The second cleaning replaces segment 0 again while the first one's ``00..0.log.deleted``
+    still waits for ``file.delete.delay.ms``: the cleaner removes those files before the swap
+    (a rename onto them would free their blocks inside the rename, on the event loop), so at
+    the swap's first step none of the group's ``.deleted`` names exist. A fetch holding the
+    first generation still sends it whole; the delayed deletes then find nothing amiss."""
+    clock = Clock()
+    log = open_log(tmp_path, clock, file_delete_delay_ms=DELAY_MS)
+    for s in range(3):
+        for i in range(4):
+            log.append(keyed_batch([(b"k%d" % (i % 2), b"seg%d-rec%d" % (s, i))]))
+        log.roll()
+    log.append(keyed_batch([(b"k0", b"active")]))
+    pre_clean = log.read_bytes(0, 1 << 20)
+    fetch = log.read(0, 1 << 20)
+    seen: list[list[str]] = []
+
+    def pause_at(step: str) -> None:
+        if step == "swap-renamed":
+            seen.append(segment_files(log, ".deleted"))
+
+    cleaner = cleaner_for(tmp_path, {("t", 0): log}, clock)
+    cleaner.pause_at = pause_at
+    try:
+        assert cleaner.clean_once()
+        first_generation = segment_files(log, ".log.deleted")
+        assert f"{0:020d}.log.deleted" in first_generation
+        for i in range(4):  # more dirt on the same keys: the next cleaning rewrites segment 0 again
+            log.append(keyed_batch([(b"k%d" % (i % 2), b"again-%d" % i)]))
+        log.roll()
+        assert cleaner.clean_once()
+    finally:
+        cleaner.shutdown()
+    assert len(seen) == 2 and seen[0] == []
+    assert not [n for n in seen[1] if n.startswith(f"{0:020d}.")]  # removed before the swap
+    assert f"{0:020d}.log.deleted" in segment_files(log, ".log.deleted")  # the second generation's
+    assert send(fetch.slices, tmp_path / "sent") == pre_clean
+    assert [(r.key, r.value) for r in read_all(log)] == [(b"k0", b"again-2"), (b"k1", b"again-3")]
+    clock.ms += DELAY_MS
+    log.delete_expired_files()
+    assert segment_files(log, ".deleted") == []
     log.close()

@@ -4,12 +4,14 @@ the throttler asks for, so the asserts are on the sleeps requested, never on wal
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import pytest
 
 from broker.storage.cleaner import CleanerConfig, LogCleaner, Throttler
 
+from .helpers import CLEANER_MODE, cleaner_config
 from .test_manager import Clock, fill, open_log
 
 MB = 1_000_000
@@ -96,7 +98,7 @@ def test_the_cleaner_passes_what_it_reads_and_writes_through_the_throttler(tmp_p
     """A real cleaning, the LogCleaner's throttler on the simulated clock, checked at every
     call: the sleeps add up to (bytes read building the map + bytes read cleaning + bytes
     written) / rate."""
-    cfg = CleanerConfig.from_properties({"log.cleaner.io.max.bytes.per.second": "5000"})
+    cfg = CleanerConfig.from_properties({"log.cleaner.io.max.bytes.per.second": "5000", "log.cleaner.mode": "thread"})
     assert cfg.max_io_bytes_per_second == 5000.0
     log_clock = Clock()
     log = open_log(tmp_path, log_clock)
@@ -110,4 +112,33 @@ def test_the_cleaner_passes_what_it_reads_and_writes_through_the_throttler(tmp_p
     assert stats.bytes_written > 0 and stats.bytes_read > stats.bytes_written
     moved = stats.map_bytes_read + stats.bytes_read + stats.bytes_written
     assert sum(clock.sleeps) == pytest.approx(moved / 5000.0, rel=1e-9)
+    log.close()
+
+
+@pytest.mark.usefixtures("cleaner_mode")
+def test_the_rate_holds_in_real_time_in_both_modes(tmp_path: Path) -> None:
+    """Real time, a thread or a worker process (whose throttler gets the rate divided by the
+    number of threads): once a check comes (``check_interval_s`` after the throttler began),
+    the cleaner has slept until every byte seen since fits the rate. So two cleanings with a
+    pause longer than the interval between them end no earlier than the first one's bytes
+    take at the rate, counted from before the cleaner existed."""
+    total = 40_000.0  # log.cleaner.io.max.bytes.per.second, two threads
+    rate = total if CLEANER_MODE[0] == "thread" else total / 2  # shared by the threads / per worker
+    log_clock = Clock()
+    log = open_log(tmp_path, log_clock)
+    fill(log, 4, per_segment=40)
+    t0 = time.monotonic()
+    cleaner = LogCleaner(cleaner_config(max_io_bytes_per_second=total, num_threads=2), str(tmp_path),
+                         lambda: {("t", 0): log}, now_ms=log_clock)
+    try:
+        assert cleaner.clean_once()
+        first = cleaner.last_stats[("t", 0)]
+        moved = first.map_bytes_read + first.bytes_read + first.bytes_written
+        assert moved / rate > 0.7  # well above the pause below
+        time.sleep(0.35)
+        fill(log, 4, per_segment=40)
+        assert cleaner.clean_once()
+        assert time.monotonic() - t0 >= moved / rate
+    finally:
+        cleaner.shutdown()
     log.close()

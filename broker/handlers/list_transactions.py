@@ -1,0 +1,19 @@
+"""ListTransactions (66), v0-1: the transactional ids the coordinator knows, filtered by state
+name (Kafka's names: Empty, Ongoing, PrepareCommit, ...; unknown names are answered back in
+``unknown_state_filters``), by producer id, and (v1, KIP-994) to transactions running longer
+than ``duration_filter`` ms — how ``kafka-transactions.sh list`` and ``find-hanging`` look."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from client.protocol.api import ApiKey
+
+API_KEY = ApiKey.LIST_TRANSACTIONS
+
+
+def handle(request: dict[str, Any], version: int, state: Any) -> dict[str, Any]:
+    code, unknown, found = state.txn.list_transactions(request["state_filters"], request["producer_id_filters"],
+                                                       request.get("duration_filter", -1))
+    return {"throttle_time_ms": 0, "error_code": code, "unknown_state_filters": unknown,
+            "transaction_states": found}

@@ -1,0 +1,23 @@
+"""ListTransactions (API key 66): request and response schemas, v0-1 (v1 adds the duration
+filter, KIP-994); flexible from v0."""
+
+from __future__ import annotations
+
+from ..schema import Array, Message
+from ..schema import Field as F
+
+ListTransactionsRequest = Message("ListTransactionsRequest", 66, "0-1", "0+", [
+    F("state_filters", Array("string")),
+    F("producer_id_filters", Array("int64")),
+    F("duration_filter", "int64", "1+", default=-1),
+])
+ListTransactionsResponse = Message("ListTransactionsResponse", 66, "0-1", "0+", [
+    F("throttle_time_ms", "int32"),
+    F("error_code", "int16"),
+    F("unknown_state_filters", Array("string")),
+    F("transaction_states", Array([
+        F("transactional_id", "string"),
+        F("producer_id", "int64"),
+        F("transaction_state", "string"),
+    ])),
+])
