@@ -72,6 +72,11 @@ checking that it exits 0. Sections (``--only NAME[,NAME...]``; all by default):
   member, OffsetCommit of one partition; raw socket, each request encoded once, ``--depth``
   (1,16) in flight for ``--request-seconds`` (0.8) per run. Requests/s and broker CPU µs per
   request; target <= 20 µs per single-record Produce at acks=1.
+- ``txn``: transactional produce against idempotent produce, in the same run
+  (``scripts/_bench_txn.py``): confluent-kafka with W1's settings, ``--txn-records`` (default
+  100,000; ``--quick`` 20,000) per run, idempotent, then transactions of 10,000 and of 100
+  records (``begin_transaction`` .. ``commit_transaction``). Records/s, broker CPU per record
+  and, against the idempotent run, broker CPU and wall time per transaction.
 - ``client-produce``: our Python client against aiokafka and kafka-python, in one run on the
   same broker (``scripts/_bench_clients.py``). ``--client-records`` (default 1,000,000;
   ``--quick`` 200,000) 100-byte records into a fresh 1-partition topic per run, acks=1,
@@ -113,6 +118,7 @@ Run from the repository root::
     .venv/bin/python scripts/bench.py --only w1,latency --json bench-results/bench.json
     .venv/bin/python scripts/bench.py --only w1b --quick --repeats 1
     .venv/bin/python scripts/bench.py --only requests --depth 1,16 --repeats 3
+    .venv/bin/python scripts/bench.py --only txn --repeats 3                   # transactions
     .venv/bin/python scripts/bench.py --only client-produce,client-consume   # Python clients
     .venv/bin/python scripts/bench.py --only client-idioms --quick --repeats 1
 """
@@ -146,6 +152,7 @@ if REPO not in sys.path:
 from _bench_clients import CLIENT_TARGETS, section_client_consume, section_client_produce  # noqa: E402
 from _bench_idioms import IDIOM_TARGETS, section_client_idioms  # noqa: E402
 from _bench_requests import REQUEST_TARGETS, section_requests  # noqa: E402
+from _bench_txn import section_txn  # noqa: E402
 from _benchutil import command_line, fs_type, machine_line  # noqa: E402
 
 from broker.testing import BrokerProcess, parse_metrics  # noqa: E402
@@ -1431,6 +1438,12 @@ def section_requests_(ctx: Ctx) -> dict[str, Any]:
         return section_requests(ctx, lambda: CpuMeter(ctx.broker.pid))
 
 
+@section("txn")
+def section_txn_(ctx: Ctx) -> dict[str, Any]:
+    with Profiler(ctx, "txn"):
+        return section_txn(ctx, lambda: CpuMeter(ctx.broker.pid), create_topic, produce_records)
+
+
 @section("client-produce")
 def section_client_produce_(ctx: Ctx) -> dict[str, Any]:
     return section_client_produce(ctx, lambda: CpuMeter(ctx.broker.pid))
@@ -1456,6 +1469,8 @@ def main(argv: list[str] | None = None) -> int:
                     help=f"comma-separated sections: {', '.join(SECTIONS)} (default: all)")
     ap.add_argument("--quick", action="store_true", help="200,000 records, 1 GB fetched and 5 s of latency per run")
     ap.add_argument("--records", type=int, help="records per W1 run (default 2,000,000; --quick 200,000)")
+    ap.add_argument("--txn-records", type=int,
+                    help="records per txn run, each mode (default 100,000; --quick 20,000)")
     ap.add_argument("--client-records", type=int,
                     help="records per client-produce run (default 1,000,000; --quick 200,000)")
     ap.add_argument("--idiom-awaited", type=int, default=2000,
@@ -1493,6 +1508,8 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     if args.records is None:
         args.records = 200_000 if args.quick else 2_000_000
+    if args.txn_records is None:
+        args.txn_records = 20_000 if args.quick else 100_000
     if args.client_records is None:
         args.client_records = 200_000 if args.quick else 1_000_000
     if args.quick and args.idiom_awaited == 2000:
