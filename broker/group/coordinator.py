@@ -630,6 +630,23 @@ class GroupCoordinator:
             return e.code, {}
         if g.is_in(STABLE, PREPARING) and member_id in g.members:
             self._reschedule_heartbeat(g, g.members[member_id])
+        errors, records, updates = self._offset_records(group_id, req)
+        if not records:
+            on_durable(0)
+            return 0, errors
+        code = self.write(group_id, records, on_durable)
+        if code:
+            return _error_after_append(code), {}
+        for tp, om in updates:
+            g.offsets[tp] = om
+        return 0, errors
+
+    def _offset_records(self, group_id: str, req: dict[str, Any]) -> tuple[
+            dict[tuple[str, int], int], list[Record], list[tuple[tuple[str, int], OffsetAndMetadata]]]:
+        """An OffsetCommit's or TxnOffsetCommit's partitions: their errors (metadata longer than
+        ``offset.metadata.max.bytes``: OFFSET_METADATA_TOO_LARGE), the records to write and the
+        offsets they set. Commit time: the request's (OffsetCommit v1) or now; an expiry only
+        with a retention (OffsetCommit v2-v4)."""
         now = self.clock()
         retention = req.get("retention_time_ms", -1)
         errors: dict[tuple[str, int], int] = {}
@@ -650,15 +667,7 @@ class GroupCoordinator:
                                        else -1)
                 records.append((encode_offset_commit_key(group_id, *tp), encode_offset_commit_value(om)))
                 updates.append((tp, om))
-        if not records:
-            on_durable(0)
-            return 0, errors
-        code = self.write(group_id, records, on_durable)
-        if code:
-            return _error_after_append(code), {}
-        for tp, om in updates:
-            g.offsets[tp] = om
-        return 0, errors
+        return errors, records, updates
 
     def commit_txn_offsets(self, req: dict[str, Any], on_durable: Callable[[int], None]
                            ) -> tuple[int, dict[tuple[str, int], int]]:
@@ -686,21 +695,7 @@ class GroupCoordinator:
                     raise GroupError(E.ILLEGAL_GENERATION)
         except GroupError as e:
             return e.code, {}
-        now = self.clock()
-        errors: dict[tuple[str, int], int] = {}
-        records: list[Record] = []
-        updates: list[tuple[tuple[str, int], OffsetAndMetadata]] = []
-        for t in req["topics"]:
-            for p in t["partitions"]:
-                tp = (t["name"], p["partition_index"])
-                metadata = p.get("committed_metadata") or ""
-                if len(metadata.encode()) > self.config.offset_metadata_max_bytes:
-                    errors[tp] = int(E.OFFSET_METADATA_TOO_LARGE)
-                    continue
-                errors[tp] = 0
-                om = OffsetAndMetadata(p["committed_offset"], p.get("committed_leader_epoch", -1), metadata, now)
-                records.append((encode_offset_commit_key(group_id, *tp), encode_offset_commit_value(om)))
-                updates.append((tp, om))
+        errors, records, updates = self._offset_records(group_id, req)
         if not records:
             on_durable(0)
             return 0, errors
