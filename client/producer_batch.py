@@ -26,11 +26,17 @@ done ones run in one ``call_soon`` per loop turn (``_SoonCalls``). That is what 
 ``asyncio.gather`` over a million record futures cheaper than over a million asyncio futures.
 No batch or group future is ever handed to a Task to wait on (``__await__`` uses a waiter of
 its own), so cancelling a task that awaits a record cannot cancel the others' future.
+
+With the optional C extension (``client/_record_future.c``, built at install) ``RecordFuture``,
+``WaitingRecord`` and the RecordMetadata they answer are not tracked by the cyclic garbage
+collector (see the end of this module); a record future therefore raises or returns a copy of
+its batch's error (``fresh_error``), never the batch's own object.
 """
 
 from __future__ import annotations
 
 import asyncio
+import os
 import struct
 from collections.abc import Callable, Generator, Sequence
 from typing import Any, NamedTuple
@@ -235,7 +241,10 @@ class RecordMetadata(NamedTuple):
     timestamp: int
 
 
-_new_metadata = tuple.__new__  # RecordMetadata(*fields) without the NamedTuple's Python-level __new__
+def _new_metadata(cls: type[RecordMetadata], topic: str, partition: int, offset: int, timestamp: int) -> RecordMetadata:
+    """``RecordMetadata(...)`` without the NamedTuple's Python-level ``__new__`` (the C
+    extension's version also takes it out of the cyclic collector: see the end of this module)."""
+    return tuple.__new__(cls, (topic, partition, offset, timestamp))
 
 
 class _Fanout:
@@ -437,17 +446,26 @@ class RecordFuture:
     def result(self) -> RecordMetadata:
         b = self._batch
         if type(b) is ProducerBatch and b.results is None:  # inlined metadata_args: gather calls this per record
-            base, lat = b.future.result()
+            f = b.future
+            exc = f.exception()  # raises InvalidStateError while pending, CancelledError: new objects
+            if exc is not None:
+                raise fresh_error(exc)
+            base, lat = f.result()
             offset = base + self._index if base >= 0 else -1
         else:
+            exc = b.record_exception(self._index)
+            if exc is not None:
+                raise fresh_error(exc)
             offset, lat = b.metadata_args(self._index)
-        return _new_metadata(RecordMetadata, (b.topic, b.partition, offset, lat if lat >= 0 else self._timestamp))
+        return _new_metadata(RecordMetadata, b.topic, b.partition, offset, lat if lat >= 0 else self._timestamp)
 
     def exception(self) -> BaseException | None:
         b = self._batch
         if type(b) is ProducerBatch and b.results is None:
-            return b.future.exception()
-        return b.record_exception(self._index)
+            exc = b.future.exception()
+        else:
+            exc = b.record_exception(self._index)
+        return None if exc is None else fresh_error(exc)
 
     def add_done_callback(self, fn: Callable[[Any], Any], *, context: Any = None) -> None:
         b = self._batch
@@ -506,3 +524,51 @@ class WaitingRecord(RecordFuture):
         self.headers = headers
         self.partition = partition
         self.deadline = deadline
+
+
+def fresh_error(exc: BaseException) -> BaseException:
+    """A new exception equal to ``exc`` (same class, args, attributes, cause and traceback so
+    far), for a record future to raise or return. The batch keeps the original: were it raised,
+    the frames it passes through (holding record futures, which hold the batch) would hang off
+    the batch's own exception, a reference cycle; with the C record futures, which the cyclic
+    collector does not see, a cycle it could never free."""
+    cls = type(exc)
+    try:
+        new = cls.__new__(cls, *exc.args)
+        new.__dict__.update(exc.__dict__)
+    except Exception:  # noqa: BLE001 - an exception class that cannot be rebuilt: hand out the original
+        return exc
+    new.__cause__ = exc.__cause__
+    new.__context__ = exc.__context__
+    new.__suppress_context__ = exc.__suppress_context__
+    return new.with_traceback(exc.__traceback__)
+
+
+def _adopt(ctype: type, pyclass: type) -> None:
+    """Give the C type ``ctype`` the methods and class attributes of ``pyclass`` (its Python
+    twin, whose slots the C type stores itself)."""
+    for name, attr in vars(pyclass).items():
+        if name in ("__slots__", "__init__", "__module__", "__qualname__", "__dict__", "__weakref__") or \
+                type(attr).__name__ == "member_descriptor":
+            continue
+        setattr(ctype, name, attr)
+
+
+# With the C extension built (client/_record_future.c), record futures are C objects outside
+# the cyclic garbage collector, with the methods above, and the RecordMetadata they answer are
+# untracked too: a burst keeps one future per unacknowledged record alive and gather() makes
+# one RecordMetadata each, and the collector's full passes over those millions of objects were
+# the largest single cost of that idiom. Without it (no C compiler at install) the Python
+# classes above serve, identically; ``MINIBROKER_PURE_PYTHON=1`` in the environment picks them
+# too (as it picks the Python record codec).
+try:
+    if os.environ.get("MINIBROKER_PURE_PYTHON", "") not in ("", "0"):
+        raise ImportError("MINIBROKER_PURE_PYTHON is set")
+    from client import _record_future
+except ImportError:
+    pass
+else:
+    _adopt(_record_future.RecordFuture, RecordFuture)
+    _adopt(_record_future.WaitingRecord, WaitingRecord)
+    globals().update(RecordFuture=_record_future.RecordFuture, WaitingRecord=_record_future.WaitingRecord,
+                     _new_metadata=_record_future.new_metadata)

@@ -12,11 +12,11 @@ EXTRAS="${1:-}"
 SPEC="$ROOT"
 [ -n "$EXTRAS" ] && SPEC="$ROOT[$EXTRAS]"
 # Reinstall only when pyproject.toml or the C extension's source changed since the last install
-# (a stamp file per extras set); the editable install builds client/records/_codec.c in place.
+# (a stamp file per extras set); the editable install builds the C extensions in place.
 STAMP="$VENV/.installed-${EXTRAS:-base}"
 NEED_INSTALL=0
 [ -f "$STAMP" ] || NEED_INSTALL=1
-for f in "$ROOT/pyproject.toml" "$ROOT/client/records/_codec.c"; do
+for f in "$ROOT/pyproject.toml" "$ROOT/client/records/_codec.c" "$ROOT/client/_record_future.c"; do
     if [ -f "$f" ] && [ "$f" -nt "$STAMP" ]; then NEED_INSTALL=1; fi
 done
 if [ "$NEED_INSTALL" = 1 ]; then

@@ -1,0 +1,250 @@
+/* The storage of the producer's record futures, as C types outside the cyclic garbage collector.
+ *
+ * A RecordFuture is one record's view of its batch: (batch, index, timestamp). A producer burst
+ * keeps one alive per unacknowledged record, and a user's list of a million of them is the
+ * common idiom (send N, then gather). As Python objects with __slots__ they are tracked by the
+ * cyclic collector, and each of its full passes walks all of them: that was the largest single
+ * cost of the idiom. These types do not set Py_TPFLAGS_HAVE_GC, so the collector never sees
+ * them; reference counting still frees them.
+ *
+ * The price: a reference cycle that runs through one of these objects cannot be collected.
+ * client/producer_batch.py, which gives these types their methods (setattr on the type, which
+ * is a mutable heap type), keeps them out of cycles: the callbacks a batch holds for its
+ * records are dropped when they have run, and the error a record future raises is a fresh
+ * copy each time, so the traceback that collects the caller's frames never hangs off the
+ * batch. The types hold only the batch (or its stand-in), ints, a float, and a waiting
+ * record's key, value, headers and partition until the record is appended to a batch.
+ *
+ * RecordFuture(batch, index, timestamp)
+ *   _batch      object   the ProducerBatch, WaitGroup or FailedRecords (assignable)
+ *   _index      int      the record's index in the batch (assignable)
+ *   _timestamp  int      the record's CreateTime in ms
+ * WaitingRecord(group, topic, value, key, headers, partition, timestamp, deadline): a
+ * RecordFuture with index 0 that also carries the record while it waits for metadata or
+ * memory: topic, value, key, headers, partition (objects, None when cleared) and deadline
+ * (float, the loop time at which it fails).
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <structmember.h>
+
+typedef struct {
+    PyObject_HEAD
+    PyObject *batch;
+    Py_ssize_t index;
+    long long timestamp;
+} RecordFutureObject;
+
+typedef struct {
+    RecordFutureObject base;
+    PyObject *topic;
+    PyObject *value;
+    PyObject *key;
+    PyObject *headers;
+    PyObject *partition;
+    double deadline;
+} WaitingRecordObject;
+
+static PyObject *
+record_future_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
+{
+    PyObject *batch;
+    Py_ssize_t index;
+    long long timestamp;
+    if (kwds != NULL && PyDict_GET_SIZE(kwds) != 0) {
+        PyErr_SetString(PyExc_TypeError, "RecordFuture() takes no keyword arguments");
+        return NULL;
+    }
+    if (!PyArg_ParseTuple(args, "OnL:RecordFuture", &batch, &index, &timestamp))
+        return NULL;
+    RecordFutureObject *self = (RecordFutureObject *)type->tp_alloc(type, 0);
+    if (self == NULL)
+        return NULL;
+    Py_INCREF(batch);
+    self->batch = batch;
+    self->index = index;
+    self->timestamp = timestamp;
+    return (PyObject *)self;
+}
+
+static void
+record_future_dealloc(RecordFutureObject *self)
+{
+    PyTypeObject *tp = Py_TYPE(self);
+    Py_CLEAR(self->batch);
+    tp->tp_free((PyObject *)self);
+    Py_DECREF(tp);
+}
+
+static PyObject *
+waiting_record_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
+{
+    PyObject *group, *topic, *value, *key, *headers, *partition;
+    long long timestamp;
+    double deadline;
+    if (kwds != NULL && PyDict_GET_SIZE(kwds) != 0) {
+        PyErr_SetString(PyExc_TypeError, "WaitingRecord() takes no keyword arguments");
+        return NULL;
+    }
+    if (!PyArg_ParseTuple(args, "OOOOOOLd:WaitingRecord", &group, &topic, &value, &key, &headers, &partition,
+                          &timestamp, &deadline))
+        return NULL;
+    WaitingRecordObject *self = (WaitingRecordObject *)type->tp_alloc(type, 0);
+    if (self == NULL)
+        return NULL;
+    Py_INCREF(group);
+    self->base.batch = group;
+    self->base.index = 0;
+    self->base.timestamp = timestamp;
+    Py_INCREF(topic);
+    self->topic = topic;
+    Py_INCREF(value);
+    self->value = value;
+    Py_INCREF(key);
+    self->key = key;
+    Py_INCREF(headers);
+    self->headers = headers;
+    Py_INCREF(partition);
+    self->partition = partition;
+    self->deadline = deadline;
+    return (PyObject *)self;
+}
+
+static void
+waiting_record_dealloc(WaitingRecordObject *self)
+{
+    PyTypeObject *tp = Py_TYPE(self);
+    Py_CLEAR(self->base.batch);
+    Py_CLEAR(self->topic);
+    Py_CLEAR(self->value);
+    Py_CLEAR(self->key);
+    Py_CLEAR(self->headers);
+    Py_CLEAR(self->partition);
+    tp->tp_free((PyObject *)self);
+    Py_DECREF(tp);
+}
+
+static PyMemberDef record_future_members[] = {
+    {"_batch", T_OBJECT_EX, offsetof(RecordFutureObject, batch), 0, NULL},
+    {"_index", T_PYSSIZET, offsetof(RecordFutureObject, index), 0, NULL},
+    {"_timestamp", T_LONGLONG, offsetof(RecordFutureObject, timestamp), 0, NULL},
+    {NULL},
+};
+
+/* T_OBJECT reads NULL as None; the setters store None when deleted (``del rf.value``). */
+static PyMemberDef waiting_record_members[] = {
+    {"topic", T_OBJECT, offsetof(WaitingRecordObject, topic), 0, NULL},
+    {"value", T_OBJECT, offsetof(WaitingRecordObject, value), 0, NULL},
+    {"key", T_OBJECT, offsetof(WaitingRecordObject, key), 0, NULL},
+    {"headers", T_OBJECT, offsetof(WaitingRecordObject, headers), 0, NULL},
+    {"partition", T_OBJECT, offsetof(WaitingRecordObject, partition), 0, NULL},
+    {"deadline", T_DOUBLE, offsetof(WaitingRecordObject, deadline), 0, NULL},
+    {NULL},
+};
+
+static PyType_Slot record_future_slots[] = {
+    {Py_tp_new, record_future_new},
+    {Py_tp_dealloc, record_future_dealloc},
+    {Py_tp_members, record_future_members},
+    {0, NULL},
+};
+
+static PyType_Slot waiting_record_slots[] = {
+    {Py_tp_new, waiting_record_new},
+    {Py_tp_dealloc, waiting_record_dealloc},
+    {Py_tp_members, waiting_record_members},
+    {0, NULL},
+};
+
+/* No Py_TPFLAGS_HAVE_GC: the point of this module. BASETYPE so that WaitingRecord derives. */
+static PyType_Spec record_future_spec = {
+    "client.producer_batch.RecordFuture", sizeof(RecordFutureObject), 0,
+    Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE, record_future_slots,
+};
+
+static PyType_Spec waiting_record_spec = {
+    "client.producer_batch.WaitingRecord", sizeof(WaitingRecordObject), 0,
+    Py_TPFLAGS_DEFAULT, waiting_record_slots,
+};
+
+static int
+module_exec(PyObject *m)
+{
+    PyObject *rf = PyType_FromModuleAndSpec(m, &record_future_spec, NULL);
+    if (rf == NULL)
+        return -1;
+    if (PyModule_AddObjectRef(m, "RecordFuture", rf) < 0) {
+        Py_DECREF(rf);
+        return -1;
+    }
+    PyObject *wr = PyType_FromModuleAndSpec(m, &waiting_record_spec, rf);
+    Py_DECREF(rf);
+    if (wr == NULL)
+        return -1;
+    if (PyModule_AddObjectRef(m, "WaitingRecord", wr) < 0) {
+        Py_DECREF(wr);
+        return -1;
+    }
+    Py_DECREF(wr);
+    return 0;
+}
+
+/* new_metadata(cls, topic, partition, offset, timestamp): tuple.__new__(cls, (topic, partition,
+ * offset, timestamp)) for the RecordMetadata NamedTuple, taken out of the cyclic collector when
+ * every field is an exact str or int (a tuple of those cannot be part of a cycle). CPython
+ * untracks exact tuples of such items in its first collection; instances of a tuple subclass it
+ * never untracks, and gather() over a burst makes a million of them at once. */
+static PyObject *
+new_metadata(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 5 || !PyType_Check(args[0]) || !PyType_IsSubtype((PyTypeObject *)args[0], &PyTuple_Type)) {
+        PyErr_SetString(PyExc_TypeError, "new_metadata(cls, topic, partition, offset, timestamp): cls a tuple type");
+        return NULL;
+    }
+    PyTypeObject *cls = (PyTypeObject *)args[0];
+    PyObject *items = PyTuple_New(4);
+    if (items == NULL)
+        return NULL;
+    int atomic = 1;
+    for (Py_ssize_t i = 0; i < 4; i++) {
+        PyObject *v = args[i + 1];
+        if (!(PyUnicode_CheckExact(v) || PyLong_CheckExact(v)))
+            atomic = 0;
+        Py_INCREF(v);
+        PyTuple_SET_ITEM(items, i, v);
+    }
+    if (cls == &PyTuple_Type)
+        return items;
+    PyObject *call_args = PyTuple_Pack(1, items);
+    Py_DECREF(items);
+    if (call_args == NULL)
+        return NULL;
+    PyObject *out = PyTuple_Type.tp_new(cls, call_args, NULL);
+    Py_DECREF(call_args);
+    if (out != NULL && atomic && PyObject_GC_IsTracked(out))
+        PyObject_GC_UnTrack(out);
+    return out;
+}
+
+static PyMethodDef module_methods[] = {
+    {"new_metadata", (PyCFunction)(void (*)(void))new_metadata, METH_FASTCALL,
+     "new_metadata(cls, topic, partition, offset, timestamp) -> cls instance outside the cyclic collector"},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyModuleDef_Slot module_slots[] = {
+    {Py_mod_exec, module_exec},
+    {0, NULL},
+};
+
+static struct PyModuleDef module = {
+    PyModuleDef_HEAD_INIT, "client._record_future",
+    "Record futures outside the cyclic garbage collector (methods added by client.producer_batch).",
+    0, module_methods, module_slots, NULL, NULL, NULL,
+};
+
+PyMODINIT_FUNC
+PyInit__record_future(void)
+{
+    return PyModuleDef_Init(&module);
+}
