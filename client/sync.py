@@ -174,7 +174,9 @@ class SyncProducer(SyncClient):
             except BaseException as e:  # noqa: BLE001 - handed to the caller's future
                 cf._settle(None, e)
                 continue
-            f.add_done_callback(cf)
+            cf._rf = f  # then read _watched: see RecordResult._watch
+            if cf._watched:
+                f.add_done_callback(cf)
 
     def _submit(self, awaited: bool, topic: str, value: Any, key: Any, headers: Sequence[tuple[str, bytes | None]] | None,
                 partition: int | None, timestamp_ms: int | None) -> concurrent.futures.Future[RecordMetadata]:
@@ -272,14 +274,20 @@ class RecordResult(concurrent.futures.Future[RecordMetadata]):
     when created; with a million records in flight those objects, more than the records
     themselves, kept the garbage collector busy. This one makes its Condition on first use —
     when a thread waits, ``concurrent.futures.wait`` looks at it or a callback is added — under
-    one module lock, and ``_settle`` (the loop thread) takes the fast way only while it has
-    none: nobody can be waiting then. Done futures answer ``done``/``result``/``exception``
-    without it. Everything else is the standard class."""
+    one module lock, and ``_settle`` takes the fast way only while it has none: nobody can be
+    waiting then. Done futures answer ``done``/``result``/``exception`` without it.
+
+    It learns its outcome lazily: the pump gives it the record's asyncio future (``_rf``), and
+    ``done``/``result``/``exception`` read the answer from there when it is in (an answered
+    record's future no longer changes, so any thread may read it). Only a future someone waits
+    on (``send``, which waits at once; or whose Condition gets made) is called back by the loop
+    thread when the record is answered: a burst of ``send_nowait`` then ``flush`` costs no
+    callback per record. Everything else is the standard class."""
 
     # Slots, not the base class's __dict__: one object per record. Until it is handed to the
     # producer it also carries the record (the SyncProducer's outbox holds these).
-    __slots__ = ("_state", "_result", "_exception", "_waiters", "_done_callbacks", "_cond", "awaited", "topic",
-                 "value", "key", "headers", "partition", "timestamp_ms")
+    __slots__ = ("_state", "_result", "_exception", "_waiters", "_done_callbacks", "_cond", "_rf", "_watched",
+                 "awaited", "topic", "value", "key", "headers", "partition", "timestamp_ms")
 
     def __init__(self, awaited: bool, topic: str, value: Any, key: Any, headers: Any, partition: int | None,
                  timestamp_ms: int | None) -> None:  # no super().__init__(): the Condition comes later
@@ -289,6 +297,8 @@ class RecordResult(concurrent.futures.Future[RecordMetadata]):
         self._waiters: Any = ()  # lists once the Condition exists (only then can anyone add)
         self._done_callbacks: Any = ()
         self._cond: threading.Condition | None = None
+        self._rf: Any = None  # the record's asyncio future, once the pump has handed it over
+        self._watched = awaited  # the pump adds a done callback to _rf (send(): the caller waits)
         self.awaited, self.topic, self.value, self.key = awaited, topic, value, key
         self.headers, self.partition, self.timestamp_ms = headers, partition, timestamp_ms
 
@@ -296,6 +306,7 @@ class RecordResult(concurrent.futures.Future[RecordMetadata]):
     def _condition(self) -> threading.Condition:
         c = self._cond
         if c is None:
+            self._watch()  # whoever needs the Condition may wait: make sure an outcome arrives
             with _COND_LOCK:
                 c = self._cond
                 if c is None:
@@ -303,23 +314,55 @@ class RecordResult(concurrent.futures.Future[RecordMetadata]):
                     c = self._cond = threading.Condition()
         return c
 
+    def _watch(self) -> None:
+        """Have the outcome delivered: settle now if the record is answered, else ask the loop
+        thread to call back. Races with the pump, which sets ``_rf`` and then reads
+        ``_watched``, while this sets ``_watched`` and then reads ``_rf`` (each a single
+        operation under the GIL): at least one of the two sees the other's write, so the
+        callback is added at least once (twice is harmless: ``_settle`` keeps the first)."""
+        if self._watched:
+            return
+        self._watched = True
+        rf = self._rf
+        if rf is None:
+            return  # the pump has not handed it over yet: it will add the callback
+        if rf.done():
+            self(rf)
+        else:
+            rf.get_loop().call_soon_threadsafe(rf.add_done_callback, self)
+
+    def _poll(self) -> None:
+        """Settle from the record's answer if it is in."""
+        if self._state == _PENDING:
+            rf = self._rf
+            if rf is not None and rf.done():
+                self(rf)
+
     def done(self) -> bool:
+        if self._state == _FINISHED:
+            return True
+        self._poll()
         return self._state == _FINISHED or super().done()
 
     def result(self, timeout: float | None = None) -> RecordMetadata:
-        if self._state == _FINISHED and self._cond is None:
-            if self._exception is not None:
-                raise self._exception
-            return self._result  # type: ignore[no-any-return]
+        if self._cond is None:
+            self._poll()
+            if self._state == _FINISHED:
+                if self._exception is not None:
+                    raise self._exception
+                return self._result  # type: ignore[no-any-return]
         return super().result(timeout)
 
     def exception(self, timeout: float | None = None) -> BaseException | None:
-        if self._state == _FINISHED and self._cond is None:
-            return self._exception
+        if self._cond is None:
+            self._poll()
+            if self._state == _FINISHED:
+                return self._exception
         return super().exception(timeout)
 
     def __call__(self, rf: Any) -> None:
-        """The record's asyncio future is done (on the loop thread): copy its outcome."""
+        """The record's asyncio future is done: copy its outcome (on the loop thread as a done
+        callback, or on any thread from ``_poll``/``_watch``)."""
         exc = rf.exception()
         self._settle(None if exc is not None else rf.result(), exc)
 
@@ -330,6 +373,7 @@ class RecordResult(concurrent.futures.Future[RecordMetadata]):
                 if self._state != _PENDING:
                     return
                 self._result, self._exception, self._state = result, exc, _FINISHED
+                self._rf = None  # its batch is no longer needed
         if not fast:
             try:
                 if exc is not None:
