@@ -45,6 +45,9 @@ typedef struct {
     double deadline;
 } WaitingRecordObject;
 
+/* The WaitingRecord type, for place_run's exact-type test (set by module_exec). */
+static PyTypeObject *waiting_record_type = NULL;
+
 static PyObject *
 record_future_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
 {
@@ -181,6 +184,7 @@ module_exec(PyObject *m)
     Py_DECREF(rf);
     if (wr == NULL)
         return -1;
+    waiting_record_type = (PyTypeObject *)wr; /* the module keeps it alive */
     if (PyModule_AddObjectRef(m, "WaitingRecord", wr) < 0) {
         Py_DECREF(wr);
         return -1;
@@ -226,7 +230,195 @@ new_metadata(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
     return out;
 }
 
+static int
+get_long_attr(PyObject *o, const char *name, long long *out)
+{
+    PyObject *v = PyObject_GetAttrString(o, name);
+    if (v == NULL)
+        return -1;
+    *out = PyLong_AsLongLong(v);
+    Py_DECREF(v);
+    return (*out == -1 && PyErr_Occurred()) ? -1 : 0;
+}
+
+static int
+set_long_attr(PyObject *o, const char *name, long long value)
+{
+    PyObject *v = PyLong_FromLongLong(value);
+    if (v == NULL)
+        return -1;
+    int rc = PyObject_SetAttrString(o, name, v);
+    Py_DECREF(v);
+    return rc;
+}
+
+/* Append (group, n) to groups; steals nothing. */
+static int
+add_group(PyObject *groups, PyObject *group, Py_ssize_t n)
+{
+    PyObject *item = Py_BuildValue("(On)", group, n);
+    if (item == NULL)
+        return -1;
+    int rc = PyList_Append(groups, item);
+    Py_DECREF(item);
+    return rc;
+}
+
+/* place_run(queue, batch, topic, partition, append_record) -> (placed, groups)
+ *
+ * RecordAccumulator.drain_waiting's common case in one call: while the record at the head of
+ * ``queue`` (a deque of WaitingRecord) is for ``topic`` with no key and no headers, a bytes
+ * value, a timestamp not before the batch's first, and partition None (``partition`` is None:
+ * the sticky partition's batch) or equal to ``partition``, append it to ``batch`` with
+ * ``append_record(buf, capacity, timestamp_delta, offset_delta, None, value)`` (the codec's
+ * encoder), pop it, and point it at the batch (``_batch``, ``_index``; value, key and headers
+ * dropped). Stops at the first record that does not qualify or does not fit, leaving it at the
+ * head for the caller. ``batch.count``/``max_ts`` are updated. Returns how many records were
+ * placed and ``[(group, n), ...]``: how many left each WaitGroup, in order, for the caller's
+ * bookkeeping (the group's ``pending`` count and ``batches``). */
+static PyObject *
+place_run(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 5) {
+        PyErr_SetString(PyExc_TypeError, "place_run(queue, batch, topic, partition, append_record)");
+        return NULL;
+    }
+    PyObject *queue = args[0], *batch = args[1], *topic = args[2], *partition = args[3], *append = args[4];
+    long long capacity, base_ts, count, max_ts;
+    if (get_long_attr(batch, "capacity", &capacity) < 0 || get_long_attr(batch, "base_ts", &base_ts) < 0 ||
+        get_long_attr(batch, "count", &count) < 0 || get_long_attr(batch, "max_ts", &max_ts) < 0)
+        return NULL;
+    PyObject *buf = PyObject_GetAttrString(batch, "buf");
+    if (buf == NULL)
+        return NULL;
+    PyObject *popleft = PyObject_GetAttrString(queue, "popleft");
+    PyObject *groups = PyList_New(0);
+    PyObject *cur_group = NULL; /* strong reference */
+    Py_ssize_t cur_n = 0, placed = 0;
+    long long count0 = count;
+    if (popleft == NULL || groups == NULL)
+        goto error;
+    Py_ssize_t left = PyObject_Length(queue);
+    if (left < 0)
+        goto error;
+    while (left > 0) {
+        PyObject *head = PySequence_GetItem(queue, 0);
+        if (head == NULL)
+            goto error;
+        if (Py_TYPE(head) != waiting_record_type) {
+            Py_DECREF(head);
+            break;
+        }
+        WaitingRecordObject *wr = (WaitingRecordObject *)head;
+        int ok = wr->key == NULL || wr->key == Py_None;
+        ok = ok && (wr->headers == NULL || wr->headers == Py_None);
+        ok = ok && wr->value != NULL && PyBytes_CheckExact(wr->value);
+        ok = ok && wr->topic != NULL && (wr->topic == topic || (PyUnicode_Check(wr->topic) &&
+                                                              PyUnicode_Compare(wr->topic, topic) == 0));
+        if (ok) {
+            PyObject *p = wr->partition == NULL ? Py_None : wr->partition;
+            if (partition == Py_None)
+                ok = p == Py_None;
+            else
+                ok = p != Py_None && PyLong_CheckExact(p) && PyObject_RichCompareBool(p, partition, Py_EQ) == 1;
+        }
+        long long ts = wr->base.timestamp;
+        if (!ok || ts < base_ts) {
+            PyErr_Clear(); /* a failed comparison only means: not ours to place */
+            Py_DECREF(head);
+            break;
+        }
+        PyObject *call_args[6];
+        PyObject *tsd = PyLong_FromLongLong(ts - base_ts);
+        PyObject *odelta = PyLong_FromLongLong(count);
+        PyObject *cap = PyLong_FromLongLong(capacity);
+        if (tsd == NULL || odelta == NULL || cap == NULL) {
+            Py_XDECREF(tsd);
+            Py_XDECREF(odelta);
+            Py_XDECREF(cap);
+            Py_DECREF(head);
+            goto error;
+        }
+        call_args[0] = buf;
+        call_args[1] = cap;
+        call_args[2] = tsd;
+        call_args[3] = odelta;
+        call_args[4] = Py_None;
+        call_args[5] = wr->value;
+        PyObject *fits = PyObject_Vectorcall(append, call_args, 6, NULL);
+        Py_DECREF(tsd);
+        Py_DECREF(odelta);
+        Py_DECREF(cap);
+        if (fits == NULL) {
+            Py_DECREF(head);
+            goto error;
+        }
+        int fit = PyObject_IsTrue(fits);
+        Py_DECREF(fits);
+        if (fit <= 0) {
+            Py_DECREF(head);
+            if (fit < 0)
+                goto error;
+            break; /* the batch is full */
+        }
+        PyObject *popped = PyObject_CallNoArgs(popleft);
+        if (popped == NULL) {
+            Py_DECREF(head);
+            goto error;
+        }
+        Py_DECREF(popped);
+        left--;
+        PyObject *group = wr->base.batch; /* the WaitGroup */
+        if (group != cur_group) {
+            if (cur_group != NULL && add_group(groups, cur_group, cur_n) < 0) {
+                Py_DECREF(head);
+                goto error;
+            }
+            Py_XSETREF(cur_group, Py_NewRef(group));
+            cur_n = 0;
+        }
+        cur_n++;
+        Py_SETREF(wr->base.batch, Py_NewRef(batch));
+        wr->base.index = (Py_ssize_t)count;
+        Py_CLEAR(wr->value);
+        Py_CLEAR(wr->key);
+        Py_CLEAR(wr->headers);
+        count++;
+        placed++;
+        if (ts > max_ts)
+            max_ts = ts;
+        Py_DECREF(head);
+    }
+    if (cur_group != NULL && add_group(groups, cur_group, cur_n) < 0)
+        goto error;
+    Py_CLEAR(cur_group);
+    Py_DECREF(buf);
+    Py_DECREF(popleft);
+    if (count != count0 && (set_long_attr(batch, "count", count) < 0 || set_long_attr(batch, "max_ts", max_ts) < 0)) {
+        Py_DECREF(groups);
+        return NULL;
+    }
+    PyObject *out = Py_BuildValue("(nN)", placed, groups);
+    return out;
+error:
+    /* Records already placed stay placed: write back what they changed, then report. */
+    if (count != count0) {
+        PyObject *et, *ev, *tb;
+        PyErr_Fetch(&et, &ev, &tb);
+        set_long_attr(batch, "count", count);
+        set_long_attr(batch, "max_ts", max_ts);
+        PyErr_Restore(et, ev, tb);
+    }
+    Py_XDECREF(cur_group);
+    Py_DECREF(buf);
+    Py_XDECREF(popleft);
+    Py_XDECREF(groups);
+    return NULL;
+}
+
 static PyMethodDef module_methods[] = {
+    {"place_run", (PyCFunction)(void (*)(void))place_run, METH_FASTCALL,
+     "place_run(queue, batch, topic, partition, append_record) -> (placed, [(group, n), ...])"},
     {"new_metadata", (PyCFunction)(void (*)(void))new_metadata, METH_FASTCALL,
      "new_metadata(cls, topic, partition, offset, timestamp) -> cls instance outside the cyclic collector"},
     {NULL, NULL, 0, NULL},

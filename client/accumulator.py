@@ -40,6 +40,7 @@ from client.producer_batch import (
     RecordFuture,
     WaitGroup,
     WaitingRecord,
+    place_run,
     record_size_upper_bound,
 )
 from client.protocol.api import ErrorCode
@@ -293,6 +294,13 @@ class RecordAccumulator:
         if not g.pending:
             self._resolve(g)
 
+    def _group_placed(self, g: WaitGroup, b: ProducerBatch, n: int) -> None:
+        """``_placed`` for ``n`` records of group ``g`` that ``place_run`` appended to ``b``."""
+        g.batches[b] = None
+        g.pending -= n
+        if not g.pending:
+            self._resolve(g)
+
     def _resolve(self, g: WaitGroup) -> None:
         self.groups.pop(g, None)
         if self._group is g:
@@ -342,6 +350,13 @@ class RecordAccumulator:
                     count = b.count
                     tsd = ts_ms - b.base_ts
                     if headers is None and value is not None and 0 <= tsd:
+                        if place_run is not None and key is None and type(value) is bytes:
+                            # this record and the run of like ones behind it, in one C call
+                            n, groups = place_run(w, b, topic, rf.partition, append_record)
+                            if n:
+                                for g, k in groups:
+                                    self._group_placed(g, b, k)
+                                continue
                         if append_record(b.buf, b.capacity, tsd, count, key, value):
                             b.count = count + 1
                             if ts_ms > b.max_ts:

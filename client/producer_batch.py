@@ -55,7 +55,7 @@ from client.records.compression import Compression, compress
 from client.records.record import RecordBatchBuilder, encode_record, iter_records
 
 __all__ = ["ProducerBatch", "BatchResult", "RecordMetadata", "RecordFuture", "WaitGroup", "WaitingRecord", "FailedRecords",
-           "record_size_upper_bound"]
+           "record_size_upper_bound", "place_run"]
 
 _CRC = struct.Struct(">I")
 _PRODUCER_FIELDS = struct.Struct(">qhi")  # producerId, producerEpoch, baseSequence
@@ -544,6 +544,12 @@ def fresh_error(exc: BaseException) -> BaseException:
     return new.with_traceback(exc.__traceback__)
 
 
+#: ``place_run(queue, batch, topic, partition, append_record) -> (placed, [(group, n), ...])``:
+#: RecordAccumulator.drain_waiting's common case (a run of header-less, key-less waiting records
+#: for one batch) in C, or None without the extension (client/_record_future.c documents it).
+place_run: Callable[..., tuple[int, list[tuple[WaitGroup, int]]]] | None = None
+
+
 def _adopt(ctype: type, pyclass: type) -> None:
     """Give the C type ``ctype`` the methods and class attributes of ``pyclass`` (its Python
     twin, whose slots the C type stores itself)."""
@@ -571,4 +577,4 @@ else:
     _adopt(_record_future.RecordFuture, RecordFuture)
     _adopt(_record_future.WaitingRecord, WaitingRecord)
     globals().update(RecordFuture=_record_future.RecordFuture, WaitingRecord=_record_future.WaitingRecord,
-                     _new_metadata=_record_future.new_metadata)
+                     _new_metadata=_record_future.new_metadata, place_run=_record_future.place_run)

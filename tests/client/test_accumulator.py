@@ -138,3 +138,50 @@ async def test_records_that_can_never_fit_raise_at_once_before_metadata(module_b
             p.send_nowait(topic, "text")  # type: ignore[arg-type]
         ok = p.send_nowait(topic, b"x" * (10_000 - 97))  # exactly the bound: accepted
         assert (await ok).offset == 0
+
+
+def _run_record(i: int) -> tuple[str, bytes | bytearray, int | None, int | None]:
+    """(topic suffix, value, explicit partition, explicit timestamp) of record i: long runs of
+    plain records (what ``place_run`` appends in bulk) broken by records it must leave to the
+    Python path — another topic, an explicit partition, a timestamp older than the batch's
+    first, a bytearray value."""
+    block, j = divmod(i, 1000)
+    value: bytes | bytearray = b"%07d" % i + b"r" * 60
+    if block % 4 == 1:
+        return "a", value, 1, None  # a run for an explicit partition
+    if j % 97 == 0:
+        return "b", value, None, None  # the other topic
+    if j % 89 == 0:
+        return "a", value, None, 1_500_000_000_000 + i  # older than the batch's first record
+    if j % 83 == 0:
+        return "a", bytearray(value), None, None
+    return "a", value, None, None
+
+
+async def test_runs_of_plain_records_are_placed_in_bulk_in_order(module_broker) -> None:
+    """A burst before metadata of mostly plain records, into two topics, with a small batch
+    size so that runs end at full batches too: every record stored once, in send order per
+    partition, with its timestamp, and every future answers its own offset."""
+    base = _topic("runs")
+    topics = {"a": base + "-a", "b": base + "-b"}
+    await _create(module_broker.bootstrap, topics["a"], 2)
+    await _create(module_broker.bootstrap, topics["b"], 1)
+    n = 12_000
+    recs = [_run_record(i) for i in range(n)]
+    async with Producer(module_broker.bootstrap, batch_size=4096, linger_ms=20) as p:
+        futs = [p.send_nowait(topics[t], v, partition=part, timestamp_ms=ts) for t, v, part, ts in recs]
+        assert all(isinstance(f._batch, WaitGroup) for f in futs)
+        mds = await asyncio.gather(*futs)
+    sent: dict[tuple[str, int], list[int]] = defaultdict(list)
+    for i, md in enumerate(mds):
+        t, _, part, ts = recs[i]
+        assert md.topic == topics[t] and (part is None or md.partition == part)
+        if ts is not None:
+            assert md.timestamp == ts
+        sent[(md.topic, md.partition)].append(i)
+    assert sum(map(len, sent.values())) == n
+    for (topic, partition), indexes in sent.items():
+        assert [mds[i].offset for i in indexes] == list(range(len(indexes)))
+        stored = stored_records(module_broker.data_dir, topic, partition)
+        assert [r.value[:7] for r in stored] == [b"%07d" % i for i in indexes]
+        assert [r.timestamp for r in stored] == [mds[i].timestamp for i in indexes]
