@@ -127,6 +127,145 @@ waiting_record_dealloc(WaitingRecordObject *self)
     Py_DECREF(tp);
 }
 
+/* Set by configure(): the ProducerBatch and RecordMetadata classes (strong references). */
+static PyTypeObject *producer_batch_type = NULL;
+static PyTypeObject *record_metadata_type = NULL;
+static PyObject *str_future, *str_results, *str_topic, *str_partition, *str_result, *str_exception,
+    *str_done, *str_cancelled, *str_py_result, *str_py_exception;
+
+/* cls(topic, partition, offset, timestamp) for a tuple subclass ``cls``, built in place (as
+ * tuple.__new__ does) and untracked when every field is an exact str or int. */
+static PyObject *
+make_metadata(PyTypeObject *cls, PyObject *topic, PyObject *partition, PyObject *offset, PyObject *timestamp)
+{
+    PyObject *items[4] = {topic, partition, offset, timestamp};
+    PyObject *out = cls->tp_alloc(cls, 4);
+    if (out == NULL)
+        return NULL;
+    int atomic = 1;
+    for (Py_ssize_t i = 0; i < 4; i++) {
+        if (!(PyUnicode_CheckExact(items[i]) || PyLong_CheckExact(items[i])))
+            atomic = 0;
+        PyTuple_SET_ITEM(out, i, Py_NewRef(items[i]));
+    }
+    if (atomic && PyObject_GC_IsTracked(out))
+        PyObject_GC_UnTrack(out);
+    return out;
+}
+
+/* The fast path of RecordFuture.result(): the record's batch is a ProducerBatch answered as a
+ * whole (no split) with a (base_offset, log_append_time) result. Anything else — a batch still
+ * pending or failed, a split batch, a WaitGroup or FailedRecords — is the Python method's
+ * (``_py_result``), which raises a fresh copy of the error. */
+static PyObject *
+rf_result(RecordFutureObject *self, PyObject *unused)
+{
+    PyObject *b = self->batch;
+    if (b != NULL && Py_TYPE(b) == producer_batch_type && record_metadata_type != NULL) {
+        PyObject *results = PyObject_GetAttr(b, str_results);
+        if (results == NULL)
+            return NULL;
+        int whole = results == Py_None;
+        Py_DECREF(results);
+        PyObject *f = whole ? PyObject_GetAttr(b, str_future) : NULL;
+        PyObject *done = f != NULL ? PyObject_CallMethodNoArgs(f, str_done) : NULL;
+        if (done == Py_True) {
+            PyObject *exc = PyObject_CallMethodNoArgs(f, str_exception); /* a cancelled batch raises: slow path */
+            PyObject *r = exc == Py_None ? PyObject_CallMethodNoArgs(f, str_result) : NULL;
+            Py_XDECREF(exc);
+            if (r != NULL && PyTuple_Check(r) && PyTuple_GET_SIZE(r) == 2) {
+                long long base = PyLong_AsLongLong(PyTuple_GET_ITEM(r, 0));
+                long long lat = PyLong_AsLongLong(PyTuple_GET_ITEM(r, 1));
+                Py_DECREF(r);
+                Py_DECREF(done);
+                Py_DECREF(f);
+                if ((base == -1 || lat == -1) && PyErr_Occurred())
+                    return NULL;
+                PyObject *topic = PyObject_GetAttr(b, str_topic);
+                PyObject *partition = topic != NULL ? PyObject_GetAttr(b, str_partition) : NULL;
+                PyObject *offset = PyLong_FromLongLong(base >= 0 ? base + (long long)self->index : -1);
+                PyObject *ts = PyLong_FromLongLong(lat >= 0 ? lat : self->timestamp);
+                PyObject *md = NULL;
+                if (topic != NULL && partition != NULL && offset != NULL && ts != NULL)
+                    md = make_metadata(record_metadata_type, topic, partition, offset, ts);
+                Py_XDECREF(topic);
+                Py_XDECREF(partition);
+                Py_XDECREF(offset);
+                Py_XDECREF(ts);
+                return md;
+            }
+            Py_XDECREF(r);
+        }
+        Py_XDECREF(done);
+        Py_XDECREF(f);
+        PyErr_Clear(); /* whatever failed above, the Python method decides */
+    }
+    return PyObject_CallMethodNoArgs((PyObject *)self, str_py_result);
+}
+
+/* exception(): None for a ProducerBatch answered as a whole without error; else the Python
+ * method (``_py_exception``: a fresh copy of the error, or InvalidStateError while pending). */
+static PyObject *
+rf_exception(RecordFutureObject *self, PyObject *unused)
+{
+    PyObject *b = self->batch;
+    if (b != NULL && Py_TYPE(b) == producer_batch_type) {
+        PyObject *results = PyObject_GetAttr(b, str_results);
+        if (results == NULL)
+            return NULL;
+        int whole = results == Py_None;
+        Py_DECREF(results);
+        if (whole) {
+            PyObject *f = PyObject_GetAttr(b, str_future);
+            if (f == NULL)
+                return NULL;
+            PyObject *exc = PyObject_CallMethodNoArgs(f, str_exception);
+            Py_DECREF(f);
+            if (exc == Py_None)
+                return exc;
+            Py_XDECREF(exc);
+            PyErr_Clear();
+        }
+    }
+    return PyObject_CallMethodNoArgs((PyObject *)self, str_py_exception);
+}
+
+/* done() / cancelled(): those of the batch's (or its stand-in's) future. */
+static PyObject *
+rf_future_call(RecordFutureObject *self, PyObject *name)
+{
+    if (self->batch == NULL) {
+        PyErr_SetString(PyExc_AttributeError, "_batch");
+        return NULL;
+    }
+    PyObject *f = PyObject_GetAttr(self->batch, str_future);
+    if (f == NULL)
+        return NULL;
+    PyObject *out = PyObject_CallMethodNoArgs(f, name);
+    Py_DECREF(f);
+    return out;
+}
+
+static PyObject *
+rf_done(RecordFutureObject *self, PyObject *unused)
+{
+    return rf_future_call(self, str_done);
+}
+
+static PyObject *
+rf_cancelled(RecordFutureObject *self, PyObject *unused)
+{
+    return rf_future_call(self, str_cancelled);
+}
+
+static PyMethodDef record_future_methods[] = {
+    {"result", (PyCFunction)rf_result, METH_NOARGS, "The record's RecordMetadata; raises its error."},
+    {"exception", (PyCFunction)rf_exception, METH_NOARGS, "The record's error (a copy), or None."},
+    {"done", (PyCFunction)rf_done, METH_NOARGS, "Whether the record is answered."},
+    {"cancelled", (PyCFunction)rf_cancelled, METH_NOARGS, "Whether the record's batch was cancelled."},
+    {NULL, NULL, 0, NULL},
+};
+
 static PyMemberDef record_future_members[] = {
     {"_batch", T_OBJECT_EX, offsetof(RecordFutureObject, batch), 0, NULL},
     {"_index", T_PYSSIZET, offsetof(RecordFutureObject, index), 0, NULL},
@@ -149,6 +288,7 @@ static PyType_Slot record_future_slots[] = {
     {Py_tp_new, record_future_new},
     {Py_tp_dealloc, record_future_dealloc},
     {Py_tp_members, record_future_members},
+    {Py_tp_methods, record_future_methods},
     {0, NULL},
 };
 
@@ -173,6 +313,15 @@ static PyType_Spec waiting_record_spec = {
 static int
 module_exec(PyObject *m)
 {
+    struct { PyObject **slot; const char *text; } names[] = {
+        {&str_future, "future"}, {&str_results, "results"}, {&str_topic, "topic"}, {&str_partition, "partition"},
+        {&str_result, "result"}, {&str_exception, "exception"}, {&str_done, "done"}, {&str_cancelled, "cancelled"},
+        {&str_py_result, "_py_result"}, {&str_py_exception, "_py_exception"},
+    };
+    for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+        if (*names[i].slot == NULL && (*names[i].slot = PyUnicode_InternFromString(names[i].text)) == NULL)
+            return -1;
+    }
     PyObject *rf = PyType_FromModuleAndSpec(m, &record_future_spec, NULL);
     if (rf == NULL)
         return -1;
@@ -205,29 +354,22 @@ new_metadata(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
         PyErr_SetString(PyExc_TypeError, "new_metadata(cls, topic, partition, offset, timestamp): cls a tuple type");
         return NULL;
     }
-    PyTypeObject *cls = (PyTypeObject *)args[0];
-    PyObject *items = PyTuple_New(4);
-    if (items == NULL)
+    return make_metadata((PyTypeObject *)args[0], args[1], args[2], args[3], args[4]);
+}
+
+/* configure(ProducerBatch, RecordMetadata): the classes the fast paths of RecordFuture's
+ * methods recognise (client.producer_batch calls it once it has defined them). */
+static PyObject *
+configure(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 2 || !PyType_Check(args[0]) || !PyType_Check(args[1]) ||
+        !PyType_IsSubtype((PyTypeObject *)args[1], &PyTuple_Type)) {
+        PyErr_SetString(PyExc_TypeError, "configure(ProducerBatch, RecordMetadata)");
         return NULL;
-    int atomic = 1;
-    for (Py_ssize_t i = 0; i < 4; i++) {
-        PyObject *v = args[i + 1];
-        if (!(PyUnicode_CheckExact(v) || PyLong_CheckExact(v)))
-            atomic = 0;
-        Py_INCREF(v);
-        PyTuple_SET_ITEM(items, i, v);
     }
-    if (cls == &PyTuple_Type)
-        return items;
-    PyObject *call_args = PyTuple_Pack(1, items);
-    Py_DECREF(items);
-    if (call_args == NULL)
-        return NULL;
-    PyObject *out = PyTuple_Type.tp_new(cls, call_args, NULL);
-    Py_DECREF(call_args);
-    if (out != NULL && atomic && PyObject_GC_IsTracked(out))
-        PyObject_GC_UnTrack(out);
-    return out;
+    Py_XSETREF(producer_batch_type, (PyTypeObject *)Py_NewRef(args[0]));
+    Py_XSETREF(record_metadata_type, (PyTypeObject *)Py_NewRef(args[1]));
+    Py_RETURN_NONE;
 }
 
 static int
@@ -417,6 +559,8 @@ error:
 }
 
 static PyMethodDef module_methods[] = {
+    {"configure", (PyCFunction)(void (*)(void))configure, METH_FASTCALL,
+     "configure(ProducerBatch, RecordMetadata): the classes RecordFuture's fast paths recognise"},
     {"place_run", (PyCFunction)(void (*)(void))place_run, METH_FASTCALL,
      "place_run(queue, batch, topic, partition, append_record) -> (placed, [(group, n), ...])"},
     {"new_metadata", (PyCFunction)(void (*)(void))new_metadata, METH_FASTCALL,

@@ -552,12 +552,14 @@ place_run: Callable[..., tuple[int, list[tuple[WaitGroup, int]]]] | None = None
 
 def _adopt(ctype: type, pyclass: type) -> None:
     """Give the C type ``ctype`` the methods and class attributes of ``pyclass`` (its Python
-    twin, whose slots the C type stores itself)."""
+    twin, whose slots the C type stores itself). A method the C type defines itself (a fast
+    path: ``result``, ``exception``, ``done``, ``cancelled``) keeps its C version, and the
+    Python one becomes ``_py_<name>``, which the C version calls for every other case."""
     for name, attr in vars(pyclass).items():
         if name in ("__slots__", "__init__", "__module__", "__qualname__", "__dict__", "__weakref__") or \
                 type(attr).__name__ == "member_descriptor":
             continue
-        setattr(ctype, name, attr)
+        setattr(ctype, "_py_" + name if type(vars(ctype).get(name)).__name__ == "method_descriptor" else name, attr)
 
 
 # With the C extension built (client/_record_future.c), record futures are C objects outside
@@ -576,5 +578,6 @@ except ImportError:
 else:
     _adopt(_record_future.RecordFuture, RecordFuture)
     _adopt(_record_future.WaitingRecord, WaitingRecord)
+    _record_future.configure(ProducerBatch, RecordMetadata)
     globals().update(RecordFuture=_record_future.RecordFuture, WaitingRecord=_record_future.WaitingRecord,
                      _new_metadata=_record_future.new_metadata, place_run=_record_future.place_run)
