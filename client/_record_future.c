@@ -157,10 +157,23 @@ make_metadata(PyTypeObject *cls, PyObject *topic, PyObject *partition, PyObject 
  * whole (no split) with a (base_offset, log_append_time) result. Anything else — a batch still
  * pending or failed, a split batch, a WaitGroup or FailedRecords — is the Python method's
  * (``_py_result``), which raises a fresh copy of the error. */
+static PyObject *rf_result_batch(RecordFutureObject *self, PyObject *b);
+
+/* The methods below hold a strong reference to the batch while they work: another thread (a
+ * SyncProducer's caller reading a result) may run while they call into Python, and the loop
+ * thread may re-point ``_batch`` meanwhile. */
 static PyObject *
 rf_result(RecordFutureObject *self, PyObject *unused)
 {
-    PyObject *b = self->batch;
+    PyObject *b = Py_XNewRef(self->batch);
+    PyObject *out = rf_result_batch(self, b);
+    Py_XDECREF(b);
+    return out;
+}
+
+static PyObject *
+rf_result_batch(RecordFutureObject *self, PyObject *b)
+{
     if (b != NULL && Py_TYPE(b) == producer_batch_type && record_metadata_type != NULL) {
         PyObject *results = PyObject_GetAttr(b, str_results);
         if (results == NULL)
@@ -208,25 +221,24 @@ rf_result(RecordFutureObject *self, PyObject *unused)
 static PyObject *
 rf_exception(RecordFutureObject *self, PyObject *unused)
 {
-    PyObject *b = self->batch;
+    PyObject *b = Py_XNewRef(self->batch);
     if (b != NULL && Py_TYPE(b) == producer_batch_type) {
         PyObject *results = PyObject_GetAttr(b, str_results);
-        if (results == NULL)
-            return NULL;
         int whole = results == Py_None;
-        Py_DECREF(results);
-        if (whole) {
-            PyObject *f = PyObject_GetAttr(b, str_future);
-            if (f == NULL)
-                return NULL;
+        Py_XDECREF(results);
+        PyObject *f = whole ? PyObject_GetAttr(b, str_future) : NULL;
+        if (f != NULL) {
             PyObject *exc = PyObject_CallMethodNoArgs(f, str_exception);
             Py_DECREF(f);
-            if (exc == Py_None)
+            if (exc == Py_None) {
+                Py_DECREF(b);
                 return exc;
+            }
             Py_XDECREF(exc);
-            PyErr_Clear();
         }
+        PyErr_Clear(); /* the Python method decides */
     }
+    Py_XDECREF(b);
     return PyObject_CallMethodNoArgs((PyObject *)self, str_py_exception);
 }
 
@@ -234,11 +246,13 @@ rf_exception(RecordFutureObject *self, PyObject *unused)
 static PyObject *
 rf_future_call(RecordFutureObject *self, PyObject *name)
 {
-    if (self->batch == NULL) {
+    PyObject *b = Py_XNewRef(self->batch);
+    if (b == NULL) {
         PyErr_SetString(PyExc_AttributeError, "_batch");
         return NULL;
     }
-    PyObject *f = PyObject_GetAttr(self->batch, str_future);
+    PyObject *f = PyObject_GetAttr(b, str_future);
+    Py_DECREF(b);
     if (f == NULL)
         return NULL;
     PyObject *out = PyObject_CallMethodNoArgs(f, name);
