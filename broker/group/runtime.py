@@ -118,7 +118,7 @@ class GroupRuntime:
     def ensure_topic(self) -> None:
         """Create ``__consumer_offsets`` unless it exists (raises a StorageError if it cannot)."""
         logs = self.state.logs
-        if CONSUMER_OFFSETS in logs.topics():
+        if CONSUMER_OFFSETS in logs.partition_counts():
             return
         try:
             logs.create_topic(CONSUMER_OFFSETS, self.num_partitions, {
@@ -160,7 +160,7 @@ class GroupRuntime:
     def start_loading(self) -> None:
         """Replay ``__consumer_offsets`` in the background (if it exists)."""
         logs = self.state.logs
-        info = logs.topics().get(CONSUMER_OFFSETS)
+        info = logs.topic(CONSUMER_OFFSETS)
         if info is None:
             self.load_seconds = 0.0
             return

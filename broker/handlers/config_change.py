@@ -67,7 +67,7 @@ def alter(request: dict[str, Any], state: Any, change_for: Callable[[dict[str, A
 
 def _alter_topic(state: Any, name: str, change: Change, validate_only: bool) -> None:
     validate_topic_name(name)
-    info = state.logs.topics().get(name)
+    info = state.logs.topic(name)
     if info is None:
         raise RequestError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"The topic '{name}' does not exist.")
     new = change(dict(info.overrides), TOPIC)

@@ -45,7 +45,7 @@ def handle(request: dict[str, Any], version: int, state: Any) -> dict[str, Any]:
     for t in request["topics"]:
         name, count = t["name"], t["count"]
         err, msg = 0, None
-        current = state.logs.topics().get(name)
+        current = state.logs.topic(name)
         if names.count(name) > 1:
             err, msg = ErrorCode.INVALID_REQUEST, "Duplicate topic in request."
         elif current is None:

@@ -19,7 +19,7 @@ ZERO_UUID = uuid.UUID(int=0)
 
 
 def _delete(state: Any, name: str) -> tuple[int, str | None]:
-    if name not in state.logs.topics():
+    if name not in state.logs.partition_counts():
         return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, "This server does not host this topic-partition."
     if name in INTERNAL_TOPICS:
         return ErrorCode.INVALID_TOPIC_EXCEPTION, f"Cannot delete internal topic {name}"

@@ -33,7 +33,7 @@ def wire_entry(e: Entry, synonyms: bool, documentation: bool) -> dict[str, Any]:
 def _entries(state: Any, rtype: int, rname: str) -> list[Entry]:
     if rtype == TOPIC:
         validate_topic_name(rname)
-        info = state.logs.topics().get(rname)
+        info = state.logs.topic(rname)
         if info is None:
             raise _Failure(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"Topic {rname} does not exist")
         return state.dynamic.describe_topic(info.overrides, info.config)  # type: ignore[no-any-return]

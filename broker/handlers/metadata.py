@@ -54,12 +54,13 @@ def _error(code: int, name: str | None, topic_id: uuid.UUID = ZERO_UUID) -> dict
 
 
 def handle(request: dict[str, Any], version: int, state: Any) -> dict[str, Any]:
-    topics = state.logs.topics()
+    logs = state.logs
+    counts = logs.partition_counts()  # a topic's partitions, without building every topic's config
     wanted = request["topics"]
     ops = TOPIC_OPERATIONS if request["include_topic_authorized_operations"] else AUTHORIZED_OPERATIONS_OMITTED
     out = []
     if wanted is None or (version == 0 and not wanted):
-        wanted = [{"name": name, "topic_id": ZERO_UUID} for name in topics]
+        wanted = [{"name": name, "topic_id": ZERO_UUID} for name in sorted(counts)]
     allow_create = state.auto_create_topics and request["allow_auto_topic_creation"]
     for t in wanted:
         name, topic_id = t["name"], t["topic_id"] or ZERO_UUID
@@ -71,21 +72,23 @@ def handle(request: dict[str, Any], version: int, state: Any) -> dict[str, Any]:
             if name is None:
                 out.append(_error(ErrorCode.UNKNOWN_TOPIC_ID, None, topic_id))
                 continue
-        info = topics.get(name)
-        if info is None and allow_create and topic_id == ZERO_UUID:
+        partitions = counts.get(name)
+        if partitions is None and allow_create and topic_id == ZERO_UUID:
             try:
                 validate_topic_name(name)
-                info = state.logs.create_topic(name, state.num_partitions)
+                partitions = logs.create_topic(name, state.num_partitions).partitions
                 logger.info("auto-created topic %s with %d partitions", name, state.num_partitions)
             except InvalidTopicError:
                 out.append(_error(ErrorCode.INVALID_TOPIC_EXCEPTION, name))
                 continue
             except TopicExistsError:
-                info = state.logs.topics().get(name)
-        if info is None:
+                pass
+            counts = logs.partition_counts()
+            partitions = counts.get(name)
+        if partitions is None:
             out.append(_error(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, name))
         else:
-            out.append(_topic(state, name, info.partitions, info.topic_id, ops))
+            out.append(_topic(state, name, partitions, logs.topic_id(name), ops))
     return {
         "throttle_time_ms": 0,
         "brokers": [{"node_id": state.node_id, "host": state.host, "port": state.port, "rack": None}],

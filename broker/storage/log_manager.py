@@ -160,7 +160,8 @@ class LogManager:
         self.node_id = node_id
         self.cluster_id = "minibroker"  # read from meta.properties at startup
         self._now_ms = now_ms
-        self.logs: dict[tuple[str, int], Log] = {}
+        self.logs: dict[tuple[str, int], Log] = {}  # changed only by _add_log/_pop_log
+        self._counts: dict[str, int] | None = None  # partitions per topic in self.logs, until it changes
         self._topics: dict[str, dict[str, str]] = {}  # topic -> config overrides
         self._partition_counts: dict[str, int] = {}  # topic -> partitions (the commit point of growth)
         self._topic_ids: dict[str, uuid.UUID] = {}
@@ -207,7 +208,7 @@ class LogManager:
                            had_clean_shutdown=self.had_clean_shutdown, now_ms=self._now_ms,
                            flush_scheduler=self.flush_scheduler,
                            producer_id_expiration_ms=self.producer_id_expiration_ms)
-            self.logs[parsed] = log
+            self._add_log(parsed, log)
         self._complete_partition_creation()
         self._load_topic_ids()
         self._started = True
@@ -280,7 +281,7 @@ class LogManager:
                 if p not in present[topic]:
                     logger.warning("completing the creation of partition %s-%d (interrupted before a restart)",
                                    topic, p)
-                    self.logs[(topic, p)] = self._new_log(topic, p, self.topic_config(topic))
+                    self._add_log((topic, p), self._new_log(topic, p, self.topic_config(topic)))
 
     def _load_topic_ids(self) -> None:
         """Read every partition's topic id; give the partitions without one their topic's id
@@ -318,14 +319,40 @@ class LogManager:
 
     # ---------------------------------------------------------------- topics
 
+    def _add_log(self, key: tuple[str, int], log: Log) -> None:
+        self.logs[key] = log
+        self._counts = None
+
+    def _pop_log(self, key: tuple[str, int]) -> Log:
+        self._counts = None
+        return self.logs.pop(key)
+
+    def partition_counts(self) -> dict[str, int]:
+        """Partitions per topic, as present in ``logs`` (kept until a partition is added or
+        removed: a Metadata request for one topic does not walk every partition)."""
+        counts = self._counts
+        if counts is None:
+            counts = {}
+            for topic, _ in self.logs:
+                counts[topic] = counts.get(topic, 0) + 1
+            self._counts = counts
+        return counts
+
+    def topic(self, name: str) -> TopicInfo | None:
+        """One topic's TopicInfo (None when it has no partition here), without building the
+        others' configs as ``topics()`` does."""
+        n = self.partition_counts().get(name)
+        if n is None:
+            return None
+        overrides = self._topics.get(name, {})
+        return TopicInfo(name, n, dict(overrides), self.default_config.with_overrides(overrides),
+                         self._topic_ids.get(name))
+
     def topics(self) -> dict[str, TopicInfo]:
-        counts: dict[str, int] = {}
-        for topic, _ in self.logs:
-            counts[topic] = counts.get(topic, 0) + 1
         return {t: TopicInfo(t, n, dict(self._topics.get(t, {})),
                              self.default_config.with_overrides(self._topics.get(t, {})),
                              self._topic_ids.get(t))
-                for t, n in sorted(counts.items())}
+                for t, n in sorted(self.partition_counts().items())}
 
     def topic_config(self, topic: str) -> LogConfig:
         if topic not in self._topics:
@@ -355,7 +382,7 @@ class LogManager:
         self._partition_counts[name] = partitions
         self._write_topic_configs()
         for log in created:
-            self.logs[(name, log.partition)] = log
+            self._add_log((name, log.partition), log)
         # Make the new partition directories (and the topic-configs.json rename) durable: a
         # flushed append to a new topic must survive a machine crash with its directory.
         fsync_path(self.log_dir)
@@ -412,7 +439,7 @@ class LogManager:
             self._write_topic_configs()
             raise
         for log in created:
-            self.logs[(name, log.partition)] = log
+            self._add_log((name, log.partition), log)
         fsync_path(self.log_dir)
         logger.info("added partitions %d-%d to topic %s", current, count - 1, name)
         return count - current
@@ -468,7 +495,7 @@ class LogManager:
         for p in parts:
             if self.cleaner is not None:
                 self.cleaner.abort_cleaning((name, p))
-            log = self.logs.pop((name, p))
+            log = self._pop_log((name, p))
             log.close()
             # Kafka's logDirNameWithSuffixCappedLength: cap the name at 255 bytes (NAME_MAX),
             # else a topic name near the 249-character limit cannot be renamed.

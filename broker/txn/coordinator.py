@@ -176,7 +176,7 @@ class TransactionCoordinator:
     def ensure_topic(self) -> None:
         """Create ``__transaction_state`` unless it exists (a StorageError if it cannot)."""
         logs = self.state.logs
-        if TRANSACTION_STATE in logs.topics():
+        if TRANSACTION_STATE in logs.partition_counts():
             return
         try:
             logs.create_topic(TRANSACTION_STATE, self.config.num_partitions, {
@@ -534,7 +534,7 @@ class TransactionCoordinator:
     def start_loading(self) -> asyncio.Task[None] | None:
         """Replay ``__transaction_state`` in the background (if it exists); until it is done
         every request answers COORDINATOR_LOAD_IN_PROGRESS, which clients retry."""
-        info = self.state.logs.topics().get(TRANSACTION_STATE)
+        info = self.state.logs.topic(TRANSACTION_STATE)
         if info is None:
             return None
         if info.partitions != self.config.num_partitions:
