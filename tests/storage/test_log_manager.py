@@ -156,6 +156,25 @@ def test_create_list_and_delete_topics(start, data_dir) -> None:
         m.log_or_raise("orders", 0)
 
 
+def test_partition_counts_and_topic_follow_every_change(start) -> None:
+    """partition_counts() is kept between calls: each create, growth and delete must show in
+    it and in topic(name) at once (Metadata answers from them)."""
+    m = start()
+    assert m.partition_counts() == {} and m.topic("orders") is None
+    m.create_topic("orders", 2, {"retention.ms": "1000"})
+    assert m.partition_counts() == {"orders": 2}
+    info = m.topic("orders")
+    assert info is not None and (info.partitions, info.overrides, info.config.retention_ms) == (2, {"retention.ms": "1000"}, 1000)
+    assert info.topic_id == m.topic_id("orders") and info == m.topics()["orders"]
+    m.create_partitions("orders", 5)
+    assert m.partition_counts() == {"orders": 5} and m.topic("orders").partitions == 5  # type: ignore[union-attr]
+    m.create_topic("other", 1)
+    m.delete_topic("orders")
+    assert m.partition_counts() == {"other": 1} and m.topic("orders") is None
+    m.create_topic("orders", 1)
+    assert m.partition_counts() == {"orders": 1, "other": 1}
+
+
 def test_deleted_topic_stays_deleted_after_restart(start, data_dir) -> None:
     m = start()
     m.create_topic("gone", 1, {"retention.ms": "5000"})
