@@ -70,6 +70,14 @@ from .storage.file_records import FileSlice
 
 __all__ = ["BrokerServer", "SENDFILE_STATS", "handle_request"]
 
+#: Linux delays the ACK of received bytes (up to ~40 ms) while it has nothing to send back; a
+#: client with Nagle on (librdkafka's default) holds its next small request until the previous
+#: one is ACKed, so a request that arrives while the broker is still busy answering the one
+#: before it could wait that long. TCP_QUICKACK after each read ACKs at once (the kernel clears
+#: the flag again after a while, hence per read). One setsockopt per read: its cost and what it
+#: does to librdkafka's produce latency are measured by ``scripts/bench.py --only
+#: requests,latency`` (the README quotes them).
+_QUICKACK = getattr(socket, "TCP_QUICKACK", None)
 logger = logging.getLogger("broker.socket_server")
 
 _RECV_SIZE = 1 << 18
@@ -176,6 +184,11 @@ class Connection:
         if n == 0:
             self._end()
             return
+        if _QUICKACK is not None:
+            try:
+                self.sock.setsockopt(socket.IPPROTO_TCP, _QUICKACK, 1)
+            except OSError:  # the connection is going away: the next read says so
+                pass
         self.decoder.feed(self.server.read_view[:n])  # copied out of the shared buffer
         self._process()
 
