@@ -339,10 +339,10 @@ class RecordResult(concurrent.futures.Future[RecordMetadata]):
                 self(rf)
 
     def done(self) -> bool:
-        if self._state == _FINISHED:
-            return True
         self._poll()
-        return self._state == _FINISHED or super().done()
+        if self._cond is None:  # no Condition: nobody could cancel it, so only FINISHED is done
+            return self._state == _FINISHED
+        return super().done()
 
     def result(self, timeout: float | None = None) -> RecordMetadata:
         if self._cond is None:
