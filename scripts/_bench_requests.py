@@ -38,6 +38,17 @@ every request pays a whole fsync, at depth 16 the requests in flight share them.
 
 Target: <= 20 µs broker CPU per single-record Produce at acks=1, at every depth.
 
+The floor row: the same ApiVersions request sent to ``scripts/_bench_floor.py``, a minimal
+uvloop server with the broker's socket handling (one ``recv`` per wake-up, ``TCP_QUICKACK``,
+one ``send`` of the replies) and no decoding or handler, which replays the reply the broker
+gave. Its CPU per request is what the wake-up, the system calls and the kernel's loopback TCP
+work cost on this machine: at depth 1 every request pays them, at depth 16 they are shared.
+On loopback the ``send`` of a reply runs the client side's receive path in the sender's
+context, and waking a process that sleeps on the other core costs more than taking turns on
+one: ``--same-core`` pins the broker (all its threads), the floor server and the load
+generator to one CPU for the section (rows labelled ``same core``) to show that part apart.
+Each row prints user and system CPU separately.
+
 ``/proc`` counts CPU in ticks of 1/``SC_CLK_TCK`` s (10 ms): a run of 0.8 s at half a core
 reads ~40 ticks, ~2.5% resolution; the median of ``--repeats`` runs is reported, rows and depths
 alternating within each repeat so that a noisy moment hits them alike.
@@ -45,9 +56,12 @@ alternating within each repeat so that a noisy moment hits them alike.
 
 from __future__ import annotations
 
+import os
 import socket
 import statistics
 import struct
+import subprocess
+import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -201,14 +215,15 @@ class Row:
     target: str | None = None
     replies: bool = True
     produce_topic: str | None = None  # records to count at the end
+    floor: bool = False  # sent to scripts/_bench_floor.py, not to the broker
     runs: dict[int, list[dict[str, float]]] = field(default_factory=dict)  # depth -> runs
 
     @property
     def version(self) -> int:
         return VERSIONS[self.key]
 
-    def label(self, depth: int) -> str:
-        return f"{self.name} v{self.version}, " + (f"depth {depth}" if self.replies else "stream")
+    def label(self, depth: int, placement: str = "") -> str:
+        return f"{self.name} v{self.version}, " + (f"depth {depth}" if self.replies else "stream") + placement
 
 
 def _produce_body(topic: str, acks: int) -> dict[str, Any]:
@@ -313,7 +328,8 @@ def build_rows(bootstrap: str, port: int, prefix: str) -> tuple[list[Row], dict[
 
 def run_once(row: Row, port: int, depth: int, seconds: float, meter: Callable[[], Any],
              fence: bytes) -> tuple[dict[str, float], int]:
-    """One measured run of ``row`` on a new connection; (figures, records produced)."""
+    """One measured run of ``row`` on a new connection to ``port``, ``meter`` measuring the
+    process behind it; (figures, records produced)."""
     req = encode(row.key, row.body)
     sock = connect(port)
     try:
@@ -322,8 +338,7 @@ def run_once(row: Row, port: int, depth: int, seconds: float, meter: Callable[[]
             read_frame(sock)
             with meter() as m:
                 n = stream(sock, req, fence, seconds)
-            return {"requests_per_s": n / m.wall, "broker_us": 1e6 * m.broker / n, "requests": n,
-                    **m.as_dict()}, n + 1
+            return figures(m, n), n + 1
         sock.sendall(req)  # the probe: decoded and checked, and its size is every reply's size
         probe = read_frame(sock)
         if bad := error_codes(decode(row.key, probe)):
@@ -332,31 +347,115 @@ def run_once(row: Row, port: int, depth: int, seconds: float, meter: Callable[[]
             n, last = pipeline(sock, req, depth, seconds, len(probe) + 4)
         if bad := error_codes(decode(row.key, last)):
             raise RuntimeError(f"{row.name}: error codes {bad} in the last reply")
-        return {"requests_per_s": n / m.wall, "broker_us": 1e6 * m.broker / n, "requests": n,
-                **m.as_dict()}, n + 1
+        return figures(m, n), n + 1
     finally:
         sock.close()
 
 
-def section_requests(ctx: Any, meter: Callable[[], Any]) -> dict[str, Any]:
+def figures(m: Any, n: int) -> dict[str, float]:
+    return {"requests_per_s": n / m.wall, "broker_us": 1e6 * m.broker / n, "user_us": 1e6 * m.broker_user / n,
+            "sys_us": 1e6 * m.broker_sys / n, "requests": n, **m.as_dict()}
+
+
+class FloorServer:
+    """``scripts/_bench_floor.py`` in a child process, answering every request with ``body``
+    (a reply without its size and correlation id). It exits when its stdin closes."""
+
+    def __init__(self, body: bytes) -> None:
+        script = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_bench_floor.py")
+        self.proc = subprocess.Popen([sys.executable, script], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+        assert self.proc.stdin is not None and self.proc.stdout is not None
+        self.proc.stdin.write(_SIZE.pack(len(body)) + body)
+        self.proc.stdin.flush()
+        line = self.proc.stdout.readline().decode()
+        if not line.startswith("port "):
+            self.close()
+            raise RuntimeError(f"the floor server did not start: {line!r}")
+        self.port, self.pid = int(line.split()[1]), self.proc.pid
+
+    def close(self) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.close()
+        try:
+            self.proc.wait(10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+
+
+class SameCore:
+    """``--same-core``: the broker (every thread) and this load generator (the calling thread)
+    pinned to one CPU for the section, so that a round trip is two processes taking turns on
+    one core instead of waking each other across cores; the affinities are restored after."""
+
+    def __init__(self, pids: list[int]) -> None:
+        self.cpu = min(os.sched_getaffinity(0))
+        self.saved: dict[int, set[int]] = {}
+        self.pids = pids
+
+    def pin(self, pid: int) -> None:
+        """Pin ``pid`` (a process: all its threads) to the section's CPU."""
+        try:
+            tids = [int(t) for t in os.listdir(f"/proc/{pid}/task")]
+        except FileNotFoundError:
+            tids = [pid]
+        for tid in tids:
+            try:
+                self.saved.setdefault(tid, os.sched_getaffinity(tid))
+                os.sched_setaffinity(tid, {self.cpu})
+            except (ProcessLookupError, PermissionError):
+                pass  # a thread that ended meanwhile
+
+    def __enter__(self) -> SameCore:
+        self.saved[0] = os.sched_getaffinity(0)
+        os.sched_setaffinity(0, {self.cpu})
+        for pid in self.pids:
+            self.pin(pid)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        for tid, cpus in self.saved.items():
+            try:
+                os.sched_setaffinity(tid, cpus)
+            except (ProcessLookupError, PermissionError):
+                pass
+
+
+def section_requests(ctx: Any, meter: Callable[[int], Any]) -> dict[str, Any]:
     args = ctx.args
     depths = sorted({int(d) for d in str(args.depth).split(",") if d.strip()})
     seconds = args.request_seconds
+    same_core = bool(getattr(args, "same_core", False))
+    placement = ", same core" if same_core else ""
     print(f"== requests: broker CPU per small request, per API; raw socket, each request encoded once,"
-          f" depth {', '.join(map(str, depths))} in flight, {seconds:g} s per run, median of {args.repeats}")
-    rows, setup = build_rows(ctx.broker.bootstrap, ctx.broker.port, "requests")
+          f" depth {', '.join(map(str, depths))} in flight, {seconds:g} s per run, median of {args.repeats};"
+          + (" broker and load generator pinned to one CPU" if same_core else " processes placed by the kernel"))
+    port = ctx.broker.port
+    rows, setup = build_rows(ctx.broker.bootstrap, port, "requests")
     fence = encode(ApiKey.API_VERSIONS, {"client_software_name": "bench-requests", "client_software_version": "1"})
+    setup["sock"].sendall(fence)
+    floor = FloorServer(read_frame(setup["sock"])[4:])  # the broker's ApiVersions reply, replayed
+    rows.append(Row("floor: minimal uvloop server, ApiVersions reply", ApiKey.API_VERSIONS,
+                    {"client_software_name": "bench-requests", "client_software_version": "1"}, floor=True))
     produced: dict[str, int] = {}
+    pinned = SameCore([ctx.broker.pid, floor.pid]) if same_core else None
     try:
+        if pinned is not None:
+            pinned.__enter__()
         for r in range(args.repeats):
             for row in rows:
                 for depth in depths if row.replies else depths[:1]:
-                    res, records = run_once(row, ctx.broker.port, depth, seconds, meter, fence)
+                    if pinned is not None:
+                        pinned.pin(ctx.broker.pid)  # threads started since
+                    target = floor if row.floor else ctx.broker
+                    who = "floor server" if row.floor else "broker"
+                    res, records = run_once(row, target.port, depth, seconds, lambda: meter(target.pid), fence)
                     row.runs.setdefault(depth, []).append(res)
                     if row.produce_topic:
                         produced[row.produce_topic] = produced.get(row.produce_topic, 0) + records
-                    print(f"  {row.label(depth):<58} run {r + 1}: {res['requests_per_s']:>9,.0f} requests/s"
-                          f" {res['broker_us']:7.1f} µs broker CPU/request  ({m_describe(res)})")
+                    print(f"  {row.label(depth, placement):<58} run {r + 1}: {res['requests_per_s']:>9,.0f} requests/s"
+                          f" {res['broker_us']:7.1f} µs {who} CPU/request"
+                          f" ({res['user_us']:.1f} user, {res['sys_us']:.1f} system)  ({m_describe(res, who)})")
         for t, n in produced.items():
             got = end_offset(setup["sock"], t)
             if got != n:
@@ -364,26 +463,35 @@ def section_requests(ctx: Any, meter: Callable[[], Any]) -> dict[str, Any]:
         call(setup["sock"], ApiKey.LEAVE_GROUP, {"group_id": setup["group"], "members": [
             {"member_id": setup["member"], "group_instance_id": None}]})
     finally:
+        if pinned is not None:
+            pinned.__exit__()
+        floor.close()
         setup["sock"].close()
-    out: dict[str, Any] = {"depths": depths, "seconds": seconds, "rows": {}}
-    print(f"  {'request':<48} {'version':>7} {'depth':>6} {'requests/s':>11} {'µs/request':>11}   (medians)")
+    out: dict[str, Any] = {"depths": depths, "seconds": seconds, "same_core": same_core, "rows": {}}
+    print(f"  {'request':<48} {'version':>7} {'depth':>6} {'requests/s':>11} {'µs/request':>11} {'user':>6}"
+          f" {'system':>6}   (medians; CPU of the broker, of the floor server in its row)")
     for row in rows:
         for depth, runs in row.runs.items():
             rps = statistics.median(x["requests_per_s"] for x in runs)
             us = statistics.median(x["broker_us"] for x in runs)
-            out["rows"][row.label(depth)] = {"api": ApiKey(row.key).name, "version": row.version,
-                                             "depth": depth if row.replies else None, "runs": runs,
-                                             "median_requests_per_s": rps, "median_broker_us": us}
+            user = statistics.median(x["user_us"] for x in runs)
+            system = statistics.median(x["sys_us"] for x in runs)
+            label = row.label(depth, placement)
+            out["rows"][label] = {"api": ApiKey(row.key).name, "version": row.version,
+                                  "depth": depth if row.replies else None, "runs": runs, "floor": row.floor,
+                                  "median_requests_per_s": rps, "median_broker_us": us,
+                                  "median_user_us": user, "median_sys_us": system}
             print(f"  {row.name:<48} {row.version:>7} {depth if row.replies else 'stream':>6} {rps:>11,.0f}"
-                  f" {us:>11.1f}")
-            ctx.table.add("requests", f"{row.label(depth)}: requests/s", rps, "req/s",
+                  f" {us:>11.1f} {user:>6.1f} {system:>6.1f}")
+            ctx.table.add("requests", f"{label}: requests/s", rps, "req/s",
                           runs=[x["requests_per_s"] for x in runs])
-            ctx.table.add("requests", f"{row.label(depth)}: broker CPU per request", us, "us", row.target,
+            what = "floor server CPU" if row.floor else "broker CPU"
+            ctx.table.add("requests", f"{label}: {what} per request", us, "us", row.target,
                           [x["broker_us"] for x in runs], fmt="{:,.1f}")
     return out
 
 
-def m_describe(res: dict[str, float]) -> str:
+def m_describe(res: dict[str, float], who: str = "broker") -> str:
     wall = res["wall_s"]
-    return (f"broker CPU {res['broker_cpu_s'] / wall:4.0%}, load generator CPU {res['client_cpu_s'] / wall:4.0%}"
+    return (f"{who} CPU {res['broker_cpu_s'] / wall:4.0%}, load generator CPU {res['client_cpu_s'] / wall:4.0%}"
             f" of one core over {wall:.2f} s")

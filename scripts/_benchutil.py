@@ -86,15 +86,20 @@ def fs_type(path: str) -> str:
 _CLK_TCK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 
 
-def proc_cpu_s(pid: int) -> float:
-    """User + system CPU seconds of process ``pid`` (all its threads; ``/proc/PID/stat``
-    counts in ticks of 1/``SC_CLK_TCK`` s). 0.0 once the process is gone."""
+def proc_cpu_split(pid: int) -> tuple[float, float]:
+    """(user, system) CPU seconds of process ``pid`` (all its threads; ``/proc/PID/stat``
+    counts in ticks of 1/``SC_CLK_TCK`` s). (0.0, 0.0) once the process is gone."""
     try:
         with open(f"/proc/{pid}/stat") as f:
             fields = f.read().rsplit(")", 1)[1].split()
     except (FileNotFoundError, ProcessLookupError):
-        return 0.0
-    return (int(fields[11]) + int(fields[12])) / _CLK_TCK
+        return 0.0, 0.0
+    return int(fields[11]) / _CLK_TCK, int(fields[12]) / _CLK_TCK
+
+
+def proc_cpu_s(pid: int) -> float:
+    """User + system CPU seconds of process ``pid`` (``proc_cpu_split`` summed)."""
+    return sum(proc_cpu_split(pid))
 
 
 def child_pids(pid: int) -> list[int]:

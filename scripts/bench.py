@@ -71,7 +71,10 @@ checking that it exits 0. Sections (``--only NAME[,NAME...]``; all by default):
   partitions with nothing new, Metadata of one topic, ApiVersions, Heartbeat of a real group
   member, OffsetCommit of one partition; raw socket, each request encoded once, ``--depth``
   (1,16) in flight for ``--request-seconds`` (0.8) per run. Requests/s and broker CPU µs per
-  request; target <= 20 µs per single-record Produce at acks=1.
+  request, user and system; target <= 20 µs per single-record Produce at acks=1. A last row,
+  ``floor``, measures ``scripts/_bench_floor.py`` (a minimal uvloop server replaying the
+  broker's ApiVersions reply) the same way: the wake-up, syscall and loopback cost under every
+  row. ``--same-core`` pins the broker and the load generator to one CPU for the section.
 - ``txn``: transactional produce against idempotent produce, in the same run
   (``scripts/_bench_txn.py``): confluent-kafka with W1's settings, ``--txn-records`` (default
   100,000; ``--quick`` 20,000) per run, idempotent, then transactions of 10,000 and of 100
@@ -118,6 +121,7 @@ Run from the repository root::
     .venv/bin/python scripts/bench.py --only w1,latency --json bench-results/bench.json
     .venv/bin/python scripts/bench.py --only w1b --quick --repeats 1
     .venv/bin/python scripts/bench.py --only requests --depth 1,16 --repeats 3
+    .venv/bin/python scripts/bench.py --only requests --repeats 3 --same-core
     .venv/bin/python scripts/bench.py --only txn --repeats 3                   # transactions
     .venv/bin/python scripts/bench.py --only client-produce,client-consume   # Python clients
     .venv/bin/python scripts/bench.py --only client-idioms --quick --repeats 1
@@ -153,7 +157,7 @@ from _bench_clients import CLIENT_TARGETS, section_client_consume, section_clien
 from _bench_idioms import IDIOM_TARGETS, section_client_idioms  # noqa: E402
 from _bench_requests import REQUEST_TARGETS, section_requests  # noqa: E402
 from _bench_txn import section_txn  # noqa: E402
-from _benchutil import command_line, fs_type, machine_line  # noqa: E402
+from _benchutil import command_line, fs_type, machine_line, proc_cpu_s, proc_cpu_split  # noqa: E402
 
 from broker.testing import BrokerProcess, parse_metrics  # noqa: E402
 from client.protocol import REQUESTS, ApiKey, FrameDecoder, Writer, encode_request_header  # noqa: E402
@@ -175,7 +179,6 @@ GB = 1_000_000_000
 MiB = 1 << 20
 VALUE_SIZE = 100
 _LISTENING = re.compile(r"minibroker listening on ([\d.]+):(\d+)")
-_CLK_TCK = os.sysconf("SC_CLK_TCK")
 
 # The README's "Performance targets": (comparison, value).
 TARGETS: dict[str, tuple[str, float]] = {
@@ -234,13 +237,6 @@ class Table:
 # ---------------------------------------------------------------- process helpers
 
 
-def proc_cpu_s(pid: int) -> float:
-    """User + system CPU seconds of process ``pid`` (all threads)."""
-    with open(f"/proc/{pid}/stat") as f:
-        fields = f.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / _CLK_TCK
-
-
 def self_cpu_s() -> float:
     t = os.times()
     return t.user + t.system
@@ -255,18 +251,20 @@ def proc_status_kb(pid: int, key: str) -> int:
 
 
 class CpuMeter:
-    """Wall, broker CPU and load-generator CPU over a block of code."""
+    """Wall, broker CPU (user and system) and load-generator CPU over a block of code."""
 
     def __init__(self, broker_pid: int) -> None:
         self.pid = broker_pid
 
     def __enter__(self) -> CpuMeter:
-        self.b0, self.c0, self.t0 = proc_cpu_s(self.pid), self_cpu_s(), time.perf_counter()
+        self.b0, self.c0, self.t0 = proc_cpu_split(self.pid), self_cpu_s(), time.perf_counter()
         return self
 
     def __exit__(self, *exc: object) -> None:
         self.wall = time.perf_counter() - self.t0
-        self.broker = proc_cpu_s(self.pid) - self.b0
+        user, system = proc_cpu_split(self.pid)
+        self.broker_user, self.broker_sys = user - self.b0[0], system - self.b0[1]
+        self.broker = self.broker_user + self.broker_sys
         self.client = self_cpu_s() - self.c0
 
     def describe(self) -> str:
@@ -274,7 +272,8 @@ class CpuMeter:
                 f" of one core over {self.wall:.2f} s")
 
     def as_dict(self) -> dict[str, float]:
-        return {"wall_s": self.wall, "broker_cpu_s": self.broker, "client_cpu_s": self.client}
+        return {"wall_s": self.wall, "broker_cpu_s": self.broker, "client_cpu_s": self.client,
+                "broker_user_s": self.broker_user, "broker_sys_s": self.broker_sys}
 
 
 def broker_command(data_dir: str, log_level: str = "INFO") -> list[str]:
@@ -1435,7 +1434,7 @@ def section_startup(ctx: Ctx) -> dict[str, Any]:
 @section("requests")
 def section_requests_(ctx: Ctx) -> dict[str, Any]:
     with Profiler(ctx, "requests"):
-        return section_requests(ctx, lambda: CpuMeter(ctx.broker.pid))
+        return section_requests(ctx, CpuMeter)
 
 
 @section("txn")
@@ -1483,6 +1482,9 @@ def main(argv: list[str] | None = None) -> int:
                     help="requests: comma-separated numbers of requests in flight (default 1,16)")
     ap.add_argument("--request-seconds", type=float, default=0.8,
                     help="requests: seconds per run of each API and depth (default 0.8)")
+    ap.add_argument("--same-core", action="store_true",
+                    help="requests: pin the broker and the load generator to one CPU (a round trip then"
+                         " takes turns on one core instead of waking the other core)")
     ap.add_argument("--consumer-fetch-bytes", type=int, default=16 * MiB,
                     help="W2 fetch.max.bytes and max.partition.fetch.bytes (default 16 MiB)")
     ap.add_argument("--raw-produce-depth", type=int, default=4,

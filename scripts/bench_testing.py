@@ -34,19 +34,11 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if REPO not in sys.path:
     sys.path.insert(0, REPO)
 
-from _benchutil import command_line, machine_line  # noqa: E402
+from _benchutil import command_line, machine_line, proc_cpu_s  # noqa: E402
 
 from broker.testing import BrokerProcess, create_topic, start  # noqa: E402
 from client.protocol import REQUESTS, ApiKey, FrameDecoder, Writer, encode_request_header  # noqa: E402
 from client.records.record import build_batch  # noqa: E402
-
-_CLK_TCK = os.sysconf("SC_CLK_TCK")
-
-
-def proc_cpu_s(pid: int) -> float:
-    with open(f"/proc/{pid}/stat") as f:
-        fields = f.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / _CLK_TCK
 
 
 def produce_request(topic: str) -> bytearray:
