@@ -97,7 +97,7 @@ from client.accumulator import (
 from client.cluster import Cluster
 from client.errors import IllegalStateError, KafkaError, KafkaTimeoutError
 from client.partitioner import Partitioner
-from client.producer_batch import ProducerBatch, RecordFuture, RecordMetadata, WaitGroup
+from client.producer_batch import ProducerBatch, RecordFuture, RecordMetadata, WaitGroup, WaitingRecord
 from client.protocol.api import ErrorCode
 from client.records.codec import append_record
 from client.records.compression import Compression
@@ -111,6 +111,7 @@ __all__ = ["Producer", "RecordMetadata", "RecordFuture"]
 logger = logging.getLogger("client.producer")
 
 _time_ns = time.time_ns
+_GROUP_MAX = WaitGroup.GROUP_MAX
 Header = tuple[str, "bytes | None"]
 _DRAIN_YIELD_EVERY = 0.001  # seconds: drain() yields at least this often
 
@@ -391,6 +392,19 @@ class Producer:
         acc = self._acc
         topic_state = acc.topics.get(topic)
         if topic_state is None or acc.waiting:
+            if topic_state is None and key is None and headers is None and type(value) is bytes:
+                # A burst before the topic's metadata arrives (send_nowait right after start):
+                # what _enqueue and RecordAccumulator.park do for a plain record whose topic
+                # already has a queue and a metadata fetch under way, without their two calls.
+                g = acc._group
+                q = acc.topic_waiting.get(topic)
+                if q is not None and g is not None and g.pending < _GROUP_MAX and topic in self._metadata_tasks \
+                        and len(value) + 97 <= acc.max_record_bound and not g.future.done():
+                    g.pending += 1
+                    rf = WaitingRecord(g, topic, value, None, None, partition, timestamp_ms,
+                                       self._loop.time() + self.max_block)  # type: ignore[union-attr]
+                    q.append(rf)
+                    return rf
             return self._enqueue(topic, value, key, headers, partition, timestamp_ms)
         if partition is None:
             if key is None:
