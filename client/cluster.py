@@ -131,6 +131,11 @@ class Cluster:
             await asyncio.sleep(backoff * (0.8 + 0.4 * random.random()))
             backoff = min(backoff * 2, self.reconnect_backoff_max_ms / 1000)
 
+    def ready_connection(self, node_id: int) -> BrokerConnection | None:
+        """The open connection to broker ``node_id``, or None (``node_connection`` makes one)."""
+        conn = self._conns.get(("node", node_id))
+        return conn if conn is not None and conn.connected else None
+
     async def node_connection(self, node_id: int) -> BrokerConnection:
         if node_id not in self.brokers:
             await self.refresh_metadata()

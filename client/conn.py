@@ -10,13 +10,22 @@ different correlation id is a protocol error. Responses are decoded with the sha
 pipelines up to ``max_in_flight`` requests, applies a per-request timeout, and fails every
 pending request with KafkaConnectionError when the connection breaks. On connect it asks
 ApiVersions (v0: every broker answers it) and keeps the broker's version ranges.
+
+``conn.send_request(..., on_response)`` is the same request without a coroutine: written at
+once, or not at all (False) when it would have to wait — for a request slot, for a paused
+transport, or behind an awaited request holding the write lock. The response, or the error
+that failed the request, is handed to ``on_response(body, exc)`` from the data callback. The
+producer's sender uses it so that a Produce request costs no task, and its answer no loop
+turn to wake one (an awaited send is a round trip: its loop turns are its cost).
 """
 
 from __future__ import annotations
 
 import asyncio
 import collections
+import logging
 import struct
+from collections.abc import Callable
 from typing import Any
 
 from client.errors import KafkaConnectionError, KafkaError, KafkaTimeoutError
@@ -27,6 +36,8 @@ from client.protocol.messages import REQUESTS, RESPONSES
 from client.protocol.primitives import DecodeError, Reader, Writer
 
 __all__ = ["ClientConnectionState", "BrokerConnection", "CLIENT_VERSIONS"]
+
+logger = logging.getLogger("client.conn")
 
 _SIZE = struct.Struct(">i")
 
@@ -108,6 +119,41 @@ class _Protocol(asyncio.Protocol):
         self.conn._can_write.set()
 
 
+class _Callback:
+    """A request sent by ``send_request``: in the connection's queue of requests in flight, it
+    answers like a future (``done``, ``set_result``, ``set_exception``) and hands the outcome
+    to ``fn(body, exc)`` once, releasing its request slot and cancelling its timer first."""
+
+    __slots__ = ("conn", "fn", "timer", "called")
+
+    def __init__(self, conn: BrokerConnection, fn: Callable[[dict[str, Any] | None, KafkaError | None], None]) -> None:
+        self.conn = conn
+        self.fn = fn
+        self.timer: asyncio.TimerHandle | None = None
+        self.called = False
+
+    def done(self) -> bool:
+        return self.called
+
+    def set_result(self, body: dict[str, Any]) -> None:
+        self._call(body, None)
+
+    def set_exception(self, exc: KafkaError) -> None:
+        self._call(None, exc)
+
+    def _call(self, body: dict[str, Any] | None, exc: KafkaError | None) -> None:
+        if self.called:
+            return
+        self.called = True
+        if self.timer is not None:
+            self.timer.cancel()
+        self.conn._release_slot()
+        try:
+            self.fn(body, exc)
+        except Exception:  # noqa: BLE001 - a callback's bug must not break the connection's reads
+            logger.exception("response callback of a request to %s:%d failed", self.conn.host, self.conn.port)
+
+
 class BrokerConnection:
     def __init__(self, host: str, port: int, *, client_id: str | None = "minibroker-python",
                  request_timeout_ms: int = 30000, max_in_flight: int = 64) -> None:
@@ -116,8 +162,9 @@ class BrokerConnection:
         self.request_timeout = request_timeout_ms / 1000
         self.state = ClientConnectionState(client_id)
         self._transport: asyncio.Transport | None = None
-        self._futures: collections.deque[asyncio.Future[dict[str, Any]]] = collections.deque()
-        self._slots = asyncio.Semaphore(max_in_flight)
+        self._futures: collections.deque[asyncio.Future[dict[str, Any]] | _Callback] = collections.deque()
+        self._free_slots = max_in_flight  # requests that may still be put in flight
+        self._slot_waiters: collections.deque[asyncio.Future[None]] = collections.deque()
         self._can_write = asyncio.Event()
         self._can_write.set()
         self._write_lock = asyncio.Lock()
@@ -154,12 +201,35 @@ class BrokerConnection:
             raise KafkaError(f"no common version of {ApiKey(api_key).name}: client {ours}, broker {theirs}")
         return hi
 
+    async def _take_slot(self) -> None:
+        """Wait for a request slot (FIFO); ``_release_slot`` gives it back or hands it over."""
+        if self._free_slots > 0 and not self._slot_waiters:
+            self._free_slots -= 1
+            return
+        fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._slot_waiters.append(fut)
+        try:
+            await fut
+        except asyncio.CancelledError:
+            if fut.done() and not fut.cancelled():  # handed a slot, then cancelled: pass it on
+                self._release_slot()
+            raise
+
+    def _release_slot(self) -> None:
+        while self._slot_waiters:
+            w = self._slot_waiters.popleft()
+            if not w.done():  # a cancelled waiter is skipped
+                w.set_result(None)
+                return
+        self._free_slots += 1
+
     async def request(self, api_key: int, version: int, body: dict[str, Any], *,
                       expect_response: bool = True, timeout: float | None = None) -> dict[str, Any]:
         """Send one request and wait for its response (requests pipeline; replies arrive in order)."""
         if self._closed_exc is not None:
             raise self._closed_exc
-        async with self._slots:
+        await self._take_slot()
+        try:
             # Requests go out in the order they were made: a request that finds the transport
             # paused holds the (FIFO) write lock while it waits, so one made later cannot slip
             # in between the resume and its wake-up. An idempotent producer's batches of a
@@ -185,8 +255,30 @@ class BrokerConnection:
                 return await fut
             finally:
                 timer.cancel()
+        finally:
+            self._release_slot()
 
-    def _timed_out(self, fut: asyncio.Future[dict[str, Any]], api_key: int) -> None:
+    def send_request(self, api_key: int, version: int, body: dict[str, Any],
+                     on_response: Callable[[dict[str, Any] | None, KafkaError | None], None]) -> bool:
+        """Write one request now and return True; ``on_response(body, None)`` gets its answer,
+        or ``on_response(None, error)`` the KafkaError that failed it (the connection broke or
+        the request timed out), from a loop callback, never from within this call. False,
+        having written nothing, when the request would have to wait (no slot free, the
+        transport paused, an awaited request holding the write lock) or the connection is
+        closed: the caller then awaits ``request`` instead."""
+        transport = self._transport
+        if self._closed_exc is not None or transport is None or self._free_slots <= 0 or self._slot_waiters \
+                or not self._can_write.is_set() or self._write_lock.locked():
+            return False
+        _, data = self.state.encode_request(api_key, version, body, True)
+        self._free_slots -= 1
+        cb = _Callback(self, on_response)
+        self._futures.append(cb)
+        transport.write(data)
+        cb.timer = asyncio.get_running_loop().call_later(self.request_timeout, self._timed_out, cb, api_key)
+        return True
+
+    def _timed_out(self, fut: asyncio.Future[dict[str, Any]] | _Callback, api_key: int) -> None:
         if not fut.done():
             # The connection's in-order stream is now out of step with us: close it.
             self._fail(KafkaTimeoutError(f"{ApiKey(api_key).name} request to {self.host}:{self.port} timed out"))

@@ -15,6 +15,14 @@ request slot. Each run:
    partition per request, as Kafka's brokers require, up to ``max_request_size``), and repeats
    while slots and batches remain, so one partition's batches are pipelined.
 
+A request is written within the run when it can be (``BrokerConnection.send_request``: the
+node's connection is open and can take it at once) and answered by a callback from the
+connection's data callback (``_answered``): no task per request, and no loop turn between the
+response's arrival and the batches' futures. Otherwise (the first request to a node, which
+connects; a full connection; back-pressure) a task awaits ``BrokerConnection.request``; while
+any such task of a node is alive, that node's later requests take the same path, so requests
+reach each node in the order the runs made them.
+
 Answers: a partition's batch resolves its future with ``BatchResult(base_offset,
 log_append_time)``; a retriable error requeues it (in creation order, after
 ``retry_backoff_ms``; stale metadata is refreshed first); MESSAGE_TOO_LARGE splits a batch of
@@ -47,6 +55,7 @@ from typing import Any
 
 from client.accumulator import RecordAccumulator
 from client.cluster import Cluster
+from client.conn import BrokerConnection
 from client.errors import ERRORS, KafkaError, KafkaTimeoutError, TransactionAbortedError, error_for_code
 from client.producer_batch import BatchResult, ProducerBatch
 from client.protocol.api import ApiKey, ErrorCode
@@ -82,6 +91,7 @@ class Sender:
         self._queues: dict[tuple[str, int], deque[ProducerBatch]] = {}  # sealed, to send
         self._ready: dict[tuple[str, int], None] = {}  # partitions with a non-empty queue
         self._in_flight: dict[int, int] = {}  # node id -> Produce requests in flight
+        self._awaiting: dict[int, int] = {}  # node id -> requests sent by a task (_send_request), alive
         self._connect_locks: dict[int, asyncio.Lock] = {}
         self._tasks: set[asyncio.Task[Any]] = set()
         self._refreshing: dict[str, asyncio.Task[Any]] = {}
@@ -219,6 +229,9 @@ class Sender:
                 break
             for node, batches in requests.items():
                 self._in_flight[node] = self._in_flight.get(node, 0) + 1
+                if self.acks != 0 and not self._awaiting.get(node) and self._send_now(node, batches):
+                    continue
+                self._awaiting[node] = self._awaiting.get(node, 0) + 1
                 t = loop.create_task(self._send_request(node, batches))
                 self._tasks.add(t)
                 t.add_done_callback(self._tasks.discard)
@@ -264,6 +277,48 @@ class Sender:
 
     # ------------------------------------------------------------------ requests and answers
 
+    def _produce_body(self, batches: list[ProducerBatch]) -> dict[str, Any]:
+        topic_data: dict[str, list[dict[str, Any]]] = {}
+        for b in batches:
+            topic_data.setdefault(b.topic, []).append({"index": b.partition, "records": b.data})
+        return {"transactional_id": self.transactional_id, "acks": self.acks, "timeout_ms": self.request_timeout_ms,
+                "topic_data": [{"name": t, "partition_data": d} for t, d in topic_data.items()]}
+
+    def _send_now(self, node: int, batches: list[ProducerBatch]) -> bool:
+        """Write the request within this run if the node's connection takes it at once (see
+        the module docstring); False, having sent nothing, otherwise."""
+        conn = self._cluster.ready_connection(node)
+        if conn is None:
+            return False
+        try:
+            version = conn.pick_version(ApiKey.PRODUCE)
+        except KafkaError:
+            return False  # the task's path reports it
+        if not conn.send_request(ApiKey.PRODUCE, version, self._produce_body(batches),
+                                 lambda resp, exc: self._answered(node, conn, batches, resp, exc)):
+            return False
+        for b in batches:
+            b.attempts += 1
+        return True
+
+    def _answered(self, node: int, conn: BrokerConnection, batches: list[ProducerBatch],
+                  resp: dict[str, Any] | None, exc: KafkaError | None) -> None:
+        """The outcome of a request written by ``_send_now``."""
+        try:
+            if exc is not None:
+                for b in batches:
+                    self._retry_or_fail(b, exc)
+            else:
+                assert resp is not None
+                self._handle_response(conn, batches, resp)
+        finally:
+            self._request_ended(node)
+
+    def _request_ended(self, node: int) -> None:
+        self._in_flight[node] -= 1
+        self._progress.set()
+        self.wake(0)
+
     async def _send_request(self, node: int, batches: list[ProducerBatch]) -> None:
         try:
             try:
@@ -278,11 +333,7 @@ class Sender:
                 async with lock:
                     conn = await self._cluster.node_connection(node)
                 version = conn.pick_version(ApiKey.PRODUCE)
-                topic_data: dict[str, list[dict[str, Any]]] = {}
-                for b in batches:
-                    topic_data.setdefault(b.topic, []).append({"index": b.partition, "records": b.data})
-                body = {"transactional_id": self.transactional_id, "acks": self.acks, "timeout_ms": self.request_timeout_ms,
-                        "topic_data": [{"name": t, "partition_data": d} for t, d in topic_data.items()]}
+                body = self._produce_body(batches)
                 for b in batches:
                     b.attempts += 1
                 if self.acks == 0:  # no answer: done once written (offsets unknown, -1)
@@ -295,30 +346,32 @@ class Sender:
                 for b in batches:
                     self._retry_or_fail(b, e)
                 return
-            by_tp = {(b.topic, b.partition): b for b in batches}
-            for t in resp["responses"]:
-                for r in t["partition_responses"]:
-                    answered = by_tp.pop((t["name"], r["index"]), None)
-                    if answered is None:
-                        continue
-                    b = answered
-                    code = r["error_code"]
-                    if code == 0:
-                        self.complete(b, BatchResult(r["base_offset"], r["log_append_time_ms"]))
-                    elif code == ErrorCode.DUPLICATE_SEQUENCE_NUMBER:  # older brokers: written before
-                        self.complete(b, BatchResult(-1, -1))
-                    elif code in _SEQUENCE_ERRORS and self._tm is not None and self._sequence_retry(b, code):
-                        continue
-                    else:
-                        name = ErrorCode(code).name if code in ErrorCode._value2member_map_ else str(code)
-                        self._retry_or_fail(b, error_for_code(
-                            code, f"{name} from {conn.host}:{conn.port} for {b.topic}-{b.partition}"))
-            for b in by_tp.values():
-                self._retry_or_fail(b, KafkaError(f"no answer for {b.topic}-{b.partition} in the Produce response"))
+            self._handle_response(conn, batches, resp)
         finally:
-            self._in_flight[node] -= 1
-            self._progress.set()
-            self.wake(0)
+            self._awaiting[node] -= 1
+            self._request_ended(node)
+
+    def _handle_response(self, conn: BrokerConnection, batches: list[ProducerBatch], resp: dict[str, Any]) -> None:
+        by_tp = {(b.topic, b.partition): b for b in batches}
+        for t in resp["responses"]:
+            for r in t["partition_responses"]:
+                answered = by_tp.pop((t["name"], r["index"]), None)
+                if answered is None:
+                    continue
+                b = answered
+                code = r["error_code"]
+                if code == 0:
+                    self.complete(b, BatchResult(r["base_offset"], r["log_append_time_ms"]))
+                elif code == ErrorCode.DUPLICATE_SEQUENCE_NUMBER:  # older brokers: written before
+                    self.complete(b, BatchResult(-1, -1))
+                elif code in _SEQUENCE_ERRORS and self._tm is not None and self._sequence_retry(b, code):
+                    continue
+                else:
+                    name = ErrorCode(code).name if code in ErrorCode._value2member_map_ else str(code)
+                    self._retry_or_fail(b, error_for_code(
+                        code, f"{name} from {conn.host}:{conn.port} for {b.topic}-{b.partition}"))
+        for b in by_tp.values():
+            self._retry_or_fail(b, KafkaError(f"no answer for {b.topic}-{b.partition} in the Produce response"))
 
     def _sequence_retry(self, b: ProducerBatch, code: int) -> bool:
         """Idempotence: retry ``b`` after OUT_OF_ORDER_SEQUENCE_NUMBER while an earlier batch
