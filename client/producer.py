@@ -374,6 +374,7 @@ class Producer:
     def _seal_if_idle(self, b: Any) -> None:
         if type(b) is ProducerBatch and b.data is None and not self._sender.backlog and not b.future.done():
             self._acc.seal(b)
+            self._sender.run_due()  # the request leaves in this turn, not the next
 
     def send_nowait(self, topic: str, value: Any = None, key: Any = None, headers: Sequence[Header] | None = None,
                     partition: int | None = None, timestamp_ms: int | None = None) -> RecordFuture:

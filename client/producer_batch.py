@@ -77,6 +77,52 @@ class BatchResult(NamedTuple):
     log_append_time: int
 
 
+class BatchFuture(asyncio.Future):  # type: ignore[type-arg]
+    """The future of a batch or a WaitGroup: an asyncio future that, when it resolves, also
+    resolves at once the waiters of the tasks awaiting its records (``RecordFuture.__await__``).
+
+    A waiter added as an ordinary done callback would be resolved by a callback the loop runs
+    one turn later, and the awaiting task would resume one turn after that; here the task's
+    wake-up is scheduled in the turn that resolves the batch (the one that reads the broker's
+    answer), right after the future's own callbacks. An awaited send is a round trip, and
+    each loop turn on its path is part of its latency. The waiters are the awaiting tasks'
+    own futures, so cancelling a task still cancels only its waiter."""
+
+    __slots__ = ("_record_waiters",)
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        super().__init__(loop=loop)
+        self._record_waiters: list[asyncio.Future[None]] | None = None
+
+    def add_record_waiter(self, waiter: asyncio.Future[None]) -> None:
+        """Resolve ``waiter`` (with None, unless it is done by then) once this future is."""
+        if self._record_waiters is None:
+            self._record_waiters = [waiter]
+        else:
+            self._record_waiters.append(waiter)
+
+    def _wake_record_waiters(self) -> None:
+        waiters = self._record_waiters
+        if waiters is not None:
+            self._record_waiters = None
+            for w in waiters:
+                if not w.done():
+                    w.set_result(None)
+
+    def set_result(self, result: Any) -> None:
+        super().set_result(result)
+        self._wake_record_waiters()
+
+    def set_exception(self, exception: Any) -> None:
+        super().set_exception(exception)
+        self._wake_record_waiters()
+
+    def cancel(self, msg: Any = None) -> bool:
+        cancelled = super().cancel(msg)
+        self._wake_record_waiters()
+        return cancelled
+
+
 class ProducerBatch:
     """One partition's batch being filled, then sent (and maybe retried) as one unit."""
 
@@ -96,7 +142,7 @@ class ProducerBatch:
         self.created = created
         self.capacity = capacity
         self.reserved = reserved  # bytes of buffer_memory this batch holds until it completes
-        self.future: asyncio.Future[Any] = loop.create_future()
+        self.future: BatchFuture = BatchFuture(loop)
         self.attempts = 0
         self.retry_at = 0.0
         self.seq = seq
@@ -338,7 +384,7 @@ class WaitGroup:
     partition = -1
 
     def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
-        self.future: asyncio.Future[None] = loop.create_future()
+        self.future: BatchFuture = BatchFuture(loop)
         self.pending = 0
         self.batches: dict[ProducerBatch, None] = {}
         self.fanout: _Fanout | None = None
@@ -492,7 +538,10 @@ class RecordFuture:
             # Wait on a future of our own: cancelling the awaiting task cancels what it waits
             # on, and the batch's (or group's) future is shared by other records.
             waiter = f.get_loop().create_future()
-            f.add_done_callback(lambda _f, w=waiter: None if w.done() else w.set_result(None))
+            if type(f) is BatchFuture:
+                f.add_record_waiter(waiter)
+            else:
+                f.add_done_callback(lambda _f, w=waiter: None if w.done() else w.set_result(None))
             yield from waiter.__await__()
             f = self._batch.future
         return self.result()

@@ -128,6 +128,15 @@ class Sender:
         self._at = when
         self._handle = loop.call_at(when, self.run)
 
+    def run_due(self) -> None:
+        """Run now if a run is due now (``wake(0)`` was called, e.g. by sealing a batch)
+        instead of in the loop's next turn."""
+        h = self._handle
+        loop = self._loop
+        if h is not None and loop is not None and self._at <= loop.time():
+            h.cancel()
+            self.run()
+
     def enqueue(self, b: ProducerBatch) -> None:
         """A sealed batch, to be sent after those already queued for its partition."""
         tp = (b.topic, b.partition)
