@@ -169,12 +169,14 @@ class BrokerConnection:
         self._can_write.set()
         self._write_lock = asyncio.Lock()
         self._closed_exc: KafkaError | None = None
+        # Set by connect: asyncio.get_running_loop() per request costs a getpid() system call.
+        self._loop: asyncio.AbstractEventLoop | None = None
         self.api_versions: dict[int, tuple[int, int]] = {}
 
     @classmethod
     async def connect(cls, host: str, port: int, *, timeout_ms: int = 10000, **kwargs: Any) -> BrokerConnection:
         conn = cls(host, port, **kwargs)
-        loop = asyncio.get_running_loop()
+        loop = conn._loop = asyncio.get_running_loop()
         try:
             await asyncio.wait_for(loop.create_connection(lambda: _Protocol(conn), host, port), timeout_ms / 1000)
         except (TimeoutError, OSError) as e:
@@ -243,7 +245,7 @@ class BrokerConnection:
                 if not expect_response:
                     self._transport.write(data)
                     return {}
-                loop = asyncio.get_running_loop()
+                loop = self._loop or asyncio.get_running_loop()
                 fut: asyncio.Future[dict[str, Any]] = loop.create_future()
                 self._futures.append(fut)
                 self._transport.write(data)
@@ -275,7 +277,8 @@ class BrokerConnection:
         cb = _Callback(self, on_response)
         self._futures.append(cb)
         transport.write(data)
-        cb.timer = asyncio.get_running_loop().call_later(self.request_timeout, self._timed_out, cb, api_key)
+        cb.timer = (self._loop or asyncio.get_running_loop()).call_later(self.request_timeout, self._timed_out, cb,
+                                                                         api_key)
         return True
 
     def _timed_out(self, fut: asyncio.Future[dict[str, Any]] | _Callback, api_key: int) -> None:
