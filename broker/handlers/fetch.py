@@ -80,6 +80,7 @@ _DIVERGING_TAG = struct.Struct(">iq")  # the diverging_epoch struct: epoch, end 
 #: epoch's end offset or -1, last stable offset, aborted transactions (producer id, first offset))
 Part = tuple[int, int, int, int, list[FileSlice], int, int, list[tuple[int, int]]]
 _NO_ABORTED: list[tuple[int, int]] = []
+_NO_SLICES: list[FileSlice] = []  # shared: never appended to
 #: the answer: [(topic name, topic id, [Part])]; the name is "" for an unknown id
 Result = list[tuple[str, uuid.UUID | None, list[Part]]]
 
@@ -142,6 +143,11 @@ def _read_all(request: dict[str, Any], version: int, state: Any) -> tuple[Result
                 errors = True  # answer at once, as for an error: there is nothing to wait for
                 continue
             offset = p["fetch_offset"]
+            if offset == lso == log.high_watermark and not log.closed:
+                # Nothing new (a caught-up consumer's every partition): what log.read answers at
+                # the log end, without building its result.
+                parts.append((idx, 0, lso, log.log_start_offset, _NO_SLICES, -1, lso, _NO_ABORTED))
+                continue
             try:
                 res = log.read(offset, min(p["partition_max_bytes"], limit), min_one,
                                lso if read_committed else None)
@@ -205,7 +211,7 @@ def _encode(result: Result, version: int, correlation_id: int, read_committed: b
                 buf += no_aborted
             if version >= 11:
                 buf += _I32.pack(-1)
-            n = sum(s.size for s in slices)
+            n = sum([s.size for s in slices]) if slices else 0
             buf += _uvarint(n + 1) if flexible else _I32.pack(n)
             if n:
                 parts.append(bytes(buf))
