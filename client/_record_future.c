@@ -45,8 +45,41 @@ typedef struct {
     double deadline;
 } WaitingRecordObject;
 
-/* The WaitingRecord type, for place_run's exact-type test (set by module_exec). */
+/* The types (set by module_exec; the module keeps them alive): for place_run's exact-type test
+ * and for the new_* constructors. */
 static PyTypeObject *waiting_record_type = NULL;
+static PyTypeObject *record_future_type = NULL;
+
+static PyObject *
+make_record_future(PyTypeObject *type, PyObject *batch, Py_ssize_t index, long long timestamp)
+{
+    RecordFutureObject *self = (RecordFutureObject *)type->tp_alloc(type, 0);
+    if (self == NULL)
+        return NULL;
+    self->batch = Py_NewRef(batch);
+    self->index = index;
+    self->timestamp = timestamp;
+    return (PyObject *)self;
+}
+
+static PyObject *
+make_waiting_record(PyTypeObject *type, PyObject *group, PyObject *topic, PyObject *value, PyObject *key,
+                    PyObject *headers, PyObject *partition, long long timestamp, double deadline)
+{
+    WaitingRecordObject *self = (WaitingRecordObject *)type->tp_alloc(type, 0);
+    if (self == NULL)
+        return NULL;
+    self->base.batch = Py_NewRef(group);
+    self->base.index = 0;
+    self->base.timestamp = timestamp;
+    self->topic = Py_NewRef(topic);
+    self->value = Py_NewRef(value);
+    self->key = Py_NewRef(key);
+    self->headers = Py_NewRef(headers);
+    self->partition = Py_NewRef(partition);
+    self->deadline = deadline;
+    return (PyObject *)self;
+}
 
 static PyObject *
 record_future_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
@@ -60,14 +93,7 @@ record_future_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
     }
     if (!PyArg_ParseTuple(args, "OnL:RecordFuture", &batch, &index, &timestamp))
         return NULL;
-    RecordFutureObject *self = (RecordFutureObject *)type->tp_alloc(type, 0);
-    if (self == NULL)
-        return NULL;
-    Py_INCREF(batch);
-    self->batch = batch;
-    self->index = index;
-    self->timestamp = timestamp;
-    return (PyObject *)self;
+    return make_record_future(type, batch, index, timestamp);
 }
 
 static void
@@ -92,25 +118,7 @@ waiting_record_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
     if (!PyArg_ParseTuple(args, "OOOOOOLd:WaitingRecord", &group, &topic, &value, &key, &headers, &partition,
                           &timestamp, &deadline))
         return NULL;
-    WaitingRecordObject *self = (WaitingRecordObject *)type->tp_alloc(type, 0);
-    if (self == NULL)
-        return NULL;
-    Py_INCREF(group);
-    self->base.batch = group;
-    self->base.index = 0;
-    self->base.timestamp = timestamp;
-    Py_INCREF(topic);
-    self->topic = topic;
-    Py_INCREF(value);
-    self->value = value;
-    Py_INCREF(key);
-    self->key = key;
-    Py_INCREF(headers);
-    self->headers = headers;
-    Py_INCREF(partition);
-    self->partition = partition;
-    self->deadline = deadline;
-    return (PyObject *)self;
+    return make_waiting_record(type, group, topic, value, key, headers, partition, timestamp, deadline);
 }
 
 static void
@@ -343,6 +351,7 @@ module_exec(PyObject *m)
         Py_DECREF(rf);
         return -1;
     }
+    record_future_type = (PyTypeObject *)rf; /* the module keeps it alive */
     PyObject *wr = PyType_FromModuleAndSpec(m, &waiting_record_spec, rf);
     Py_DECREF(rf);
     if (wr == NULL)
@@ -572,7 +581,45 @@ error:
     return NULL;
 }
 
+/* new_record_future(batch, index, timestamp): RecordFuture(batch, index, timestamp) without
+ * building an argument tuple (the producer makes one per record sent). */
+static PyObject *
+new_record_future(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 3 || record_future_type == NULL) {
+        PyErr_SetString(PyExc_TypeError, "new_record_future(batch, index, timestamp)");
+        return NULL;
+    }
+    Py_ssize_t index = PyLong_AsSsize_t(args[1]);
+    long long timestamp = PyLong_AsLongLong(args[2]);
+    if ((index == -1 || timestamp == -1) && PyErr_Occurred())
+        return NULL;
+    return make_record_future(record_future_type, args[0], index, timestamp);
+}
+
+/* new_waiting_record(group, topic, value, key, headers, partition, timestamp, deadline): the
+ * same for WaitingRecord (one per record sent before its topic's metadata arrives). */
+static PyObject *
+new_waiting_record(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 8 || waiting_record_type == NULL) {
+        PyErr_SetString(PyExc_TypeError,
+                        "new_waiting_record(group, topic, value, key, headers, partition, timestamp, deadline)");
+        return NULL;
+    }
+    long long timestamp = PyLong_AsLongLong(args[6]);
+    double deadline = PyFloat_AsDouble(args[7]);
+    if ((timestamp == -1 || deadline == -1.0) && PyErr_Occurred())
+        return NULL;
+    return make_waiting_record(waiting_record_type, args[0], args[1], args[2], args[3], args[4], args[5], timestamp,
+                               deadline);
+}
+
 static PyMethodDef module_methods[] = {
+    {"new_record_future", (PyCFunction)(void (*)(void))new_record_future, METH_FASTCALL,
+     "new_record_future(batch, index, timestamp) -> RecordFuture"},
+    {"new_waiting_record", (PyCFunction)(void (*)(void))new_waiting_record, METH_FASTCALL,
+     "new_waiting_record(group, topic, value, key, headers, partition, timestamp, deadline) -> WaitingRecord"},
     {"configure", (PyCFunction)(void (*)(void))configure, METH_FASTCALL,
      "configure(ProducerBatch, RecordMetadata): the classes RecordFuture's fast paths recognise"},
     {"place_run", (PyCFunction)(void (*)(void))place_run, METH_FASTCALL,

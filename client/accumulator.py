@@ -40,6 +40,7 @@ from client.producer_batch import (
     RecordFuture,
     WaitGroup,
     WaitingRecord,
+    new_waiting_record,
     place_run,
     record_size_upper_bound,
 )
@@ -272,7 +273,7 @@ class RecordAccumulator:
             g = self._group = WaitGroup(loop)
             self.groups[g] = None
         g.pending += 1
-        rf = WaitingRecord(g, topic, value, key, headers, partition, timestamp_ms, deadline)
+        rf = new_waiting_record(g, topic, value, key, headers, partition, timestamp_ms, deadline)
         if metadata_known or topic in self.topics:
             self.waiting.append(rf)
             self.wake(0)

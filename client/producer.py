@@ -97,7 +97,14 @@ from client.accumulator import (
 from client.cluster import Cluster
 from client.errors import IllegalStateError, KafkaError, KafkaTimeoutError
 from client.partitioner import Partitioner
-from client.producer_batch import ProducerBatch, RecordFuture, RecordMetadata, WaitGroup, WaitingRecord
+from client.producer_batch import (
+    ProducerBatch,
+    RecordFuture,
+    RecordMetadata,
+    WaitGroup,
+    new_record_future,
+    new_waiting_record,
+)
 from client.protocol.api import ErrorCode
 from client.records.codec import append_record
 from client.records.compression import Compression
@@ -402,7 +409,7 @@ class Producer:
                 if q is not None and g is not None and g.pending < _GROUP_MAX and topic in self._metadata_tasks \
                         and len(value) + 97 <= acc.max_record_bound and not g.future.done():
                     g.pending += 1
-                    rf = WaitingRecord(g, topic, value, None, None, partition, timestamp_ms,
+                    rf = new_waiting_record(g, topic, value, None, None, partition, timestamp_ms,
                                        self._loop.time() + self.max_block)  # type: ignore[union-attr]
                     q.append(rf)
                     return rf
@@ -430,19 +437,19 @@ class Producer:
                     b.count = count + 1
                     if timestamp_ms > b.max_ts:
                         b.max_ts = timestamp_ms
-                    return RecordFuture(b, count, timestamp_ms)
+                    return new_record_future(b, count, timestamp_ms)
             else:
                 try:
                     i = b.try_append(key, value, headers, timestamp_ms)
                 except TypeError:
                     raise TypeError(TYPE_HELP) from None
                 if i >= 0:
-                    return RecordFuture(b, i, timestamp_ms)
+                    return new_record_future(b, i, timestamp_ms)
             acc.seal(b)
         nb = acc.append_new(topic_state, partition, key, value, headers, timestamp_ms)
         if nb is None:
             return self._enqueue(topic, value, key, headers, partition, timestamp_ms, metadata_known=True)
-        return RecordFuture(nb, 0, timestamp_ms)
+        return new_record_future(nb, 0, timestamp_ms)
 
     def _prepare(self, key: Any, value: Any) -> tuple[Any, Any]:
         """The slow prelude of send_nowait: state checks and serializers."""

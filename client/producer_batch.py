@@ -597,6 +597,10 @@ def fresh_error(exc: BaseException) -> BaseException:
 #: RecordAccumulator.drain_waiting's common case (a run of header-less, key-less waiting records
 #: for one batch) in C, or None without the extension (client/_record_future.c documents it).
 place_run: Callable[..., tuple[int, list[tuple[WaitGroup, int]]]] | None = None
+#: ``RecordFuture(batch, index, timestamp)`` and ``WaitingRecord(...)``: the producer makes one
+#: per record sent; with the C extension these are its constructors without an argument tuple.
+new_record_future: Callable[[Any, int, int], RecordFuture] = RecordFuture
+new_waiting_record: Callable[..., WaitingRecord] = WaitingRecord
 
 
 def _adopt(ctype: type, pyclass: type) -> None:
@@ -629,4 +633,6 @@ else:
     _adopt(_record_future.WaitingRecord, WaitingRecord)
     _record_future.configure(ProducerBatch, RecordMetadata)
     globals().update(RecordFuture=_record_future.RecordFuture, WaitingRecord=_record_future.WaitingRecord,
-                     _new_metadata=_record_future.new_metadata, place_run=_record_future.place_run)
+                     _new_metadata=_record_future.new_metadata, place_run=_record_future.place_run,
+                     new_record_future=_record_future.new_record_future,
+                     new_waiting_record=_record_future.new_waiting_record)

@@ -16,7 +16,15 @@ import pytest
 
 from client import Admin, Producer, RecordMetadata
 from client.errors import MessageTooLargeError  # type: ignore[attr-defined]
-from client.producer_batch import ProducerBatch, RecordFuture, WaitingRecord, fresh_error
+from client.producer_batch import (
+    ProducerBatch,
+    RecordFuture,
+    WaitGroup,
+    WaitingRecord,
+    fresh_error,
+    new_record_future,
+    new_waiting_record,
+)
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -34,6 +42,29 @@ def test_the_extension_is_built_and_in_use() -> None:
     assert wr.value is None
     with pytest.raises(TypeError):
         RecordFuture(None, "not an int", 0)
+
+
+async def test_the_fast_constructors_make_what_the_classes_make() -> None:
+    """``new_record_future``/``new_waiting_record`` (the C extension's argument-tuple-free
+    constructors, or the classes themselves) fill the same fields; the C ones (and the C types)
+    refuse the same junk (the pure Python classes take anything)."""
+    group = WaitGroup(asyncio.get_running_loop())
+    checked = new_record_future is not RecordFuture
+    for make, cls in ((new_record_future, RecordFuture), (RecordFuture, RecordFuture)):
+        rf = make(group, 7, 1_700_000_000_123)
+        assert type(rf) is cls and rf._batch is group and rf._index == 7 and rf._timestamp == 1_700_000_000_123
+        if checked:
+            with pytest.raises(TypeError):
+                make(group, "7", 1)
+    for make_w in (new_waiting_record, WaitingRecord):
+        w = make_w(group, "t", b"v", b"k", [("h", None)], 3, 12, 9.5)
+        assert type(w) is WaitingRecord and w._batch is group and w._index == 0 and w._timestamp == 12
+        assert (w.topic, w.value, w.key, w.headers, w.partition, w.deadline) == ("t", b"v", b"k", [("h", None)], 3, 9.5)
+        if checked:
+            with pytest.raises(TypeError):
+                make_w(group, "t", b"v", None, None, None, 12, "soon")
+            with pytest.raises(TypeError):
+                make_w(group, "t", b"v")
 
 
 def test_fresh_error_is_an_equal_new_exception() -> None:
