@@ -239,6 +239,12 @@ def _metrics(state: Any, version: int, result: Result) -> None:
         state.metrics.fetched(version, [(name, plist) for name, _, plist in result if name])
 
 
+def _expire(fut: asyncio.Future[None]) -> None:
+    """A long poll's max_wait_ms has passed: wake it (unless an append did)."""
+    if not fut.done():
+        fut.set_result(None)
+
+
 def handle(request: dict[str, Any], version: int, state: Any, correlation_id: int = 0) -> Any:
     read_committed = request.get("isolation_level", 0) == 1
     if request["session_epoch"] not in _FULL_FETCH_EPOCHS:
@@ -256,6 +262,7 @@ def handle(request: dict[str, Any], version: int, state: Any, correlation_id: in
         while True:
             fut: asyncio.Future[None] = loop.create_future()
             state.add_waiter(keys, fut)
+            timer = None
             try:
                 # (Re)read only once registered: an append dispatched after the read that decided
                 # to wait but before this task first ran (the next request of the same recv, or
@@ -265,10 +272,13 @@ def handle(request: dict[str, Any], version: int, state: Any, correlation_id: in
                 remaining = deadline - loop.time()
                 if tot >= request["min_bytes"] or errs or remaining <= 0:
                     break
-                await asyncio.wait_for(fut, remaining)
-            except TimeoutError:
-                pass
+                # A timer that resolves the waiter, not asyncio.wait_for: no second future, and
+                # no cancel-and-wait turn when max_wait_ms passes (the common end of a long poll).
+                timer = loop.call_later(remaining, _expire, fut)
+                await fut
             finally:
+                if timer is not None:
+                    timer.cancel()
                 state.remove_waiter(keys, fut)
         _metrics(state, version, res)
         return _encode(res, version, correlation_id, read_committed)
