@@ -3,7 +3,7 @@ that outlives its timeout fails with KafkaTimeoutError and closes the connection
 in-order stream is out of step); a cancelled request leaves the connection usable, its late
 response dropped, the next request matched with its own response; requests reach the broker
 in the order they were made, also when the transport was paused and resumes while a later
-request is starting."""
+request is starting; ``send_request`` writes at once or not at all and answers by callback."""
 
 from __future__ import annotations
 
@@ -93,3 +93,41 @@ def test_a_later_request_does_not_overtake_one_waiting_for_the_transport(tmp_pat
     with BrokerProcess(str(tmp_path / "data")) as b:
         create_topic(b.bootstrap_servers, "ordered", 1)
         assert asyncio.run(_requests_in_order(b.port)) == [0, 0]
+
+
+async def test_send_request_writes_now_or_not_at_all_and_answers_by_callback(delayed_broker) -> None:
+    """``send_request``: True and a callback with the response (from the data callback, never
+    within the call); False, nothing written, while a slot is missing or an awaited request
+    holds the write lock; a timeout or a broken connection reaches the callback as the error."""
+    host, port = delayed_broker.bootstrap_servers.rsplit(":", 1)
+    conn = await BrokerConnection.connect(host, int(port), max_in_flight=1)
+    v, body = _metadata(conn)
+    got: list[tuple[Any, Any]] = []
+    answered = asyncio.Event()
+
+    def on_response(resp: Any, exc: Any) -> None:
+        got.append((resp, exc))
+        answered.set()
+
+    assert conn.send_request(ApiKey.METADATA, v, body, on_response)
+    assert got == []  # not from within the call
+    assert not conn.send_request(ApiKey.METADATA, v, body, on_response)  # the one slot is taken
+    await answered.wait()
+    (resp, exc), = got
+    assert exc is None and resp["brokers"]
+    # The slot came back: an awaited request and a callback request take turns in order.
+    assert (await conn.request(ApiKey.API_VERSIONS, 0, {}))["error_code"] == 0
+    async with conn._write_lock:  # as while an awaited request waits for the transport
+        assert not conn.send_request(ApiKey.METADATA, v, body, on_response)
+    # A request that outlives the timeout: the callback gets KafkaTimeoutError, the connection closes.
+    got.clear()
+    answered.clear()
+    conn.request_timeout = 0.2
+    delayed_broker.faults.delay("METADATA", 1000, count=1)
+    assert conn.send_request(ApiKey.METADATA, v, body, on_response)
+    await asyncio.wait_for(answered.wait(), 5)
+    (resp, exc), = got
+    assert resp is None and isinstance(exc, KafkaTimeoutError)
+    assert not conn.connected
+    assert not conn.send_request(ApiKey.METADATA, v, body, on_response)  # closed: nothing written
+    await conn.close()
