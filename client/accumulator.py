@@ -188,10 +188,17 @@ class RecordAccumulator:
         b = ProducerBatch(topic_state.name, partition, capacity, self.compression, now, self._seq, capacity, loop)
         b.deadline = now + self.delivery_timeout
         try:
-            i = b.try_append(key, value, headers, timestamp_ms)
+            if headers is None and value is not None:
+                # the codec's encoder, as send_nowait's fast path (an awaited send opens a
+                # batch per record); need <= capacity, so the record fits
+                if not append_record(b.buf, capacity, 0, 0, key, value):
+                    raise AssertionError("a record larger than its size bound")  # pragma: no cover
+                b.count = 1
+                b.base_ts = b.max_ts = timestamp_ms
+            elif b.try_append(key, value, headers, timestamp_ms) != 0:
+                raise AssertionError("a new batch refused its first record")  # pragma: no cover
         except (TypeError, AttributeError):  # e.g. a str value, or a header key that is not a str
             raise TypeError(TYPE_HELP) from None
-        assert i == 0
         self.used += capacity
         topic_state.open[partition] = b
         self.open[b] = None
