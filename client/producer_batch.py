@@ -86,13 +86,15 @@ class BatchFuture(asyncio.Future):  # type: ignore[type-arg]
     wake-up is scheduled in the turn that resolves the batch (the one that reads the broker's
     answer), right after the future's own callbacks. An awaited send is a round trip, and
     each loop turn on its path is part of its latency. The waiters are the awaiting tasks'
-    own futures, so cancelling a task still cancels only its waiter."""
+    own futures, so cancelling a task still cancels only its waiter. ``add_settle_callback``
+    does the same for a SyncProducer's result, which a thread waits on."""
 
     __slots__ = ("_record_waiters",)
 
     def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
         super().__init__(loop=loop)
-        self._record_waiters: list[asyncio.Future[None]] | None = None
+        # waiters (asyncio futures) and (fn, arg) settle callbacks, in the order added
+        self._record_waiters: list[Any] | None = None
 
     def add_record_waiter(self, waiter: asyncio.Future[None]) -> None:
         """Resolve ``waiter`` (with None, unless it is done by then) once this future is."""
@@ -101,12 +103,27 @@ class BatchFuture(asyncio.Future):  # type: ignore[type-arg]
         else:
             self._record_waiters.append(waiter)
 
+    def add_settle_callback(self, fn: Callable[[Any], Any], arg: Any) -> None:
+        """Call ``fn(arg)`` right after this future resolves (in the same call, not a loop
+        turn later); for code outside the loop's tasks that must learn the outcome at once.
+        An exception from it goes to the loop's exception handler."""
+        if self._record_waiters is None:
+            self._record_waiters = [(fn, arg)]
+        else:
+            self._record_waiters.append((fn, arg))
+
     def _wake_record_waiters(self) -> None:
         waiters = self._record_waiters
         if waiters is not None:
             self._record_waiters = None
             for w in waiters:
-                if not w.done():
+                if type(w) is tuple:
+                    try:
+                        w[0](w[1])
+                    except Exception as e:  # noqa: BLE001 - as the loop treats a failing callback
+                        self.get_loop().call_exception_handler(
+                            {"message": "settle callback of a batch future failed", "exception": e, "future": self})
+                elif not w.done():
                     w.set_result(None)
 
     def set_result(self, result: Any) -> None:

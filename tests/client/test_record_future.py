@@ -17,6 +17,7 @@ import pytest
 from client import Admin, Producer, RecordMetadata
 from client.errors import MessageTooLargeError  # type: ignore[attr-defined]
 from client.producer_batch import (
+    BatchFuture,
     ProducerBatch,
     RecordFuture,
     WaitGroup,
@@ -42,6 +43,38 @@ def test_the_extension_is_built_and_in_use() -> None:
     assert wr.value is None
     with pytest.raises(TypeError):
         RecordFuture(None, "not an int", 0)
+
+
+@pytest.mark.parametrize("outcome", ["result", "exception", "cancel"])
+async def test_a_batch_future_settles_its_waiters_at_once_in_order(outcome: str) -> None:
+    """BatchFuture: when it resolves, its record waiters are resolved and its settle callbacks
+    called within that call (not a loop turn later), in the order added; a failing callback
+    goes to the loop's exception handler and the others still run."""
+    loop = asyncio.get_running_loop()
+    handled: list[dict] = []
+    loop.set_exception_handler(lambda _loop, ctx: handled.append(ctx))
+    try:
+        f = BatchFuture(loop)
+        seen: list[str] = []
+        w1, w2 = loop.create_future(), loop.create_future()
+        w2.cancel()  # a cancelled waiter (its task was cancelled) is left alone
+        f.add_record_waiter(w1)
+        f.add_settle_callback(seen.append, "a")
+        f.add_settle_callback(lambda _arg: 1 / 0, None)
+        f.add_record_waiter(w2)
+        f.add_settle_callback(lambda arg: seen.append(arg + str(f.done())), "b")
+        if outcome == "result":
+            f.set_result(5)
+        elif outcome == "exception":
+            f.set_exception(KeyError("x"))
+        else:
+            assert f.cancel()
+        assert seen == ["a", "bTrue"] and w1.done() and w1.result() is None and w2.cancelled()
+        assert len(handled) == 1 and isinstance(handled[0]["exception"], ZeroDivisionError)
+        if outcome == "exception":
+            assert isinstance(f.exception(), KeyError)
+    finally:
+        loop.set_exception_handler(None)
 
 
 async def test_the_fast_constructors_make_what_the_classes_make() -> None:
