@@ -14,7 +14,8 @@ ApiVersions (v0: every broker answers it) and keeps the broker's version ranges.
 ``conn.send_request(..., on_response)`` is the same request without a coroutine: written at
 once, or not at all (False) when it would have to wait — for a request slot, for a paused
 transport, or behind an awaited request holding the write lock. The response, or the error
-that failed the request, is handed to ``on_response(body, exc)`` from the data callback. The
+that failed the request, is handed to ``on_response(body, exc)`` from the data callback (or
+the timeout timer, or ``close``). The
 producer's sender uses it so that a Produce request costs no task, and its answer no loop
 turn to wake one (an awaited send is a round trip: its loop turns are its cost).
 """
@@ -263,8 +264,9 @@ class BrokerConnection:
     def send_request(self, api_key: int, version: int, body: dict[str, Any],
                      on_response: Callable[[dict[str, Any] | None, KafkaError | None], None]) -> bool:
         """Write one request now and return True; ``on_response(body, None)`` gets its answer,
-        or ``on_response(None, error)`` the KafkaError that failed it (the connection broke or
-        the request timed out), from a loop callback, never from within this call. False,
+        or ``on_response(None, error)`` the KafkaError that failed it (the connection broke,
+        was closed, or the request timed out), from the connection's data callback, its timer
+        or ``close()``, never from within this call. False,
         having written nothing, when the request would have to wait (no slot free, the
         transport paused, an awaited request holding the write lock) or the connection is
         closed: the caller then awaits ``request`` instead."""
