@@ -591,8 +591,10 @@ new_record_future(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
         return NULL;
     }
     Py_ssize_t index = PyLong_AsSsize_t(args[1]);
+    if (index == -1 && PyErr_Occurred())
+        return NULL;
     long long timestamp = PyLong_AsLongLong(args[2]);
-    if ((index == -1 || timestamp == -1) && PyErr_Occurred())
+    if (timestamp == -1 && PyErr_Occurred())
         return NULL;
     return make_record_future(record_future_type, args[0], index, timestamp);
 }
@@ -608,8 +610,10 @@ new_waiting_record(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
         return NULL;
     }
     long long timestamp = PyLong_AsLongLong(args[6]);
+    if (timestamp == -1 && PyErr_Occurred())
+        return NULL;
     double deadline = PyFloat_AsDouble(args[7]);
-    if ((timestamp == -1 || deadline == -1.0) && PyErr_Occurred())
+    if (deadline == -1.0 && PyErr_Occurred())
         return NULL;
     return make_waiting_record(waiting_record_type, args[0], args[1], args[2], args[3], args[4], args[5], timestamp,
                                deadline);

@@ -104,6 +104,7 @@ from client.producer_batch import (
     WaitGroup,
     new_record_future,
     new_waiting_record,
+    record_size_upper_bound,
 )
 from client.protocol.api import ErrorCode
 from client.records.codec import append_record
@@ -119,6 +120,9 @@ logger = logging.getLogger("client.producer")
 
 _time_ns = time.time_ns
 _GROUP_MAX = WaitGroup.GROUP_MAX
+#: RecordAccumulator.check_size's bound for a key- and header-less record, less its value's
+#: length (97): the send paths check plain records against it inline
+_PLAIN_OVERHEAD = record_size_upper_bound(None, b"", None) + 61
 Header = tuple[str, "bytes | None"]
 _DRAIN_YIELD_EVERY = 0.001  # seconds: drain() yields at least this often
 
@@ -407,7 +411,7 @@ class Producer:
                 g = acc._group
                 q = acc.topic_waiting.get(topic)
                 if q is not None and g is not None and g.pending < _GROUP_MAX and topic in self._metadata_tasks \
-                        and len(value) + 97 <= acc.max_record_bound and not g.future.done():
+                        and len(value) + _PLAIN_OVERHEAD <= acc.max_record_bound and not g.future.done():
                     g.pending += 1
                     rf = new_waiting_record(g, topic, value, None, None, partition, timestamp_ms,
                                        self._loop.time() + self.max_block)  # type: ignore[union-attr]
@@ -473,7 +477,7 @@ class Producer:
         acc = self._acc
         if key is None and headers is None and type(value) is bytes:
             # the common case, checked inline (a burst before metadata takes this path per record)
-            if len(value) + 97 > acc.max_record_bound:
+            if len(value) + _PLAIN_OVERHEAD > acc.max_record_bound:
                 acc.check_size(key, value, headers)
         else:
             if value is not None and not isinstance(value, (bytes, bytearray, memoryview)):

@@ -98,19 +98,19 @@ class BatchFuture(asyncio.Future):  # type: ignore[type-arg]
 
     def add_record_waiter(self, waiter: asyncio.Future[None]) -> None:
         """Resolve ``waiter`` (with None, unless it is done by then) once this future is."""
-        if self._record_waiters is None:
-            self._record_waiters = [waiter]
-        else:
-            self._record_waiters.append(waiter)
+        self._add(waiter)
 
     def add_settle_callback(self, fn: Callable[[Any], Any], arg: Any) -> None:
         """Call ``fn(arg)`` right after this future resolves (in the same call, not a loop
         turn later); for code outside the loop's tasks that must learn the outcome at once.
         An exception from it goes to the loop's exception handler."""
+        self._add((fn, arg))
+
+    def _add(self, item: Any) -> None:
         if self._record_waiters is None:
-            self._record_waiters = [(fn, arg)]
+            self._record_waiters = [item]
         else:
-            self._record_waiters.append((fn, arg))
+            self._record_waiters.append(item)
 
     def _wake_record_waiters(self) -> None:
         waiters = self._record_waiters
@@ -554,11 +554,9 @@ class RecordFuture:
         while not f.done():  # a WaitGroup resolves when the record is placed: then its batch
             # Wait on a future of our own: cancelling the awaiting task cancels what it waits
             # on, and the batch's (or group's) future is shared by other records.
+            # (a pending future is a BatchFuture: FailedRecords' is done from the start)
             waiter = f.get_loop().create_future()
-            if type(f) is BatchFuture:
-                f.add_record_waiter(waiter)
-            else:
-                f.add_done_callback(lambda _f, w=waiter: None if w.done() else w.set_result(None))
+            f.add_record_waiter(waiter)
             yield from waiter.__await__()
             f = self._batch.future
         return self.result()

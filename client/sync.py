@@ -53,7 +53,7 @@ from client.admin import (
 from client.consumer import Consumer, ConsumerRebalanceListener
 from client.consumer_records import ColumnBatch, ConsumerRecord
 from client.producer import Producer, RecordMetadata
-from client.producer_batch import BatchFuture, ProducerBatch
+from client.producer_batch import ProducerBatch
 from client.structs import ConsumerGroupMetadata, OffsetAndMetadata, OffsetAndTimestamp, OffsetSpec, TopicPartition
 
 __all__ = ["LoopThread", "SyncClient", "SyncProducer", "SyncConsumer", "SyncAdmin"]
@@ -178,7 +178,7 @@ class SyncProducer(SyncClient):
             cf._rf = f  # then read _watched: see RecordResult._watch
             if cf._watched:
                 b = f._batch
-                if type(b) is ProducerBatch and type(b.future) is BatchFuture and not b.future.done():
+                if type(b) is ProducerBatch and not b.future.done():
                     b.future.add_settle_callback(cf, f)  # the caller wakes in the answer's turn
                 else:
                     f.add_done_callback(cf)

@@ -18,7 +18,6 @@ each reply to the client's socket. It stops when stdin closes (its parent gone) 
 from __future__ import annotations
 
 import asyncio
-import os
 import signal
 import socket
 import struct
@@ -93,5 +92,4 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    os.environ.setdefault("PYTHONUNBUFFERED", "1")
     sys.exit(main())
