@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import logging
 import os
 import time
 from typing import Any
@@ -142,6 +143,11 @@ def main() -> None:
     p.add_argument("--session-ms", type=int, default=6000)
     p.add_argument("--assignor", default="range")
     a = p.parse_args()
+    # The group protocol's steps (join, sync, heartbeat errors) go to the worker's log, which
+    # the test shows when a rebalance does not finish in time.
+    logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(name)s %(levelname)s %(message)s")
+    for name in ("kafka.coordinator", "aiokafka.consumer.group_coordinator"):
+        logging.getLogger(name).setLevel(logging.INFO)
     sink = Sink(a.out)
     t0 = time.time()
     if a.client == "confluent":

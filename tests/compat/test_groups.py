@@ -12,7 +12,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
 import pytest
@@ -64,13 +64,17 @@ class Worker:
         self.proc.wait(10)
 
 
-def wait_for(cond: Callable[[], bool], timeout: float, what: str) -> None:
+def wait_for(cond: Callable[[], bool], timeout: float, what: str, workers: Sequence[Worker] = ()) -> None:
+    """Poll ``cond``; on timeout, fail with each worker's assignment file and log (the group
+    protocol's steps, see group_worker.py)."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if cond():
             return
         time.sleep(0.1)
-    raise AssertionError(f"timed out after {timeout} s waiting for {what}")
+    detail = "".join(f"\n--- {Path(w.log.name).stem}: assignment {w.assignment()}\n{Path(w.log.name).read_text()[-4000:]}"
+                     for w in workers)
+    raise AssertionError(f"timed out after {timeout} s waiting for {what}{detail}")
 
 
 def produce(bs: str, topic: str, n: int, start: int = 0) -> set[tuple[int, int]]:
@@ -121,12 +125,12 @@ def test_members_share_leave_die_and_restart_without_rereading(
         parts = [w.assignment() for w in (a, b, c)]
         return all(parts) and sorted(sum(parts, [])) == list(range(6))  # type: ignore[arg-type]
 
-    wait_for(spread, 60, "three members sharing six partitions")
+    wait_for(spread, 60, "three members sharing six partitions", [a, b, c])
     done = lambda ws: set().union(*(set(w.processed()) for w in ws))  # noqa: E731
     wait_for(lambda: done((a, b, c)) >= sent, 30, "the first 60 records")
     a.stop()  # leaves the group
     b.kill()  # dies: its partitions move after its session timeout (6 s)
-    wait_for(lambda: c.assignment() == list(range(6)), 60, "the survivor owning all six partitions")
+    wait_for(lambda: c.assignment() == list(range(6)), 60, "the survivor owning all six partitions", [c])
     sent |= produce(bs, topic, 60, 60)
     wait_for(lambda: done((a, b, c)) >= sent, 30, "every record processed")
     c.stop()
