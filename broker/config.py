@@ -62,7 +62,7 @@ BROKER_DEFAULTS: dict[str, str] = {
     "group.min.session.timeout.ms": "6000",
     "group.max.session.timeout.ms": "1800000",
     "group.max.size": "2147483647",
-    "group.initial.rebalance.delay.ms": "0",  # ours (Kafka: 3000): fresh groups in tests start at once
+    "group.initial.rebalance.delay.ms": "3000",  # broker/testing starts test brokers with 0
     # the transaction coordinator (broker/txn)
     "transaction.state.log.num.partitions": "50",
     "transaction.state.log.segment.bytes": "104857600",

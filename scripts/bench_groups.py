@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""Consumer groups with our client against a real ``python -m broker serve`` process (default
-settings, so ``group.initial.rebalance.delay.ms=0``):
+"""Consumer groups with our client against a real ``python -m broker serve`` process (the test
+harness's settings, so ``group.initial.rebalance.delay.ms=0``):
 
 - **join**: three fresh consumers of a new group on a 6-partition topic (one record per
   partition), connected beforehand; the time from their ``subscribe`` to every one of them

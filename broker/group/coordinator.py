@@ -109,14 +109,13 @@ Writer = Callable[..., int]
 
 
 class GroupConfig(NamedTuple):
-    """The broker settings the coordinator reads (Kafka's names and defaults, except the
-    initial rebalance delay: 0 here, 3000 ms in Kafka)."""
+    """The broker settings the coordinator reads (Kafka's names and defaults)."""
 
     num_partitions: int = 50  # offsets.topic.num.partitions
     min_session_timeout_ms: int = 6000  # group.min.session.timeout.ms
     max_session_timeout_ms: int = 1_800_000  # group.max.session.timeout.ms
     max_size: int = 2**31 - 1  # group.max.size
-    initial_rebalance_delay_ms: int = 0  # group.initial.rebalance.delay.ms
+    initial_rebalance_delay_ms: int = 3000  # group.initial.rebalance.delay.ms
     new_member_join_timeout_ms: int = 300_000  # Kafka's fixed 5 minutes
     offset_metadata_max_bytes: int = 4096  # offset.metadata.max.bytes
     offsets_retention_ms: int = 7 * 24 * 3600 * 1000  # offsets.retention.minutes
@@ -451,6 +450,8 @@ class GroupCoordinator:
         if g is None or g.is_in(DEAD):
             return
         if member_id in g.pending_members:
+            logger.info("group %s: pending member %s did not join with its member id in time; removed",
+                        group_id, member_id)
             g.remove(member_id)
             if g.is_in(PREPARING) and g.has_all_members_joined():
                 self._complete_join(g)

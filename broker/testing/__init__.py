@@ -13,6 +13,10 @@ Two kinds, the same surface (``bootstrap_servers``, ``port``, ``faults``, ``stop
   (``.broker``, ``.call(fn)``) and fault rules are plain method calls; but it shares the GIL
   with the test, so a CPU-bound test slows it down.
 
+Both start the broker with the test defaults of defaults.py under the test's own settings:
+``group.initial.rebalance.delay.ms=0`` (the broker's and Kafka's default is 3000), so a fresh
+group forms as soon as its first member joins.
+
 For unittest and scripts::
 
     import broker.testing

@@ -23,6 +23,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
 from ..config import BrokerConfig
+from .defaults import TEST_DEFAULTS
 from .faults import FaultInjector
 
 __all__ = ["InProcessBroker"]
@@ -53,6 +54,8 @@ class InProcessBroker:
                  metrics: bool = False, runner: Callable[..., Any] | None = None) -> None:
         given = dict(overrides) if isinstance(overrides, Mapping) else \
             dict(o.split("=", 1) for o in overrides)
+        for key, value in TEST_DEFAULTS.items():
+            given.setdefault(key, value)
         given.setdefault("log.dirs", data_dir)
         given.setdefault("listeners", f"PLAINTEXT://127.0.0.1:{port}")
         if metrics:

@@ -12,6 +12,9 @@ Fault injection (``faults=True``): the child also opens ``fault.injection.listen
 loopback port and ``.faults`` talks to it (``RemoteFaults``: the same methods as the in-process
 injector). Metrics (``metrics=True``): ``metrics.listeners`` on a free loopback port,
 ``.metrics_url`` and ``.scrape()``.
+
+Settings: ``overrides`` (``key=value``) over the test defaults of defaults.py
+(``group.initial.rebalance.delay.ms=0``), over the broker's own defaults.
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ import sys
 import threading
 from collections.abc import Sequence
 
+from .defaults import with_test_defaults
 from .remote import RemoteFaults, http_get
 
 __all__ = ["BrokerProcess", "BrokerStartError"]
@@ -43,7 +47,7 @@ class BrokerProcess:
                  log_level: str = "INFO", *, faults: bool = False, metrics: bool = False,
                  extra_args: Sequence[str] = ()) -> None:
         self.data_dir = data_dir
-        self.overrides = list(overrides)
+        self.overrides = with_test_defaults(overrides)
         if faults:
             self.overrides.append("fault.injection.listener=http://127.0.0.1:0")
         if metrics:

@@ -5,6 +5,9 @@ of the Kafka client libraries, processes records (appends ``partition offset`` l
 ``--stop`` appears, and can be SIGKILLed to play a crashed member.
 
     python -m tests.compat.group_worker confluent BOOTSTRAP TOPIC GROUP --out F --stop F [--instance ID]
+
+Its log (stdout and stderr, the test's ``<name>.log``) has the group protocol's steps;
+``GW_DEBUG=1`` in the environment adds kafka-python's whole DEBUG log (requests and answers).
 """
 
 from __future__ import annotations
@@ -148,6 +151,8 @@ def main() -> None:
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(name)s %(levelname)s %(message)s")
     for name in ("kafka.coordinator", "aiokafka.consumer.group_coordinator"):
         logging.getLogger(name).setLevel(logging.INFO)
+    if os.environ.get("GW_DEBUG"):
+        logging.getLogger("kafka").setLevel(logging.DEBUG)
     sink = Sink(a.out)
     t0 = time.time()
     if a.client == "confluent":

@@ -2,7 +2,12 @@
 (tests/compat/group_worker.py): members share a topic, one leaves, one is SIGKILLed and its
 partitions move after the session timeout, every record is processed, and after everyone
 restarts nothing committed is read again. Also: two libraries in one group (same assignor),
-static membership, and kcat's balanced consumer (-G)."""
+static membership, and kcat's balanced consumer (-G).
+
+The module's broker runs with Kafka's ``group.initial.rebalance.delay.ms`` (3000, the broker's
+default), not the test harness's 0: members that start together join one generation, as in
+production, and kafka-python leaders have the topic's metadata when they assign (see
+test_kafka_python_leader_with_a_slow_sync_group)."""
 
 from __future__ import annotations
 
@@ -18,8 +23,9 @@ from pathlib import Path
 import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 
-from broker.testing import BrokerProcess, create_topic
+from broker.testing import BrokerProcess, Fault, create_topic
 from client.admin import Admin
+from client.protocol.api import ApiKey
 
 from ._clients import KCAT, KCAT_MISSING
 
@@ -64,9 +70,10 @@ class Worker:
         self.proc.wait(10)
 
 
-def wait_for(cond: Callable[[], bool], timeout: float, what: str, workers: Sequence[Worker] = ()) -> None:
+def wait_for(cond: Callable[[], bool], timeout: float, what: str, workers: Sequence[Worker] = (),
+             broker: BrokerProcess | None = None, group: str = "") -> None:
     """Poll ``cond``; on timeout, fail with each worker's assignment file and log (the group
-    protocol's steps, see group_worker.py)."""
+    protocol's steps, see group_worker.py) and the broker's log lines about ``group``."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if cond():
@@ -74,6 +81,9 @@ def wait_for(cond: Callable[[], bool], timeout: float, what: str, workers: Seque
         time.sleep(0.1)
     detail = "".join(f"\n--- {Path(w.log.name).stem}: assignment {w.assignment()}\n{Path(w.log.name).read_text()[-4000:]}"
                      for w in workers)
+    if broker is not None:
+        lines = [ln for ln in broker.log_text().splitlines() if f"group {group}:" in ln]
+        detail += f"\n--- broker, group {group}:\n" + "\n".join(lines[-200:])
     raise AssertionError(f"timed out after {timeout} s waiting for {what}{detail}")
 
 
@@ -96,6 +106,18 @@ def committed(bs: str, group: str, topic: str, partitions: int) -> dict[int, int
                                                               timeout=10)}
     finally:
         c.close()
+
+
+KAFKA_DELAY = "group.initial.rebalance.delay.ms=3000"
+
+
+@pytest.fixture(scope="module")
+def module_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]:
+    b = BrokerProcess(str(tmp_path_factory.mktemp("broker") / "data"), overrides=[KAFKA_DELAY]).start()
+    try:
+        yield b
+    finally:
+        assert b.stop() == 0, b.log_text()
 
 
 @pytest.fixture
@@ -125,12 +147,13 @@ def test_members_share_leave_die_and_restart_without_rereading(
         parts = [w.assignment() for w in (a, b, c)]
         return all(parts) and sorted(sum(parts, [])) == list(range(6))  # type: ignore[arg-type]
 
-    wait_for(spread, 60, "three members sharing six partitions", [a, b, c])
+    wait_for(spread, 60, "three members sharing six partitions", [a, b, c], module_broker, group)
     done = lambda ws: set().union(*(set(w.processed()) for w in ws))  # noqa: E731
     wait_for(lambda: done((a, b, c)) >= sent, 30, "the first 60 records")
     a.stop()  # leaves the group
     b.kill()  # dies: its partitions move after its session timeout (6 s)
-    wait_for(lambda: c.assignment() == list(range(6)), 60, "the survivor owning all six partitions", [c])
+    wait_for(lambda: c.assignment() == list(range(6)), 60, "the survivor owning all six partitions", [c],
+             module_broker, group)
     sent |= produce(bs, topic, 60, 60)
     wait_for(lambda: done((a, b, c)) >= sent, 30, "every record processed")
     c.stop()
@@ -141,12 +164,36 @@ def test_members_share_leave_die_and_restart_without_rereading(
 
     # Everyone restarts: only records produced since are read.
     d, e, f = start("d"), start("e"), start("f")
-    wait_for(lambda: all(w.assignment() for w in (d, e, f)), 60, "the restarted members")
+    wait_for(lambda: all(w.assignment() for w in (d, e, f)), 60, "the restarted members", [d, e, f],
+             module_broker, group)
     new = produce(bs, topic, 30, 120)
     wait_for(lambda: done((d, e, f)) >= new, 30, "the new records")
     for w in (d, e, f):
         w.stop()
     assert done((d, e, f)) == new
+
+
+def test_kafka_python_leader_with_a_slow_sync_group(tmp_path: Path, workers: list[Worker]) -> None:
+    """Every SyncGroup answered 400 ms late (longer than the worker's 200 ms poll): with Kafka's
+    initial rebalance delay a lone kafka-python member leads its first generation with the
+    topic's metadata in hand and gets every partition. (With the delay at 0 it may lead a first
+    generation before its metadata arrives, rejoin for the metadata, and kafka-python 3.0.12
+    drops the second SyncGroup answer if its poll returned first: the README's consumer-groups
+    section.)"""
+    b = BrokerProcess(str(tmp_path / "data"), overrides=[KAFKA_DELAY], faults=True).start()
+    try:
+        bs = b.bootstrap_servers
+        create_topic(bs, "slow-sync", 6)
+        sent = produce(bs, "slow-sync", 12)
+        b.faults.add(Fault(api=int(ApiKey.SYNC_GROUP), action="delay", delay_ms=400, count=-1))
+        w = Worker(tmp_path, "kafka-python", bs, "slow-sync", "g-slow-sync", "solo")
+        workers.append(w)
+        wait_for(lambda: w.assignment() == list(range(6)), 30, "the lone member owning all six partitions", [w],
+                 b, "g-slow-sync")
+        wait_for(lambda: set(w.processed()) >= sent, 30, "every record", [w])
+        w.stop()
+    finally:
+        assert b.stop() == 0, b.log_text()
 
 
 def test_one_group_two_libraries(module_broker: BrokerProcess, tmp_path: Path, workers: list[Worker]) -> None:

@@ -47,6 +47,7 @@ class Harness:
     """A coordinator whose writes are durable when ``flush()`` says so (or at once)."""
 
     def __init__(self, auto_durable: bool = True, **config: Any) -> None:
+        config.setdefault("initial_rebalance_delay_ms", 0)  # as the test brokers (broker/testing)
         self.timer = ManualTimer()
         self.records: list[tuple[bytes, bytes | None]] = []
         self.pending: list[Callable[[int], None]] = []
@@ -77,7 +78,7 @@ class Harness:
                "member_id": member, "group_instance_id": instance, "protocol_type": "consumer",
                "protocols": [{"name": n, "metadata": m} for n, m in (protocols or [("range", b"r")])]}
         self.c.join_group(req, version, client_id, "/127.0.0.1", out.append)
-        self.timer.advance(0)  # timers due now (the initial rebalance delay is 0 by default)
+        self.timer.advance(0)  # timers due now (the harness's initial rebalance delay is 0)
         return out
 
     def join_new(self, group: str = "g", **kw: Any) -> list[dict[str, Any]]:
