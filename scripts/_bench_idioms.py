@@ -29,7 +29,15 @@ Idioms (records/s; wall time from the first call to the last acknowledgement or 
 
 Targets: every idiom of ours >= 3x aiokafka, and burst >= 500,000 records/s.
 
-For scale, one more row, with no client and no broker: ``asyncio.gather`` over N asyncio
+For scale, the round-trip floors of the two one-at-a-time idioms (``awaited`` and sync ``send``),
+no client library: one single-record Produce (acks=1, the same 100-byte record, encoded once)
+at a time, ``--idiom-awaited`` times, (1) ``raw socket``: ``sendall`` and a blocking ``recv`` of the
+reply in this thread; (2) ``asyncio protocol``: on the idioms' event loop (uvloop), an
+``asyncio.Protocol`` whose ``data_received`` resolves a future per request, awaited before the
+next ``transport.write`` — what any asyncio client's awaited send costs before its own code. The
+rows print what 3x aiokafka's awaited send would need beside them.
+
+And one more row, with no client and no broker: ``asyncio.gather`` over N asyncio
 futures that are already done (``loop.create_future()`` + ``set_result``), the floor of any
 burst idiom that ends in ``gather`` with futures of asyncio's own kind. With N = 1,000,000
 most of it is the garbage collector's full passes over the million futures and results the
@@ -46,6 +54,9 @@ from collections.abc import Callable
 from typing import Any
 
 from _bench_clients import _run_async, create_topic, end_offset
+from _bench_requests import connect, encode, produce_body, read_frame
+
+from client.protocol import ApiKey
 
 VALUE_SIZE = 100
 
@@ -453,7 +464,76 @@ def section_client_idioms(ctx: Any, meter: Callable[[], Any]) -> dict[str, Any]:
         ctx.table.add("client idioms", f"{idiom} — ours / confluent", medians["ours"] / medians["confluent"], "x",
                       fmt="{:,.2f}")
         out[idiom] = {"records": count, "median_records_per_s": medians, "ratio_ours_aiokafka": ratio}
+        if idx == 1:
+            out["raw_round_trip_per_s"] = _raw_floor(ctx, n_awaited, serial, medians["aiokafka"])
     return out
+
+
+def _raw_floor(ctx: Any, n: int, serial: int, aiokafka_awaited: float) -> dict[str, float]:
+    """The two round-trip floor rows (median records/s of each)."""
+    out = {}
+    for name, run in (("raw socket", _raw_awaited), ("asyncio protocol", _protocol_awaited)):
+        runs = []
+        for r in range(ctx.args.repeats):
+            topic = f"client-idioms-floor-{serial}-{len(out)}-{r}"
+            create_topic(ctx.broker.bootstrap, topic)
+            dt = run(ctx.broker.port, topic, n)
+            if (got := end_offset(ctx.broker.bootstrap, topic)) != n:
+                raise RuntimeError(f"{name}: end offset {got}, expected {n}")
+            runs.append(n / dt)
+            print(f"  {'floor: ' + name + ', one Produce at a time':<55} run {r + 1}: {n / dt:>12,.0f} records/s")
+        out[name] = floor = statistics.median(runs)
+        print(f"  3x aiokafka's awaited send ({3 * aiokafka_awaited:,.0f} records/s) is "
+              f"{3 * aiokafka_awaited / floor:.2f}x the {name} floor")
+        ctx.table.add("client idioms", f"floor: {name}, one single-record Produce at a time", floor, "rec/s", None,
+                      runs)
+    return out
+
+
+class _OneAtATime(asyncio.Protocol):
+    def __init__(self) -> None:
+        self.buf = bytearray()
+        self.waiter: asyncio.Future[None] | None = None
+
+    def data_received(self, data: bytes) -> None:
+        self.buf += data
+        if len(self.buf) >= 4 and len(self.buf) >= 4 + int.from_bytes(self.buf[:4], "big"):
+            del self.buf[:]
+            if self.waiter is not None:
+                self.waiter.set_result(None)
+
+
+def _protocol_awaited(port: int, topic: str, n: int) -> float:
+    req = encode(ApiKey.PRODUCE, produce_body(topic, 1))
+
+    async def go() -> float:
+        loop = asyncio.get_running_loop()
+        transport, proto = await loop.create_connection(_OneAtATime, "127.0.0.1", port)
+        try:
+            t0 = time.perf_counter()
+            for _ in range(n):
+                proto.waiter = loop.create_future()
+                transport.write(req)
+                await proto.waiter
+            return time.perf_counter() - t0
+        finally:
+            transport.close()
+
+    result: float = _run_async(go())
+    return result
+
+
+def _raw_awaited(port: int, topic: str, n: int) -> float:
+    req = encode(ApiKey.PRODUCE, produce_body(topic, 1))
+    sock = connect(port)
+    try:
+        t0 = time.perf_counter()
+        for _ in range(n):
+            sock.sendall(req)
+            read_frame(sock)
+        return time.perf_counter() - t0
+    finally:
+        sock.close()
 
 
 async def _ours_produce_untimed(bootstrap: str, topic: str, n: int) -> None:

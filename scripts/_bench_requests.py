@@ -226,7 +226,7 @@ class Row:
         return f"{self.name} v{self.version}, " + (f"depth {depth}" if self.replies else "stream") + placement
 
 
-def _produce_body(topic: str, acks: int) -> dict[str, Any]:
+def produce_body(topic: str, acks: int) -> dict[str, Any]:
     return {"transactional_id": None, "acks": acks, "timeout_ms": 30000, "topic_data": [
         {"name": topic, "partition_data": [{"index": 0, "records": build_batch([(None, b"v" * VALUE_SIZE)])}]}]}
 
@@ -303,11 +303,11 @@ def build_rows(bootstrap: str, port: int, prefix: str) -> tuple[list[Row], dict[
     group = f"{prefix}-group"
     member, generation = join_group(setup, group, topics["commit"])
     rows = [
-        Row("Produce 1 record acks=0", ApiKey.PRODUCE, _produce_body(topics["acks0"], 0), replies=False,
+        Row("Produce 1 record acks=0", ApiKey.PRODUCE, produce_body(topics["acks0"], 0), replies=False,
             produce_topic=topics["acks0"]),
-        Row("Produce 1 record acks=1", ApiKey.PRODUCE, _produce_body(topics["acks1"], 1),
+        Row("Produce 1 record acks=1", ApiKey.PRODUCE, produce_body(topics["acks1"], 1),
             target="request_produce_us", produce_topic=topics["acks1"]),
-        Row("Produce 1 record acks=all", ApiKey.PRODUCE, _produce_body(topics["acksall"], -1),
+        Row("Produce 1 record acks=all", ApiKey.PRODUCE, produce_body(topics["acksall"], -1),
             produce_topic=topics["acksall"]),
         Row("Fetch 1 partition, nothing new, max_wait 0", ApiKey.FETCH, _fetch_body(ids["fetch1"], 1, 0)),
         Row("Fetch 1 partition, nothing new, max_wait 1 ms", ApiKey.FETCH, _fetch_body(ids["fetch1"], 1, 1)),
