@@ -465,7 +465,7 @@ def section_client_idioms(ctx: Any, meter: Callable[[], Any]) -> dict[str, Any]:
                       fmt="{:,.2f}")
         out[idiom] = {"records": count, "median_records_per_s": medians, "ratio_ours_aiokafka": ratio}
         if idx == 1:
-            out["raw_round_trip_per_s"] = _raw_floor(ctx, n_awaited, serial, medians["aiokafka"])
+            out["round_trip_floors_per_s"] = _raw_floor(ctx, n_awaited, serial, medians["aiokafka"])
     return out
 
 
