@@ -670,9 +670,12 @@ def section_w1(ctx: Ctx) -> dict[str, Any]:
         # per record does not.
         cpu_us = {m: statistics.median(1e6 * x["broker_cpu_s"] / x["records"] for x in raw[m]) for m in raw}
         cpu_cost = cpu_us[("all", True)] / cpu_us[("all", False)] - 1
+        split = {m: [statistics.median(1e6 * x[f"broker_{k}_s"] / x["records"] for x in raw[m]) for k in ("user", "sys")]
+                 for m in raw}
         print(f"  the broker's sequence checks: raw socket acks=all idempotent vs acks=all, {depth} in flight:"
               f" {-cost:+.1%} records/s (target: > -5%); broker CPU per record {cpu_us[('all', True)]:.3f} vs"
-              f" {cpu_us[('all', False)]:.3f} µs ({cpu_cost:+.1%})")
+              f" {cpu_us[('all', False)]:.3f} µs ({cpu_cost:+.1%}; user {split[('all', True)][0]:.3f} vs"
+              f" {split[('all', False)][0]:.3f}, system {split[('all', True)][1]:.3f} vs {split[('all', False)][1]:.3f})")
         out["idempotence_cost"] = cost
         out["idempotence_cpu_cost"] = cpu_cost
         ctx.table.add("W1 produce", f"idempotence check cost, raw socket acks=all, {depth} in flight", 100 * cost,
