@@ -646,9 +646,8 @@ def section_w1(ctx: Ctx) -> dict[str, Any]:
         raw_modes = (("1", False), ("all", False), ("all", True))
         raw: dict[tuple[str, bool], list[dict[str, Any]]] = {m: [] for m in raw_modes}
         for r in range(ctx.args.repeats):
-            # The acks=all pair swaps places every repeat: the later run of a pair pays for the
-            # writeback of the data written before it, which once made a fixed order read as an
-            # idempotence cost of ~9% (and -4% with the order reversed).
+            # The acks=all pair swaps places every repeat, so that neither always runs second:
+            # the later of two runs pays for the writeback of the data written before it.
             for acks, idem in raw_modes if r % 2 == 0 else (raw_modes[0], raw_modes[2], raw_modes[1]):
                 topic = f"w1-raw-acks{acks}{'-idem' if idem else ''}-{r}"
                 create_topic(ctx, topic)

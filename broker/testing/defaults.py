@@ -1,7 +1,7 @@
 """Settings the test harnesses (BrokerProcess, InProcessBroker) start a broker with unless the
 test sets them: the few where a test suite wants the opposite of a production default.
 
-- ``group.initial.rebalance.delay.ms=0`` (Kafka's default, and the broker's: 3000). A fresh
+- ``group.initial.rebalance.delay.ms=0`` (the broker's default is Kafka's, 3000). A fresh
   group's first generation then forms as soon as its first member joins instead of 3 s later,
   so a suite that creates many groups does not wait 3 s for each. Container images of Kafka
   made for tests commonly set the same. A test that wants Kafka's behaviour (members that
