@@ -22,9 +22,11 @@ def broker(tmp_path) -> Iterator[BrokerProcess]:
 
 
 @pytest.fixture(scope="module")
-def module_broker(tmp_path_factory) -> Iterator[BrokerProcess]:
-    """One broker shared by a test module (tests use distinct topic names)."""
-    b = BrokerProcess(str(tmp_path_factory.mktemp("broker") / "data")).start()
+def module_broker(request, tmp_path_factory) -> Iterator[BrokerProcess]:
+    """One broker shared by a test module (tests use distinct topic names), with the module's
+    ``BROKER_OVERRIDES`` (``key=value`` strings) if it has any."""
+    overrides = getattr(request.module, "BROKER_OVERRIDES", ())
+    b = BrokerProcess(str(tmp_path_factory.mktemp("broker") / "data"), overrides=overrides).start()
     try:
         yield b
     finally:

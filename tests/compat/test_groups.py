@@ -109,15 +109,7 @@ def committed(bs: str, group: str, topic: str, partitions: int) -> dict[int, int
 
 
 KAFKA_DELAY = "group.initial.rebalance.delay.ms=3000"
-
-
-@pytest.fixture(scope="module")
-def module_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]:
-    b = BrokerProcess(str(tmp_path_factory.mktemp("broker") / "data"), overrides=[KAFKA_DELAY]).start()
-    try:
-        yield b
-    finally:
-        assert b.stop() == 0, b.log_text()
+BROKER_OVERRIDES = [KAFKA_DELAY]  # module_broker's (tests/conftest.py)
 
 
 @pytest.fixture
