@@ -12,10 +12,11 @@ Durability: a write returns once the batch is appended (the in-memory state then
 acks=all produce requests (one fsync per file covers every waiter). OffsetCommit, SyncGroup
 and DeleteGroups answer only then, so an answered commit survives a crash.
 
-Loading: at start-up every partition of the topic is marked loading; a background task reads
-each partition in ``offsets.load.buffer.size`` chunks in a worker thread (file reads, CRC checks
-and record decoding off the event loop) and replays them on the loop: the last value of a key
-wins, a tombstone deletes. Until a partition is replayed its groups answer
+Loading: at start-up every partition of the topic is marked loading; a background task (the
+shared ``CoordinatorLoader``) reads each partition in ``offsets.load.buffer.size`` chunks in a
+worker thread (file reads, CRC checks and record decoding off the event loop) and replays them
+on the loop: the last value of a key wins, a tombstone deletes. A damaged batch is skipped and
+logged, and the commits after it load. Until a partition is replayed its groups answer
 COORDINATOR_LOAD_IN_PROGRESS, which clients retry. Then each loaded member's session timer
 starts: a member that does not come back within its session timeout is removed.
 """
@@ -29,14 +30,14 @@ from collections.abc import Callable, Hashable
 from typing import Any
 
 from client.protocol.primitives import DecodeError
-from client.records.batch import RecordError
 from client.records.control import ABORT, COMMIT, ControlRecord, parse_control_key
 from client.records.record import build_batch
 
+from ..coordinator_loader import CoordinatorLoader
 from ..handlers.common import error_code_of
 from ..storage.errors import TopicExistsError
 from ..storage.log import Log
-from ..storage.record_reader import read_record_chunk
+from ..storage.record_reader import LoggedRecord
 from .coordinator import GroupConfig, GroupCoordinator, Record
 from .records import (
     CONSUMER_OFFSETS,
@@ -172,26 +173,16 @@ class GroupRuntime:
         self.load_task = asyncio.ensure_future(self._load_all(info.partitions))
 
     async def _load_all(self, partitions: int) -> None:
-        t0 = time.perf_counter()
-        loop = asyncio.get_running_loop()
-        records = 0
-        for p in range(partitions):
-            log = self.state.logs.get_log(CONSUMER_OFFSETS, p)
-            offset = log.log_start_offset if log is not None else 0
-            while log is not None and offset < log.log_end_offset:
-                try:
-                    parsed, offset = await loop.run_in_executor(None, _read_chunk, log, offset, self.load_buffer_size)
-                except (RecordError, OSError) as e:
-                    logger.error("%s-%d: cannot load past offset %d: %s", CONSUMER_OFFSETS, p, offset, e)
-                    break
-                records += len(parsed)
-                self._replay(p, parsed)
-            self.coordinator.on_loaded(p)
-        self.load_seconds = time.perf_counter() - t0
-        logger.info("loaded %d groups (%d records) from %s in %.3f s", len(self.coordinator.groups), records,
-                    CONSUMER_OFFSETS, self.load_seconds)
+        loader: CoordinatorLoader[Replayed] = CoordinatorLoader(
+            CONSUMER_OFFSETS, self.state.logs.get_log, self.load_buffer_size, _decode, self._replay,
+            self.coordinator.on_loaded)
+        summary = await loader.load(range(partitions))
+        self.load_seconds = summary.seconds
+        damaged = f"; {summary.skipped_batches} damaged batches skipped" if summary.skipped_batches else ""
+        logger.info("loaded %d groups (%d records) from %s in %.3f s%s", len(self.coordinator.groups),
+                    summary.records, CONSUMER_OFFSETS, summary.seconds, damaged)
 
-    def _replay(self, partition: int, parsed: list[tuple[Any, Any, int]]) -> None:
+    def _replay(self, partition: int, parsed: list[Replayed]) -> None:
         c = self.coordinator
         for key, value, producer_id in parsed:
             if isinstance(key, ControlRecord):
@@ -223,13 +214,15 @@ class GroupRuntime:
             await asyncio.wait(list(self._durable_tasks), timeout=5)
 
 
-def _read_chunk(log: Log, offset: int, max_bytes: int) -> tuple[list[tuple[Any, Any, int]], int]:
-    """Decode the records of about ``max_bytes`` from ``offset`` (at least one batch): (key,
-    value, producer id) triples, values None for tombstones; transaction markers as (their
-    ControlRecord, None, producer id); and the offset to continue from. Records of unknown
-    types are skipped."""
-    chunk, next_offset = read_record_chunk(log, offset, max_bytes)
-    out: list[tuple[Any, Any, int]] = []
+#: (key, value, producer id) of one record of ``__consumer_offsets``, as ``_replay`` takes it
+Replayed = tuple[Any, Any, int]
+
+
+def _decode(partition: int, chunk: list[LoggedRecord]) -> list[Replayed]:
+    """Decode a chunk's records (in the loader's worker thread): (key, value, producer id)
+    triples, values None for tombstones; transaction markers as (their ControlRecord, None,
+    producer id). Records of unknown types are skipped."""
+    out: list[Replayed] = []
     for pid, _, is_control, record in chunk:
         if record.key is None:
             continue
@@ -249,7 +242,7 @@ def _read_chunk(log: Log, offset: int, max_bytes: int) -> tuple[list[tuple[Any, 
                 value = decode_offset_commit_value(record.value)
         except (DecodeError, ValueError) as e:
             logger.warning("%s-%d: skipping undecodable record at offset %d: %s", CONSUMER_OFFSETS,
-                           log.partition, record.offset, e)
+                           partition, record.offset, e)
             continue
-        out.append((key, value, pid if not is_control else -1))
-    return out, next_offset
+        out.append((key, value, pid))
+    return out

@@ -52,13 +52,13 @@ from typing import Any
 
 from client.protocol.api import ErrorCode as E
 from client.protocol.primitives import DecodeError
-from client.records.batch import RecordError
 from client.records.control import build_control_batch
 from client.records.record import build_batch
 
+from ..coordinator_loader import CoordinatorLoader
 from ..group.records import CONSUMER_OFFSETS
 from ..storage.errors import TopicExistsError
-from ..storage.record_reader import read_record_chunk
+from ..storage.record_reader import LoggedRecord
 from .records import (
     TRANSACTION_STATE,
     TxnLogValue,
@@ -549,34 +549,17 @@ class TransactionCoordinator:
         return task
 
     async def _load_all(self, partitions: int) -> None:
-        t0 = time.perf_counter()
-        loop = asyncio.get_running_loop()
-        n = 0
-        for p in range(partitions):
-            log = self.state.logs.get_log(TRANSACTION_STATE, p)
-            offset = log.log_start_offset if log is not None else 0
-            while log is not None and offset < log.log_end_offset:
-                try:
-                    chunk, offset = await loop.run_in_executor(None, read_record_chunk, log, offset,
-                                                               self.config.load_buffer_size)
-                except (RecordError, OSError) as e:
-                    logger.error("%s-%d: cannot load past offset %d: %s", TRANSACTION_STATE, p, offset, e)
-                    break
-                for _, _, is_control, record in chunk:
-                    if is_control or record.key is None:
-                        continue
-                    try:
-                        txn_id = decode_txn_key(record.key)
-                        value = decode_txn_value(record.value) if record.value is not None else None
-                    except DecodeError as e:
-                        logger.warning("%s-%d: skipping undecodable record at offset %d: %s", TRANSACTION_STATE, p,
-                                       record.offset, e)
-                        continue
-                    self.replay(txn_id, value)
-                    n += 1
-        logger.info("loaded %d transactional ids (%d records) from %s in %.3f s", len(self.txns), n,
-                    TRANSACTION_STATE, time.perf_counter() - t0)
+        loader: CoordinatorLoader[tuple[str, TxnLogValue | None]] = CoordinatorLoader(
+            TRANSACTION_STATE, self.state.logs.get_log, self.config.load_buffer_size, _decode, self._replay_chunk)
+        summary = await loader.load(range(partitions))
+        damaged = f"; {summary.skipped_batches} damaged batches skipped" if summary.skipped_batches else ""
+        logger.info("loaded %d transactional ids (%d records) from %s in %.3f s%s", len(self.txns), summary.records,
+                    TRANSACTION_STATE, summary.seconds, damaged)
         self.on_loaded()
+
+    def _replay_chunk(self, _partition: int, items: list[tuple[str, TxnLogValue | None]]) -> None:
+        for txn_id, value in items:
+            self.replay(txn_id, value)
 
     def replay(self, transactional_id: str, value: TxnLogValue | None) -> None:
         if value is None:
@@ -601,3 +584,19 @@ class TransactionCoordinator:
             await asyncio.wait(list(self._tasks), timeout=5)
         for t in list(self._tasks):
             t.cancel()
+
+
+def _decode(partition: int, chunk: list[LoggedRecord]) -> list[tuple[str, TxnLogValue | None]]:
+    """(transactional id, value or None for a tombstone) of a chunk's records, in the loader's
+    worker thread; markers and undecodable records are skipped (the latter logged)."""
+    out: list[tuple[str, TxnLogValue | None]] = []
+    for _, _, is_control, record in chunk:
+        if is_control or record.key is None:
+            continue
+        try:
+            out.append((decode_txn_key(record.key),
+                        decode_txn_value(record.value) if record.value is not None else None))
+        except DecodeError as e:
+            logger.warning("%s-%d: skipping undecodable record at offset %d: %s", TRANSACTION_STATE, partition,
+                           record.offset, e)
+    return out

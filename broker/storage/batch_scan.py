@@ -1,0 +1,174 @@
+"""Reading a log back batch by batch when a damaged batch must cost only itself.
+
+Readers that rebuild state from a whole log (the coordinators replaying ``__consumer_offsets``
+and ``__transaction_state``, the producer-state rebuild at start-up) cannot stop at the first
+bad batch: everything after it would be lost at every restart, and new writes land after the
+damage. Kafka's loaders stop there (and Kafka trusts the files after a clean shutdown); these
+scans go on past it instead, and say what they skipped.
+
+A batch is *valid* here when ``validate_batch_fields`` accepts it (magic 2, a batchLength that
+fits the file, CRC-32C over bytes 21..end, recordsCount and lastOffsetDelta not negative) and
+its offsets are in order: base offset at or above the end of the previous valid batch, last
+offset below the next segment's base offset (or the log end offset the scan was given). The
+CRC does not cover the base offset (bytes 0-7), so that check is what catches a bit flip there.
+
+When a batch is invalid but its length field is plausible (it fits the file), the scan skips
+exactly those bytes and goes on at the next batch. When the length field itself is damaged,
+the next batch boundary is unknown: the scan looks for it byte by byte (``_resync``) — a
+position where a whole batch starts whose magic byte is 2, whose offsets are in the expected
+range and whose CRC-32C matches. A false match needs a 32-bit CRC collision of a region that
+also passes the magic and offset checks. Candidates are found with ``bytes.find`` on the
+magic byte, so most bytes cost no Python work; each candidate costs one header unpack and, if
+that passes, one CRC of at most one batch. If no batch follows, the rest of the segment is
+reported skipped.
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Iterator
+from typing import NamedTuple
+
+import crc32c as _crc32c
+
+from client.records.batch import (
+    ATTRIBUTES_OFFSET,
+    CURRENT_MAGIC,
+    LOG_OVERHEAD,
+    MAGIC_OFFSET,
+    RECORDS_OFFSET,
+    RecordError,
+    validate_batch_fields,
+)
+
+from .file_records import FileRecords
+
+__all__ = ["SkippedBatch", "ValidBatch", "scan_segment"]
+
+_LEN = struct.Struct(">qi")   # baseOffset, batchLength
+_CRC = struct.Struct(">I")
+_CRC_OFFSET = 17
+_MAGIC_BYTE = bytes([CURRENT_MAGIC])
+#: bytes read per file read; a batch larger than this is read whole
+SCAN_CHUNK = 4 << 20
+#: the resync search reads this much at a time (with a header's worth of overlap)
+_RESYNC_WINDOW = 1 << 20
+
+
+class ValidBatch(NamedTuple):
+    """A batch that passed the checks: its position in the file and its bytes (a view into
+    a buffer read for the scan). ``fields`` are the 13 header fields in layout order
+    (``RecordBatchHeader.unpack``)."""
+    position: int
+    data: memoryview
+    fields: tuple[int, ...]
+
+    @property
+    def base_offset(self) -> int:
+        return self.fields[0]
+
+    @property
+    def last_offset(self) -> int:
+        return self.fields[0] + self.fields[6]
+
+
+class SkippedBatch(NamedTuple):
+    """Bytes a scan skipped: ``size`` bytes at ``position`` of ``path``; ``base_offset`` as
+    the damaged header says (-1 when it could not be read); ``expected_offset`` the first
+    offset that was due there (what a reader lost starts at or after it)."""
+    path: str
+    position: int
+    size: int
+    base_offset: int
+    expected_offset: int
+    reason: str
+
+    def describe(self) -> str:
+        at = f"header base offset {self.base_offset}, " if self.base_offset >= 0 else ""
+        return (f"skipped {self.size} bytes at position {self.position} of {self.path} ({at}offsets from"
+                f" {self.expected_offset}): {self.reason}")
+
+
+def scan_segment(records: FileRecords, start: int, *, min_offset: int, max_offset: int,
+                 end: int | None = None) -> Iterator[ValidBatch | SkippedBatch]:
+    """The batches of ``records`` from byte ``start`` (a batch boundary) to ``end`` (default:
+    the file's size), each a ValidBatch or, for damaged bytes, a SkippedBatch. Batches must
+    have offsets in ``[min_offset, max_offset)``, ascending; a caller scanning a segment that
+    may grow passes the ``end`` it read before taking ``max_offset``, so that every batch in
+    range is below it. Reads about ``SCAN_CHUNK`` bytes at a time."""
+    size = records.size if end is None else min(end, records.size)
+    pos = start
+    expected = min_offset
+    buf = b""
+    buf_pos = pos  # file position of buf[0]
+    while pos < size:
+        off = pos - buf_pos
+        if len(buf) - off < RECORDS_OFFSET or off < 0:
+            buf = records.read(pos, min(SCAN_CHUNK, size - pos))
+            buf_pos, off = pos, 0
+        avail = size - pos
+        if avail < RECORDS_OFFSET:
+            yield SkippedBatch(records.path, pos, avail, -1, expected,
+                               f"{avail} bytes at the end of the file are not a whole batch")
+            return
+        base, length = _LEN.unpack_from(buf, off)
+        batch_size = length + LOG_OVERHEAD
+        if batch_size < RECORDS_OFFSET or batch_size > avail:
+            reason = (f"batchLength {length} is below the minimum 49" if batch_size < RECORDS_OFFSET
+                      else f"batchLength {length} runs past the end of the file ({avail} bytes left)")
+            nxt = _resync(records, pos + 1, size, expected, max_offset)
+            stop = size if nxt is None else nxt
+            yield SkippedBatch(records.path, pos, stop - pos, base, expected, reason)
+            pos = stop
+            continue
+        if len(buf) - off < batch_size:
+            buf = records.read(pos, max(batch_size, min(SCAN_CHUNK, size - pos)))
+            buf_pos, off = pos, 0
+        try:
+            fields = validate_batch_fields(buf, off, off + batch_size, allow_empty=True)
+        except RecordError as e:
+            yield SkippedBatch(records.path, pos, batch_size, base, expected, str(e))
+            pos += batch_size
+            continue
+        last = base + fields[6]
+        if base < expected or last >= max_offset:
+            yield SkippedBatch(records.path, pos, batch_size, base, expected,
+                               f"offsets {base}..{last} are outside the expected range [{expected}, {max_offset})")
+            pos += batch_size
+            continue
+        yield ValidBatch(pos, memoryview(buf)[off:off + batch_size], fields)
+        expected = last + 1
+        pos += batch_size
+
+
+def _resync(records: FileRecords, start: int, size: int, min_offset: int, max_offset: int) -> int | None:
+    """The first position in ``[start, size)`` where a whole valid batch with a base offset in
+    ``[min_offset, max_offset)`` starts, or None."""
+    pos = start
+    while size - pos >= RECORDS_OFFSET:
+        window = records.read(pos, min(_RESYNC_WINDOW, size - pos))
+        # candidates: a magic byte of 2 at index MAGIC_OFFSET of a would-be batch
+        i = window.find(_MAGIC_BYTE, MAGIC_OFFSET)
+        last_start = len(window) - RECORDS_OFFSET
+        while i != -1 and i - MAGIC_OFFSET <= last_start:
+            cand = i - MAGIC_OFFSET
+            base, length = _LEN.unpack_from(window, cand)
+            batch_size = length + LOG_OVERHEAD
+            at = pos + cand
+            if (min_offset <= base < max_offset and RECORDS_OFFSET <= batch_size <= size - at
+                    and _crc_matches(records, window, cand, at, batch_size)):
+                return at
+            i = window.find(_MAGIC_BYTE, i + 1)
+        if pos + len(window) >= size:
+            return None
+        pos += max(len(window) - RECORDS_OFFSET, 1)  # overlap: a header split across windows
+    return None
+
+
+def _crc_matches(records: FileRecords, window: bytes, cand: int, at: int, batch_size: int) -> bool:
+    stored = _CRC.unpack_from(window, cand + _CRC_OFFSET)[0]
+    if cand + batch_size <= len(window):
+        body: bytes | memoryview = memoryview(window)[cand + ATTRIBUTES_OFFSET:cand + batch_size]
+    else:
+        body = records.read(at + ATTRIBUTES_OFFSET, batch_size - ATTRIBUTES_OFFSET)
+    return bool(_crc32c.crc32c(body) == stored)
