@@ -34,6 +34,7 @@ import crc32c as _crc32c
 from client.records.batch import (
     ATTRIBUTES_OFFSET,
     CURRENT_MAGIC,
+    HEADER_STRUCT,
     LOG_OVERHEAD,
     MAGIC_OFFSET,
     RECORDS_OFFSET,
@@ -90,12 +91,14 @@ class SkippedBatch(NamedTuple):
 
 
 def scan_segment(records: FileRecords, start: int, *, min_offset: int, max_offset: int,
-                 end: int | None = None) -> Iterator[ValidBatch | SkippedBatch]:
+                 end: int | None = None, verify_from: int = 0) -> Iterator[ValidBatch | SkippedBatch]:
     """The batches of ``records`` from byte ``start`` (a batch boundary) to ``end`` (default:
     the file's size), each a ValidBatch or, for damaged bytes, a SkippedBatch. Batches must
     have offsets in ``[min_offset, max_offset)``, ascending; a caller scanning a segment that
     may grow passes the ``end`` it read before taking ``max_offset``, so that every batch in
-    range is below it. Reads about ``SCAN_CHUNK`` bytes at a time."""
+    range is below it. Batches that start before ``verify_from`` get the framing checks only
+    (magic, a length that fits, offsets in order), not the CRC: a framing walk of a file
+    written and flushed by this broker. Reads about ``SCAN_CHUNK`` bytes at a time."""
     size = records.size if end is None else min(end, records.size)
     pos = start
     expected = min_offset
@@ -125,7 +128,12 @@ def scan_segment(records: FileRecords, start: int, *, min_offset: int, max_offse
             buf = records.read(pos, max(batch_size, min(SCAN_CHUNK, size - pos)))
             buf_pos, off = pos, 0
         try:
-            fields = validate_batch_fields(buf, off, off + batch_size, allow_empty=True)
+            if pos >= verify_from:
+                fields = validate_batch_fields(buf, off, off + batch_size, allow_empty=True)
+            else:
+                fields = HEADER_STRUCT.unpack_from(buf, off)
+                if fields[3] != CURRENT_MAGIC:
+                    raise RecordError(f"record batch magic {fields[3]} is not supported (only 2)")
         except RecordError as e:
             yield SkippedBatch(records.path, pos, batch_size, base, expected, str(e))
             pos += batch_size

@@ -346,21 +346,24 @@ class FileRecords:
                 validate_batch(buf, off, off + size, allow_empty=True)  # raises the specific error
             yield pos + off, size, base, base + last_delta, max_ts
 
-    def search_for_offset_with_size(self, target_offset: int, start_position: int) -> LogOffsetPosition | None:
-        """First batch at or after ``start_position`` whose last offset >= target; None when
-        every batch of the file ends below it.
+    def search_for_offset_with_size(self, target_offset: int, start_position: int,
+                                    end: int | None = None) -> LogOffsetPosition | None:
+        """First batch in ``[start_position, end)`` (default: to the end of the file) whose last
+        offset >= target; None when every batch there ends below it.
 
         A log file holds whole batches only (appends write whole batches, recovery truncates
         torn tails), so a scan that stops before the end of the file met a corrupt size field:
         CorruptRecordError, never None — None would send the reader on to the next segment,
         skipping whatever the damaged batch and the ones after it hold."""
+        if end is None:
+            end = self._size
         reached = start_position
-        for pos, h in self.batch_headers(start_position):
+        for pos, h in self.batch_headers(start_position, end):
             last = h.last_offset
             if last >= target_offset:
                 return LogOffsetPosition(last, pos, h.size_in_bytes)
             reached = pos + h.size_in_bytes
-        if reached < self._size:
+        if reached < end:
             raise CorruptRecordError(
                 f"the batch at position {reached} of {self.path} is not whole: its size field says"
                 f" more than the {self._size - reached} bytes left in the file"

@@ -44,7 +44,6 @@ from .errors import (
     KafkaStorageError,
     LogCleaningAbortedError,
     OffsetOutOfRangeError,
-    StorageError,
 )
 from .file_records import FileSlice, TimestampAndOffset
 from .fileutil import fsync_path
@@ -194,24 +193,28 @@ class Log:
         _load_segment_files(directory, config, segments, had_clean_shutdown, recovery_point, rng, names)
         _complete_swaps(directory, config, segments, swaps)
 
+        bases = list(segments.keys())
+        for base, next_base in zip(bases, bases[1:]):
+            segments.get(base).next_segment_base = next_base  # type: ignore[union-attr]
         if not had_clean_shutdown and len(segments):
-            truncated_at: int | None = None
+            # Kafka's recovery from the recovery point, except that a damaged batch with valid
+            # ones after it (in its segment or in later ones) costs only itself: Kafka truncates
+            # there and deletes the later segments. Only the active segment's damaged tail (a
+            # torn write) is truncated.
             for base, seg in list(segments.items(_floor_key(segments, recovery_point))):
-                if truncated_at is not None:
-                    logger.warning("%s: deleting segment %d after the truncation at %d", directory, base, truncated_at)
-                    segments.remove(base)
-                    seg.delete_if_exists()
-                    continue
-                try:
-                    truncated = seg.recover()
-                except StorageError as e:
-                    logger.warning("%s: invalid offsets in segment %d (%s); emptying it", directory, base, e)
-                    truncated = seg.log.size
-                    seg.truncate_to(base)
+                truncated = seg.recover()
                 if truncated > 0:
-                    truncated_at = seg.read_next_offset()
                     logger.warning("%s: corruption in segment %d, truncated %d bytes; log now ends at offset %d",
-                                   directory, base, truncated, truncated_at)
+                                   directory, base, truncated, seg.read_next_offset())
+        elif len(segments):
+            # After a clean shutdown Kafka trusts the files; junk appended to the active segment
+            # (a power loss on some file systems) or a damaged batch in it would then stop the
+            # broker or make reads fail. One framing walk of the active segment finds both.
+            base, seg = segments.last()  # type: ignore[misc]
+            truncated = seg.check_framing()
+            if truncated > 0:
+                logger.warning("%s: the active segment %d ended in %d bytes that are not valid batches; truncated"
+                               " them (log now ends at offset %d)", directory, base, truncated, seg.read_next_offset())
 
         leo: int | None = None
         last = segments.last()
@@ -298,28 +301,26 @@ class Log:
     def _replay_producer_batches(self, seg: LogSegment, start: int, last_offset: int) -> int:
         """Apply the producer batches of ``seg`` in [start, last_offset) to the producer state
         without checks (they were checked when written); returns how many."""
-        found = seg.translate_offset(start)
-        if found is None:
-            return 0
-        end = seg.size
-        floor = self.segments.floor(last_offset)
-        if floor is not None and floor[0] == seg.base_offset:
-            stop = seg.translate_offset(last_offset)
-            if stop is not None:
-                end = stop.position
         psm = self.producer_state
         infos: dict[int, ProducerAppendInfo] = {}
         n = 0
-        for _, header in seg.log.iter_batches(found.position, validate=False, end=end):
+        # From the index entry at or below ``start`` (a batch boundary). A damaged batch is
+        # stepped over (and recorded) rather than ending the load: its producer's state then
+        # lacks it, as if it had expired.
+        for batch in seg.valid_batches(seg.offset_index.lookup(start).position):
             (base_offset, _, _, _, _, attributes, last_delta, _, max_ts, producer_id, epoch, base_seq,
-             _) = header.unpack()
+             _) = batch.fields
+            if base_offset + last_delta < start:
+                continue
+            if base_offset + last_delta >= last_offset:
+                break
             if producer_id < 0:
                 continue
             info = infos.get(producer_id)
             if info is None:
                 info = infos[producer_id] = psm.prepare_update(producer_id, validate=False)
             if attributes & CONTROL_FLAG_MASK:
-                done = _apply_marker(info, header.buf, header.pos, epoch, base_offset, max_ts)
+                done = _apply_marker(info, batch.data, 0, epoch, base_offset, max_ts)
                 if done is not None and done.is_aborted and not seg.txn_index.contains_marker(done.last_offset):
                     # The marker reached the .log but its entry did not reach the .txnindex (a
                     # crash in between): add it. Its last stable offset is taken as the
@@ -536,6 +537,7 @@ class Log:
                         logger.warning("%s: deleting stale file %s before rolling", self.dir, path)
                         os.unlink(path)
                 active.on_become_inactive_segment()
+                active.next_segment_base = new_offset
             seg = self._open_segment(new_offset)
             self.segments.put(new_offset, seg)
             self._dir_needs_fsync = True

@@ -25,7 +25,7 @@ import logging
 import os
 import struct
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import NamedTuple
 
 from client.records.batch import (
@@ -35,10 +35,10 @@ from client.records.batch import (
     RECORDS_COUNT_OFFSET,
     RECORDS_OFFSET,
     CorruptRecordError,
-    RecordError,
 )
 from client.records.record import iter_records
 
+from .batch_scan import SkippedBatch, ValidBatch, scan_segment
 from .errors import LogSegmentOffsetOverflowError
 from .file_records import FileRecords, FileSlice, LogOffsetPosition, TimestampAndOffset
 from .index import LazyIndex
@@ -64,6 +64,16 @@ _BATCH_FIELDS = struct.Struct(">qi")  # baseOffset, batchLength
 _I32 = struct.Struct(">i")
 _I64 = struct.Struct(">q")
 _new = tuple.__new__  # NamedTuple construction without its Python-level __new__ (per append)
+
+
+class DamagedRange(NamedTuple):
+    """Bytes ``[position, end)`` of a segment's ``.log`` that are not valid batches, with valid
+    batches after them; the offsets ``[first_offset, next_offset)`` were due there. Reads stop
+    before it and a read of an offset in it gets CorruptRecordError (CORRUPT_MESSAGE)."""
+    position: int
+    end: int
+    first_offset: int
+    next_offset: int
 
 
 def filename_prefix_from_offset(offset: int) -> str:
@@ -114,6 +124,9 @@ class LogSegment:
         self.bytes_since_last_index_entry = 0
         self._rolling_based_timestamp: int | None = None
         self._max_ts_and_offset = _UNKNOWN  # loaded lazily from the time index
+        #: damaged ranges found by recovery, the start-up framing walk or a read (position order)
+        self.damaged: list[DamagedRange] = []
+        self._damage_logged: set[int] = set()
         #: the transactions aborted in this segment (``.txnindex``, created with its first entry)
         self.txn_index = txn_index if txn_index is not None else TransactionIndex(
             txn_index_file_name(os.path.dirname(log_file.path), base_offset), base_offset)
@@ -258,9 +271,52 @@ class LogSegment:
     # -- read --
 
     def translate_offset(self, offset: int, starting_file_position: int = 0) -> LogOffsetPosition | None:
-        """The first batch whose last offset >= ``offset``: index lookup, then a header scan."""
-        mapping = self.offset_index.lookup(offset)
-        return self.log.search_for_offset_with_size(offset, max(mapping.position, starting_file_position))
+        """The first batch whose last offset >= ``offset``: index lookup, then a header scan.
+
+        The scan steps over known damaged ranges: an offset due inside one raises
+        CorruptRecordError, a later one is found in the valid batches after it. A scan that
+        meets damage not known yet records it (``_find_damage``) and looks again."""
+        start = max(self.offset_index.lookup(offset).position, starting_file_position)
+        try:
+            return self._search(offset, start)
+        except CorruptRecordError:
+            if not self._find_damage(start):
+                raise
+        return self._search(offset, start)
+
+    def _search(self, offset: int, start: int) -> LogOffsetPosition | None:
+        pos = start
+        for d in self.damaged:
+            if d.end <= pos:
+                continue
+            if d.position > pos:
+                found = self.log.search_for_offset_with_size(offset, pos, d.position)
+                if found is not None:
+                    return found
+            if offset < d.next_offset:
+                raise CorruptRecordError(
+                    f"offset {offset} of {self.log.path} lies in damaged bytes at positions {d.position}-{d.end}"
+                    f" (offsets {d.first_offset}..{d.next_offset - 1} were due there)")
+            pos = d.end
+        return self.log.search_for_offset_with_size(offset, pos)
+
+    def _find_damage(self, start: int) -> bool:
+        """Walk the framing from ``start`` (a batch boundary) to the end; record each damaged
+        range found that is not known yet. True when one was added."""
+        before = len(self.damaged)
+        tail: list[SkippedBatch] = []
+        for _ in self._walk(start, self.log.size, tail):
+            pass
+        if tail:  # damage with no valid batch after it in this segment: up to the file's end
+            self._add_damage(tail, self.log.size, self.next_segment_base)
+        return len(self.damaged) > before
+
+    def damage_after(self, position: int) -> DamagedRange | None:
+        """The first known damaged range starting at or after ``position``."""
+        for d in self.damaged:
+            if d.position >= position:
+                return d
+        return None
 
     def read(
         self,
@@ -284,6 +340,10 @@ class LogSegment:
         adjusted = max(max_size, found.size) if min_one_batch else max_size
         if max_position is None:
             max_position = self.log.size
+        if self.damaged:  # the slice ends where damage starts: the batches before it stay readable
+            d = self.damage_after(start)
+            if d is not None:
+                max_position = min(max_position, d.position)
         if adjusted == 0:
             return FetchDataInfo(start_offset, self.base_offset, start, FileSlice(self.log.fd, start, 0))
         fetch_size = min(max_position - start, adjusted)
@@ -304,11 +364,12 @@ class LogSegment:
         return self.log.search_for_timestamp(timestamp, position, starting_offset)
 
     def read_next_offset(self) -> int:
-        """The offset after the last batch (base offset when empty); scans from the last index entry."""
+        """The offset after the last valid batch (base offset when empty); scans from the last
+        index entry, stepping over damage."""
         start = self.offset_index.lookup(self.offset_index.last_offset).position
         next_offset = self.base_offset
-        for _, h in self.log.batch_headers(start):
-            next_offset = h.next_offset
+        for batch in self._walk(start, self.log.size, []):
+            next_offset = batch.last_offset + 1
         return next_offset
 
     def last_index_entry_is_consistent(self) -> bool:
@@ -326,35 +387,98 @@ class LogSegment:
 
     # -- recovery and truncation --
 
+    #: the next segment's base offset, set by the Log for every segment but the active one (0):
+    #: the offset after a damaged range that reaches the end of an inactive segment's file
+    #: (such a range in the active segment is a torn tail, truncated instead)
+    next_segment_base = 0
+
+    def valid_batches(self, start: int = 0, end: int | None = None) -> Iterator[ValidBatch]:
+        """The batches in ``[start, end)`` (``start`` a batch boundary) whose framing holds,
+        stepping over damage (recorded in ``damaged``); no CRC check."""
+        return self._walk(start, self.log.size if end is None else end, [], end)
+
+    def _walk(self, start: int, verify_from: int, tail: list[SkippedBatch],
+              end: int | None = None) -> Iterator[ValidBatch]:
+        """The valid batches from ``start`` (``scan_segment``; CRC-checked from ``verify_from``).
+        Damaged bytes followed by a valid batch are recorded in ``damaged``; damaged bytes at
+        the end of the file are left in ``tail`` for the caller to truncate or record."""
+        pending: list[SkippedBatch] = []
+        for item in scan_segment(self.log, start, min_offset=self.base_offset, end=end,
+                                 max_offset=self.base_offset + _INT32_MAX + 1, verify_from=verify_from):
+            if isinstance(item, SkippedBatch):
+                pending.append(item)
+                continue
+            if pending:
+                self._add_damage(pending, item.position, item.base_offset)
+                pending = []
+            yield item
+        tail.extend(pending)
+
+    def _add_damage(self, skipped: list[SkippedBatch], end: int, next_offset: int) -> None:
+        first = skipped[0]
+        if any(d.position == first.position for d in self.damaged):
+            return
+        d = DamagedRange(first.position, end, first.expected_offset, max(next_offset, first.expected_offset))
+        self.damaged.append(d)
+        self.damaged.sort()
+        if d.position in self._damage_logged:  # found again by a rebuild (recover after check_framing)
+            return
+        self._damage_logged.add(d.position)
+        log.error("Damaged batches in %s: %d bytes at position %d, where offsets %d..%d were due, are skipped by"
+                  " readers (%s)", self.log.path, d.end - d.position, d.position, d.first_offset, d.next_offset - 1,
+                  "; ".join(s.reason for s in skipped[:3]))
+
+    def check_framing(self, verify_from: int | None = None) -> int:
+        """The start-up check of an active segment after a clean shutdown, which Kafka skips
+        (it trusts the files then): walk every batch's framing (one header read per batch, in
+        large reads), CRC-check the batches from ``verify_from`` (default: the last offset
+        index entry, the part written since the last flush a power loss can damage), record
+        damaged ranges, and truncate a damaged tail (junk or zeros appended, a torn last batch)
+        as recovery does. Returns the number of bytes truncated; the indexes are rebuilt when
+        any damage was found."""
+        if verify_from is None:
+            idx = self.offset_index
+            verify_from = idx.entry(idx.entries - 1)[1] if idx.entries else 0
+        tail: list[SkippedBatch] = []
+        before = len(self.damaged)
+        for _ in self._walk(0, verify_from, tail):
+            pass
+        if not tail and len(self.damaged) == before:
+            return 0
+        return self.recover()
+
     def recover(self) -> int:
-        """Rebuild both indexes from the ``.log``, validating every batch by CRC; truncate the
-        log at the first invalid or partial batch. Returns the number of bytes truncated."""
+        """Rebuild both indexes from the ``.log``, validating every batch by CRC (Kafka's
+        recovery), with one difference: a damaged batch followed by valid ones costs only
+        itself (it is recorded in ``damaged`` and the batches after it are kept, where Kafka
+        truncates there). Damaged bytes at the end of the file (a torn write, junk appended)
+        are truncated, unless ``next_segment_base`` says later segments follow: then
+        they are recorded too. Returns the number of bytes truncated."""
         offset_index = self.offset_index
         time_index = self.time_index
         offset_index.reset()
         time_index.reset()
+        self.damaged = []
         valid_bytes = 0
         last_index_entry = 0
         max_ts = _UNKNOWN
-        try:
-            seg_base = self.base_offset
-            max_last = seg_base + _INT32_MAX
-            interval = self.index_interval_bytes
-            for pos, size, base, last, ts in self.log.iter_valid_batches(0):
-                if last > max_last or base < seg_base:
-                    raise LogSegmentOffsetOverflowError(
-                        f"batch at {pos} has offsets {base}..{last} outside segment {seg_base}"
-                    )
-                if ts > max_ts.timestamp:
-                    max_ts = TimestampOffset(ts, last)
-                if valid_bytes - last_index_entry > interval:
-                    offset_index.append(last, valid_bytes)
-                    time_index.maybe_append(max_ts.timestamp, max_ts.offset)
-                    last_index_entry = valid_bytes
-                valid_bytes = pos + size
-        except RecordError as e:
+        interval = self.index_interval_bytes
+        tail: list[SkippedBatch] = []
+        for batch in self._walk(0, 0, tail):
+            pos, last, ts = batch.position, batch.last_offset, batch.fields[8]
+            if ts > max_ts.timestamp:
+                max_ts = TimestampOffset(ts, last)
+            if pos - last_index_entry > interval:
+                offset_index.append(last, pos)
+                time_index.maybe_append(max_ts.timestamp, max_ts.offset)
+                last_index_entry = pos
+            valid_bytes = pos + len(batch.data)
+        if tail and self.next_segment_base > self.base_offset:
+            self._add_damage(tail, self.log.size, self.next_segment_base)
+            valid_bytes = self.log.size
+        elif tail:
             log.warning("Found invalid messages in log segment %s at byte offset %d: %s",
-                        self.log.path, valid_bytes, e)
+                        self.log.path, tail[0].position, tail[0].reason)
         truncated = self.log.size - valid_bytes
         if truncated > 0:
             log.warning("Truncated %d invalid bytes at the end of segment %s during recovery",

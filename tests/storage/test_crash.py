@@ -42,6 +42,7 @@ from broker.storage.checkpoint import read_offset_checkpoint
 from broker.storage.log import Log
 from broker.storage.log_manager import LogManager
 from client.records import iter_records
+from client.records.batch import CorruptRecordError
 
 from .conftest import BatchInfo, expected_index_entries, read_offset_index_file, read_time_index_file
 from .crash_writer import SEQ_BASE, TOPIC, check_record, make_batch, next_seq_of, topic_configs
@@ -687,28 +688,44 @@ def test_damaged_byte_in_last_batch(tmp_path, caplog, where: str) -> None:
     check_recovered(layout, manager, log, last.base_offset, rebuilt={base})
 
 
-def test_damaged_byte_in_middle_segment(tmp_path, caplog) -> None:
-    """Check 25: a CRC failure in segment k (at or after the recovery point) truncates k before
-    the bad batch and deletes every later segment."""
+@pytest.mark.parametrize("damage", ["records", "length"])
+def test_damaged_batch_in_middle_segment(tmp_path, caplog, damage: str) -> None:
+    """Check 25: a damaged batch in segment k (at or after the recovery point) costs only that
+    batch, where Kafka truncates k there and deletes every later segment: a CRC failure, or a
+    length field that breaks the framing (the next batch is found again by magic, offsets and
+    CRC). Reads stop before the damage, an offset in it is CORRUPT_MESSAGE, every other batch
+    reads, and the log goes on at its LEO."""
     caplog.set_level(logging.WARNING)
     layout = build(tmp_path, stop="unclean", checkpoint=False)
     base = layout.bases[1]
-    bad = layout.segments[base][len(layout.segments[base]) // 2]
+    batches = layout.segments[base]
+    i = len(batches) // 2
+    bad = batches[i]
     path = layout.path(base, ".log")
-    pos = bad.position + 61 + (bad.size - 61) // 2  # inside the records
+    pos = bad.position + 61 + (bad.size - 61) // 2 if damage == "records" else bad.position + 8
     with open(path, "r+b") as f:
         f.seek(pos)
         byte = f.read(1)[0]
         f.seek(pos)
-        f.write(bytes([byte ^ 0x01]))
-    size = path.stat().st_size
+        f.write(bytes([byte ^ (0x01 if damage == "records" else 0x80)]))
     manager, log, messages = recover(layout, caplog)
-    assert_truncation_logged(messages, path, size - bad.position)
-    for later in layout.bases[2:]:
-        assert any(f"deleting segment {later} after the truncation" in m for m in messages)
-        assert not layout.path(later, ".log").exists()
-    assert log.num_segments == 2
-    check_recovered(layout, manager, log, bad.base_offset, rebuilt={base})
+    assert not truncations(messages), messages
+    assert any(f"Damaged batches in {path}: {bad.size} bytes at position {bad.position}" in m for m in messages), messages
+    assert log.num_segments == len(layout.bases)
+    assert log.log_end_offset == layout.leo
+    for target in (bad.base_offset, bad.last_offset):
+        with pytest.raises(CorruptRecordError, match="lies in damaged bytes"):
+            log.read(target, 1 << 20)
+    # a read from the segment's start ends where the damage starts
+    assert len(log.read_bytes(base, 1 << 30)) == bad.position
+    for _base, seg_batches in layout.segments.items():
+        for b in seg_batches:
+            if b is not bad:
+                for target in (b.base_offset, b.last_offset):
+                    assert struct.unpack_from(">q", log.read_bytes(target, 1))[0] == b.base_offset
+    info = log.append(make_batch(SEQ_BASE + layout.leo, 3))
+    assert info.first_offset == layout.leo
+    manager.shutdown()
 
 
 @pytest.mark.parametrize("zeros", [5, 16, 17, 60, 61, 4096])
@@ -807,8 +824,10 @@ def test_damaged_checkpoints(tmp_path, caplog, stop: str, content: bytes) -> Non
 
 
 def test_damaged_checkpoints_and_torn_first_segment(tmp_path, caplog) -> None:
-    """With garbage checkpoints (recovery point 0) a torn batch in the *first* segment is found,
-    the segment cut there and every later one deleted."""
+    """With garbage checkpoints (recovery point 0) a torn batch in the *first* segment is found;
+    the bytes from it to the segment's end are recorded as damaged (offsets up to the next
+    segment's base), where Kafka would cut the segment there and delete every later one,
+    flushed data included. Every later segment stays readable."""
     caplog.set_level(logging.WARNING)
     layout = build(tmp_path, stop="unclean", checkpoint=True)
     for name in ("recovery-point-offset-checkpoint", "log-start-offset-checkpoint"):
@@ -819,9 +838,19 @@ def test_damaged_checkpoints_and_torn_first_segment(tmp_path, caplog) -> None:
     cut = batches[2].position + 30
     os.truncate(path, cut)
     manager, log, messages = recover(layout, caplog)
-    assert_truncation_logged(messages, path, cut - batches[2].position)
-    assert log.num_segments == 1
-    check_recovered(layout, manager, log, batches[1].last_offset + 1, rebuilt={base})
+    assert not truncations(messages), messages
+    first_lost, next_base = batches[2].base_offset, layout.bases[1]
+    assert any(f"Damaged batches in {path}: 30 bytes at position {batches[2].position}, where offsets"
+               f" {first_lost}..{next_base - 1} were due" in m for m in messages), messages
+    assert log.num_segments == len(layout.bases)
+    assert log.log_end_offset == layout.leo
+    for target in (first_lost, next_base - 1):
+        with pytest.raises(CorruptRecordError):
+            log.read(target, 1 << 20)
+    assert len(log.read_bytes(base, 1 << 30)) == batches[2].position
+    for b in [b for later in layout.bases[1:] for b in layout.segments[later]]:
+        assert struct.unpack_from(">q", log.read_bytes(b.base_offset, 1))[0] == b.base_offset
+    manager.shutdown()
 
 
 # ---------------------------------------------------------------------------- recovery range and durability

@@ -841,7 +841,9 @@ def test_flush_survives_retention_of_flushed_segments(make_log) -> None:
 
 
 @pytest.mark.parametrize("k", [1, 2])
-def test_check_25_crc_corrupt_batch_truncates_its_segment_and_deletes_later_ones(make_log, k) -> None:
+def test_check_25_crc_corrupt_batch_costs_only_itself(make_log, k) -> None:
+    """A CRC failure in segment k after the recovery point: Kafka truncates k there and deletes
+    the later segments; here the batch is recorded as damaged and everything else stays."""
     log = make_log(index_interval_bytes=0)
     for s in range(4):  # segment s holds offsets 6s .. 6s+5 in three 2-record batches
         for _ in range(3):
@@ -851,23 +853,23 @@ def test_check_25_crc_corrupt_batch_truncates_its_segment_and_deletes_later_ones
     log.flush()
     batch = len(make_batch(2, value_size=30))
     seg_k = seg_path(log, 6 * k)
+    size_k = os.path.getsize(seg_k)
     flip_byte(seg_k, batch + 40)  # inside the 2nd batch, in the CRC-covered part
     abandon(log)
     new = Log.load(log.dir, "t", 0, log.config, recovery_point=6, had_clean_shutdown=False, now_ms=Clock())
     try:
-        assert bases(new) == [6 * s for s in range(k + 1)]
-        for s in range(k + 1, 4):
-            for ext in (".log", ".index", ".timeindex"):
-                assert not os.path.exists(seg_path(new, 6 * s, ext))
-        assert os.path.getsize(seg_k) == batch
-        assert new.log_end_offset == 6 * k + 2
-        assert read_all(new) == list(range(6 * k + 2))
+        assert bases(new) == [6 * s for s in range(4)]
+        assert os.path.getsize(seg_k) == size_k
+        assert new.log_end_offset == 24
+        assert [(d.position, d.end, d.first_offset, d.next_offset) for d in new.segments.get(6 * k).damaged] == [
+            (batch, 2 * batch, 6 * k + 2, 6 * k + 4)]
+        assert read_all(new) == list(range(6 * k + 2))  # a read stops before the damage
+        assert read_all(new, 6 * k + 4) == list(range(6 * k + 4, 24))
+        for offset in (6 * k + 2, 6 * k + 3):
+            with pytest.raises(CorruptRecordError):
+                new.read(offset, 1 << 20)
         assert new.recovery_point == 6
-        seg = new.active_segment
-        seg.offset_index.verify(seg.size)
-        assert seg.offset_index.entries == 0  # the first batch of a segment is never indexed
-        assert new.append(make_batch(1)).first_offset == 6 * k + 2
-        assert new.num_segments == k + 1
+        assert new.append(make_batch(1)).first_offset == 24
     finally:
         new.close()
 
@@ -886,10 +888,11 @@ def test_recovery_starts_at_the_segment_holding_the_recovery_point(make_log) -> 
         assert file_bytes(seg_path(new, 0)) == seg0
     finally:
         new.close()
-    # with the recovery point at 0 the same corruption is found
+    # with the recovery point at 0 the same corruption is found (and costs only its batch)
     new2 = Log.load(log.dir, "t", 0, log.config, recovery_point=0, had_clean_shutdown=False, now_ms=Clock())
     try:
-        assert bases(new2) == [0] and new2.log_end_offset == 2
+        assert bases(new2) == [0, 6, 12] and new2.log_end_offset == 18
+        assert [(d.first_offset, d.next_offset) for d in new2.segments.get(0).damaged] == [(2, 4)]
     finally:
         new2.close()
 

@@ -362,7 +362,7 @@ def test_check_28_clean_restart_rescans_nothing(start, data_dir) -> None:
     with open(marker) as f:
         assert f.read() == '{"version":0,"brokerEpoch":-1}'
     # Make a non-active segment's .log unreadable garbage after the clean shutdown: a start
-    # that rescans would truncate the log there; a clean start never reads it.
+    # that rescans would find it; a clean start never reads an inactive segment.
     seg0 = seg_path(log, 0)
     with open(seg0, "r+b") as f:
         f.write(b"\xab" * os.path.getsize(seg0))
@@ -388,7 +388,9 @@ def test_check_28_clean_restart_rescans_nothing(start, data_dir) -> None:
     m3 = start(LogConfig(index_interval_bytes=0))
     assert not m3.had_clean_shutdown
     log3 = m3.log_or_raise("t", 0)
-    assert bases(log3) == [0] and log3.log_end_offset == 0
+    # ... and records it as damage: the later segments stay (Kafka would truncate to 0 there)
+    assert bases(log3) == [0, 3, 6] and log3.log_end_offset == 9
+    assert [(d.position, d.first_offset, d.next_offset) for d in log3.segments.get(0).damaged] == [(0, 0, 3)]
 
 
 def test_check_28_marker_is_written_only_by_a_clean_shutdown(start, data_dir) -> None:

@@ -531,15 +531,15 @@ def test_recover_keeps_batch_with_changed_leader_epoch(tmp_path) -> None:
     seg.close()
 
 
-def test_recover_raises_for_offsets_outside_the_segment(tmp_path) -> None:
+def test_recover_drops_offsets_outside_the_segment(tmp_path) -> None:
     """A batch whose offsets cannot be stored relative to the base offset (here a base
-    offset below the segment's) raises LogSegmentOffsetOverflowError, as Kafka's
-    ensureOffsetInRange does, instead of being indexed."""
+    offset below the segment's; Kafka's ensureOffsetInRange raises) is damage, never indexed:
+    at the end of the active segment it is truncated like a torn tail."""
     batches = [make_batch(2, BASE), make_batch(2, BASE - 10)]
     (tmp_path / os.path.basename(paths(tmp_path)[0])).write_bytes(b"".join(batches))
     seg = _reopen(tmp_path)
-    with pytest.raises(LogSegmentOffsetOverflowError):
-        seg.recover()
+    assert seg.recover() == len(batches[1])
+    assert seg.size == len(batches[0]) and seg.read_next_offset() == BASE + 2
     seg.close_handlers()
 
 
