@@ -128,7 +128,7 @@ def _read_all(request: dict[str, Any], version: int, state: Any) -> tuple[Result
             idx = p["partition"]
             log = state.logs.get_log(name, idx)
             if log is None:
-                parts.append((idx, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, -1, -1, [], -1, -1, _NO_ABORTED))
+                parts.append((idx, state.logs.missing_partition_error(name, idx), -1, -1, [], -1, -1, _NO_ABORTED))
                 errors = True
                 continue
             lso = log.last_stable_offset

@@ -30,7 +30,7 @@ def _answer(state: Any, name: str, p: dict[str, Any], read_committed: bool) -> d
             "leader_epoch": -1}
     log = state.logs.get_log(name, p["partition_index"])
     if log is None:
-        resp["error_code"] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+        resp["error_code"] = state.logs.missing_partition_error(name, p["partition_index"])
     elif p["current_leader_epoch"] > LEADER_EPOCH:
         resp["error_code"] = ErrorCode.UNKNOWN_LEADER_EPOCH
     else:

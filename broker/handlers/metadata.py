@@ -5,7 +5,9 @@ This broker is every partition's leader and the controller (admin clients send C
 to the controller).
 
 Newer fields, as a single Kafka broker without an authorizer answers them: leader_epoch (v7+)
-0, the only epoch a partition has here; offline_replicas (v5+) empty; topic ids (v10+);
+0, the only epoch a partition has here; offline_replicas (v5+) empty but for a partition
+that could not be loaded at start-up (LEADER_NOT_AVAILABLE, leader -1, this node offline: as
+Kafka reports a partition whose only replica's log dir failed); topic ids (v10+);
 authorized operations (v8+, when asked for) every operation Kafka defines on a topic / the
 cluster, since nothing is denied without an authorizer (Integer.MIN_VALUE when not asked).
 v12+ may name topics by id only: an unknown id gets UNKNOWN_TOPIC_ID with a null name (never
@@ -37,13 +39,19 @@ ZERO_UUID = uuid.UUID(int=0)
 logger = logging.getLogger(__name__)
 
 
+def _partition(state: Any, name: str, p: int, node: int) -> dict[str, Any]:
+    if state.logs.is_offline(name, p):  # its only replica could not be loaded: no leader, as Kafka says it
+        return {"error_code": ErrorCode.LEADER_NOT_AVAILABLE, "partition_index": p, "leader_id": -1,
+                "leader_epoch": LEADER_EPOCH, "replica_nodes": [node], "isr_nodes": [], "offline_replicas": [node]}
+    return {"error_code": 0, "partition_index": p, "leader_id": node, "leader_epoch": LEADER_EPOCH,
+            "replica_nodes": [node], "isr_nodes": [node], "offline_replicas": []}
+
+
 def _topic(state: Any, name: str, partitions: int, topic_id: uuid.UUID | None, ops: int) -> dict[str, Any]:
     node = state.node_id
     return {
         "error_code": 0, "name": name, "topic_id": topic_id or ZERO_UUID, "is_internal": name in INTERNAL_TOPICS,
-        "partitions": [{"error_code": 0, "partition_index": p, "leader_id": node, "leader_epoch": LEADER_EPOCH,
-                        "replica_nodes": [node], "isr_nodes": [node], "offline_replicas": []}
-                       for p in range(partitions)],
+        "partitions": [_partition(state, name, p, node) for p in range(partitions)],
         "topic_authorized_operations": ops,
     }
 

@@ -88,7 +88,7 @@ def handle(request: dict[str, Any], version: int, state: Any) -> Any:
             log = state.logs.get_log(name, p["index"])
             records = p["records"]
             if log is None:
-                resp["error_code"] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+                resp["error_code"] = state.logs.missing_partition_error(name, p["index"])
             elif records is None or len(records) == 0:
                 resp["error_code"] = ErrorCode.CORRUPT_MESSAGE
             elif name in INTERNAL_TOPICS:  # written by the broker only, as in Kafka

@@ -49,6 +49,8 @@ import uuid
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
+from client.protocol.api import ErrorCode
+
 from .checkpoint import (
     CLEAN_SHUTDOWN_FILE,
     LOG_START_OFFSET_CHECKPOINT,
@@ -161,6 +163,9 @@ class LogManager:
         self.cluster_id = "minibroker"  # read from meta.properties at startup
         self._now_ms = now_ms
         self.logs: dict[tuple[str, int], Log] = {}  # changed only by _add_log/_pop_log
+        #: partitions that could not be loaded, with why: counted in their topic, served by
+        #: none (KAFKA_STORAGE_ERROR), kept on disk untouched for the operator
+        self.offline: dict[tuple[str, int], str] = {}
         self._counts: dict[str, int] | None = None  # partitions per topic in self.logs, until it changes
         self._topics: dict[str, dict[str, str]] = {}  # topic -> config overrides
         self._partition_counts: dict[str, int] = {}  # topic -> partitions (the commit point of growth)
@@ -202,12 +207,17 @@ class LogManager:
             topic, partition = parsed
             overrides = self._topics.setdefault(topic, {})
             config = self.default_config.with_overrides(overrides)
-            log = Log.load(path, topic, partition, config,
-                           recovery_point=recovery_points.get(parsed, 0),
-                           log_start_offset=start_offsets.get(parsed, 0),
-                           had_clean_shutdown=self.had_clean_shutdown, now_ms=self._now_ms,
-                           flush_scheduler=self.flush_scheduler,
-                           producer_id_expiration_ms=self.producer_id_expiration_ms)
+            try:
+                log = Log.load(path, topic, partition, config,
+                               recovery_point=recovery_points.get(parsed, 0),
+                               log_start_offset=start_offsets.get(parsed, 0),
+                               had_clean_shutdown=self.had_clean_shutdown, now_ms=self._now_ms,
+                               flush_scheduler=self.flush_scheduler,
+                               producer_id_expiration_ms=self.producer_id_expiration_ms)
+            except Exception as e:  # noqa: BLE001 - one partition's damage must not keep the others down
+                logger.debug("loading %s failed", path, exc_info=True)
+                self._mark_offline(parsed, f"cannot load {path}: {type(e).__name__}: {e}")
+                continue
             self._add_log(parsed, log)
         self._complete_partition_creation()
         self._load_topic_ids()
@@ -272,7 +282,7 @@ class LogManager:
         """Create the partitions recorded in ``topic-configs.json`` whose directories are missing
         (a crash during ``create_partitions``, after its commit point)."""
         present: dict[str, set[int]] = {}
-        for t, p in self.logs:
+        for t, p in [*self.logs, *self.offline]:
             present.setdefault(t, set()).add(p)
         for topic, count in sorted(self._partition_counts.items()):
             if topic not in present:
@@ -283,14 +293,54 @@ class LogManager:
                                    topic, p)
                     self._add_log((topic, p), self._new_log(topic, p, self.topic_config(topic)))
 
+    def _mark_offline(self, key: tuple[str, int], reason: str) -> None:
+        self.offline[key] = reason
+        self._counts = None
+        logger.error("partition %s-%d is offline: %s. The other partitions are served; repair or remove its"
+                     " directory and restart to bring it back", key[0], key[1], reason)
+
+    def is_offline(self, topic: str, partition: int) -> bool:
+        return (topic, partition) in self.offline
+
+    def missing_partition_error(self, topic: str, partition: int) -> ErrorCode:
+        """The error for a partition ``get_log`` does not have: KAFKA_STORAGE_ERROR when it is
+        offline, else UNKNOWN_TOPIC_OR_PARTITION."""
+        if (topic, partition) in self.offline:
+            return ErrorCode.KAFKA_STORAGE_ERROR
+        return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+
+    def _read_topic_id(self, key: tuple[str, int]) -> uuid.UUID | None | KafkaStorageError:
+        try:
+            return read_partition_metadata(self.logs[key].dir)
+        except KafkaStorageError as e:
+            return e
+
     def _load_topic_ids(self) -> None:
         """Read every partition's topic id; give the partitions without one their topic's id
         (a new one when no partition of the topic has any). Partitions of one topic that
         disagree keep their files; the topic takes the id of its lowest partition that has one
         (Kafka would take the log dir offline: here a log line says which)."""
         by_topic: dict[str, list[tuple[int, uuid.UUID | None]]] = {}
-        for (topic, partition), log in sorted(self.logs.items()):
-            by_topic.setdefault(topic, []).append((partition, read_partition_metadata(log.dir)))
+        damaged: dict[str, list[tuple[int, KafkaStorageError]]] = {}
+        for key in sorted(self.logs):
+            tid = self._read_topic_id(key)
+            if isinstance(tid, KafkaStorageError):
+                damaged.setdefault(key[0], []).append((key[1], tid))
+            else:
+                by_topic.setdefault(key[0], []).append((key[1], tid))
+        for topic, bad in damaged.items():
+            # A damaged partition.metadata is rewritten with the id its sibling partitions hold;
+            # with no sibling that knows the id, the partition goes offline (a new id would make
+            # it another topic to every client that knows the old one).
+            known = [tid for _, tid in by_topic.get(topic, []) if tid is not None]
+            for partition, err in bad:
+                if known:
+                    write_partition_metadata(self.logs[(topic, partition)].dir, known[0])
+                    logger.warning("%s; rewrote it with topic %s's id %s, which its other partitions hold",
+                                   err, topic, known[0])
+                else:
+                    self._pop_log((topic, partition)).close()
+                    self._mark_offline((topic, partition), f"{err}, and no other partition of {topic} holds its id")
         for topic, found in by_topic.items():
             ids = [tid for _, tid in found if tid is not None]
             topic_id = ids[0] if ids else new_topic_id()
@@ -333,7 +383,7 @@ class LogManager:
         counts = self._counts
         if counts is None:
             counts = {}
-            for topic, _ in self.logs:
+            for topic, _ in [*self.logs, *self.offline]:
                 counts[topic] = counts.get(topic, 0) + 1
             self._counts = counts
         return counts
@@ -489,21 +539,20 @@ class LogManager:
         them (the rename is the commit point; a crash before the removal finishes is cleaned up
         at the next start)."""
         parts = sorted(p for t, p in self.logs if t == name)
-        if not parts:
+        offline = sorted(p for t, p in self.offline if t == name)
+        if not parts and not offline:
             raise UnknownTopicOrPartitionError(f"This server does not host this topic: {name}")
         doomed = []
+        for p in offline:  # its files go with the topic
+            del self.offline[(name, p)]
+            self._counts = None
+            doomed.append(self._rename_for_delete(os.path.join(self.log_dir, f"{name}-{p}")))
         for p in parts:
             if self.cleaner is not None:
                 self.cleaner.abort_cleaning((name, p))
             log = self._pop_log((name, p))
             log.close()
-            # Kafka's logDirNameWithSuffixCappedLength: cap the name at 255 bytes (NAME_MAX),
-            # else a topic name near the 249-character limit cannot be renamed.
-            suffix = f".{uuid.uuid4().hex}{DELETE_DIR_SUFFIX}"
-            base = os.path.basename(log.dir)
-            target = os.path.join(os.path.dirname(log.dir), base[: 255 - len(suffix)] + suffix)
-            os.rename(log.dir, target)
-            doomed.append(target)
+            doomed.append(self._rename_for_delete(log.dir))
         self._topics.pop(name, None)
         self._partition_counts.pop(name, None)
         topic_id = self._topic_ids.pop(name, None)
@@ -514,12 +563,25 @@ class LogManager:
             shutil.rmtree(path, ignore_errors=True)
         logger.info("deleted topic %s (%d partitions)", name, len(parts))
 
+    @staticmethod
+    def _rename_for_delete(directory: str) -> str:
+        # Kafka's logDirNameWithSuffixCappedLength: cap the name at 255 bytes (NAME_MAX),
+        # else a topic name near the 249-character limit cannot be renamed.
+        suffix = f".{uuid.uuid4().hex}{DELETE_DIR_SUFFIX}"
+        base = os.path.basename(directory)
+        target = os.path.join(os.path.dirname(directory), base[: 255 - len(suffix)] + suffix)
+        os.rename(directory, target)
+        return target
+
     def get_log(self, topic: str, partition: int) -> Log | None:
         return self.logs.get((topic, partition))
 
     def log_or_raise(self, topic: str, partition: int) -> Log:
         log = self.logs.get((topic, partition))
         if log is None:
+            reason = self.offline.get((topic, partition))
+            if reason is not None:
+                raise KafkaStorageError(f"partition {topic}-{partition} is offline: {reason}")
             raise UnknownTopicOrPartitionError(f"unknown topic-partition {topic}-{partition}")
         return log
 
