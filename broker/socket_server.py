@@ -30,7 +30,7 @@ C, but its transports own the socket and offer no sendfile.)
 
 Limits (Kafka's names and defaults): ``max.connections`` and ``max.connections.per.ip``
 (unbounded by default, as Kafka) refuse new connections above them; ``connections.max.idle.ms``
-(10 minutes) closes a connection that has completed no request for that long — which also ends
+(10 minutes; negative: never) closes a connection that has completed no request for that long — which also ends
 a client that drips a request byte by byte (Kafka counts any bytes as activity; here only whole
 requests do).
 
@@ -525,11 +525,13 @@ class BrokerServer:
         self._listener = sock
         self.port = sock.getsockname()[1]
         self._accept_task = asyncio.ensure_future(self._accept_loop())
-        self._idle_task = asyncio.ensure_future(self._close_idle_connections())
+        if self.max_idle >= 0:  # negative: no idle timeout (Kafka's Selector)
+            self._idle_task = asyncio.ensure_future(self._close_idle_connections())
 
     async def _close_idle_connections(self) -> None:
-        """Every tenth of ``connections.max.idle.ms`` (at most 30 s), close the connections with
-        no whole request (and no reply in progress) for longer than that."""
+        """Every tenth of ``connections.max.idle.ms`` (at most 30 s; at least 10 ms, as the
+        property is at least 100, config.py's PERIOD_FLOORS), close the connections with no
+        whole request (and no reply in progress) for longer than that."""
         period = min(self.max_idle / 10, 30.0)
         while True:
             await asyncio.sleep(period)

@@ -6,6 +6,7 @@ import asyncio
 import os
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -161,3 +162,56 @@ def test_starts_with_more_partitions_than_the_soft_open_files_limit(tmp_path) ->
             assert sum(len(t["partitions"]) for t in md["topics"]) == 1500
     finally:
         b.stop()
+
+
+#: every property that sets the period of a timer or loop, at minibroker's floor (config.py's
+#: PERIOD_FLOORS); the value below the floor (or Kafka's "off" value next to it) that is refused
+AT_THE_FLOOR = {
+    "connections.max.idle.ms": ("100", "1"),
+    "log.retention.check.interval.ms": ("10", "1"),
+    "log.flush.offset.checkpoint.interval.ms": ("10", "1"),
+    "producer.id.expiration.check.interval.ms": ("10", "9"),
+    "offsets.retention.check.interval.ms": ("10", "1"),
+    "transaction.abort.timed.out.transaction.cleanup.interval.ms": ("10", "1"),
+    "transaction.remove.expired.transaction.cleanup.interval.ms": ("10", "1"),
+    "log.cleaner.backoff.ms": ("10", "0"),
+}
+
+
+def test_a_period_below_the_floor_is_one_line_naming_it(tmp_path) -> None:
+    """Values Kafka accepts but that make a timer spin (connections.max.idle.ms=1 kept a core
+    99% busy while idle, log.cleaner.backoff.ms=0 89%) are refused at start: one line naming the
+    property, the value and the range, exit status 2, no traceback."""
+    for key, (floor, bad) in AT_THE_FLOOR.items():
+        proc = _serve(tmp_path, "--override", f"{key}={bad}")
+        assert proc.returncode == 2, (key, proc.stderr)
+        assert "Traceback" not in proc.stderr and proc.stderr.count("\n") == 1, proc.stderr
+        assert proc.stderr.startswith(f"minibroker: configuration error: Invalid value {bad} for configuration {key}:"
+                                      f" Value must be at least {floor}"), proc.stderr
+
+
+def _cpu_ticks(pid: int) -> int:
+    """utime + stime of ``pid`` (in clock ticks, /proc/<pid>/stat fields 14 and 15)."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rpartition(")")[2].split()
+    return int(fields[11]) + int(fields[12])
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/stat"), reason="needs /proc")
+def test_every_period_at_its_floor_leaves_an_idle_broker_idle(tmp_path) -> None:
+    """All the timers at their floor at once (and Kafka's "off" values: no idle timeout, no
+    periodic checkpoint, in a second broker): the broker starts, and while idle uses a small
+    share of one core (a busy loop uses all of it)."""
+    overrides = [f"{k}={floor}" for k, (floor, _) in AT_THE_FLOOR.items()]
+    offs = ["connections.max.idle.ms=-1", "log.flush.offset.checkpoint.interval.ms=0"]
+    for settings in (overrides, offs):
+        with BrokerProcess(str(tmp_path / f"d{len(settings)}"), settings) as b:
+            with Conn(b.port) as c:  # a connection, served, then left idle
+                assert c.call(ApiKey.METADATA, 4, metadata(None))["topics"] == []
+                ticks_per_s = os.sysconf("SC_CLK_TCK")
+                before, t0 = _cpu_ticks(b.pid), time.monotonic()
+                time.sleep(2.0)
+                used = (_cpu_ticks(b.pid) - before) / ticks_per_s
+                elapsed = time.monotonic() - t0
+            assert used < 0.3 * elapsed, f"{settings}: {used:.2f} s of CPU in {elapsed:.2f} s idle"
+            assert b.stop() == 0
