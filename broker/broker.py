@@ -50,7 +50,7 @@ from .socket_server import BrokerServer, handle_request
 from .state import BrokerState
 from .storage.cleaner import CleanerConfig, LogCleaner
 from .storage.log import Log
-from .storage.log_manager import LogManager
+from .storage.log_manager import LogManager, prepare_log_dir
 from .storage.segment import LogSegment
 from .txn.coordinator import TransactionCoordinator
 
@@ -87,6 +87,7 @@ class Broker:
     async def start(self) -> None:
         t0 = time.perf_counter()
         cfg = self.config
+        prepare_log_dir(cfg.log_dir)  # a bad data directory: one LogDirError before anything reads it
         dynamic = DynamicBrokerConfig(cfg, cfg.log_dir)  # broker configs altered at run time
         self.logs = LogManager(cfg.log_dir, dynamic.log_config(), node_id=cfg.node_id,
                                flush_scheduler=self._schedule_flush,

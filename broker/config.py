@@ -230,7 +230,10 @@ def parse_listener(value: str, name: str, scheme: str = "PLAINTEXT", default_hos
     first = value.split(",")[0].strip()
     if "://" not in first:
         first = f"{scheme}://{first}"
-    u = urlsplit(first)
+    try:
+        u = urlsplit(first)
+    except ValueError as e:  # "Invalid IPv6 URL": an unbalanced [
+        raise ConfigError(f"{name}: invalid listener {first!r}: {e}") from None
     if u.scheme.lower() != scheme.lower():
         raise ConfigError(f"{name}: only {scheme} listeners are supported, got {first!r}")
     try:
@@ -254,8 +257,13 @@ class BrokerConfig:
              extra: Mapping[str, str] | None = None) -> BrokerConfig:
         given: dict[str, str] = {}
         if path:
-            with open(path, encoding="utf-8") as f:
-                given.update(parse_properties(f.read()))
+            with open(path, "rb") as f:
+                raw = f.read()
+            try:
+                text = raw.decode("utf-8")
+            except UnicodeDecodeError as e:
+                raise ConfigError(f"{path}: not UTF-8 text (byte 0x{raw[e.start]:02x} at offset {e.start})") from None
+            given.update(parse_properties(text))
         for item in overrides:
             if "=" not in item:
                 raise ConfigError(f"--override expects key=value, got {item!r}")

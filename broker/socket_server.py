@@ -515,12 +515,21 @@ class BrokerServer:
         self._idle_task: asyncio.Task[None] | None = None
 
     async def start(self) -> None:
-        infos = socket.getaddrinfo(self.host, self.port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
-        family, _, _, _, addr = infos[0]
-        sock = socket.socket(family, socket.SOCK_STREAM)
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        sock.bind(addr)
-        sock.listen(512)
+        try:
+            infos = socket.getaddrinfo(self.host, self.port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+            family, _, _, _, addr = infos[0]
+            sock = socket.socket(family, socket.SOCK_STREAM)
+            try:
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+                sock.bind(addr)
+                sock.listen(512)
+            except OSError:
+                sock.close()
+                raise
+        except OSError as e:  # the line an operator sees names the property and the address
+            error = OSError(f"listeners: cannot listen on {self.host}:{self.port}: {e.strerror or e}")
+            error.errno = e.errno
+            raise error from None
         sock.setblocking(False)
         self._listener = sock
         self.port = sock.getsockname()[1]

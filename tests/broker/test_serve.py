@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import socket
 import subprocess
 import sys
 import time
@@ -215,3 +216,47 @@ def test_every_period_at_its_floor_leaves_an_idle_broker_idle(tmp_path) -> None:
                 elapsed = time.monotonic() - t0
             assert used < 0.3 * elapsed, f"{settings}: {used:.2f} s of CPU in {elapsed:.2f} s idle"
             assert b.stop() == 0
+
+
+def test_every_start_up_failure_is_one_line_without_a_traceback(tmp_path) -> None:
+    """A data directory that is a file, lies under a file or cannot be created, a properties
+    file that is not text, a listener that does not parse or cannot bind: one line naming the
+    property, a non-zero exit status, and the file given as a data directory left alone."""
+    a_file = tmp_path / "a-file"
+    a_file.write_text("not a directory\n")
+    not_text = tmp_path / "binary.properties"
+    not_text.write_bytes(b"num.partitions=\xff\xfe\n")
+    taken = socket.socket()
+    taken.bind(("127.0.0.1", 0))
+    taken.listen(1)
+    busy_port = taken.getsockname()[1]
+    cases = [
+        (["--override", f"log.dirs={a_file}"], 2, f"cannot start: log.dirs={a_file}: Failed to create or validate"
+                                                   f" data directory {a_file}: Not a directory"),
+        (["--data-dir", f"{a_file}/sub"], 2, f"cannot start: log.dirs={a_file}/sub: Failed to create or validate"),
+        (["--config", str(not_text)], 2, f"configuration error: {not_text}: not UTF-8 text (byte 0xff at offset 15)"),
+        (["--override", "advertised.listeners=PLAINTEXT://[zz:0"], 2,
+         "configuration error: advertised.listeners: invalid listener 'PLAINTEXT://[zz:0': Invalid IPv6 URL"),
+        (["--port", str(busy_port)], 1, f"cannot start: listeners: cannot listen on 127.0.0.1:{busy_port}:"
+                                         " Address already in use"),
+    ]
+    if os.geteuid() != 0:  # root may write anywhere: a read-only directory stops others only
+        locked = tmp_path / "locked"
+        locked.mkdir(mode=0o500)
+        cases.append((["--data-dir", f"{locked}/data"], 2, f"cannot start: log.dirs={locked}/data: Failed to"))
+    elif os.path.isdir("/proc/self"):  # nothing can be created at the top of /proc, not even by root
+        cases.append((["--data-dir", "/proc/minibroker-data"], 2, "cannot start: log.dirs=/proc/minibroker-data:"
+                                                                  " Failed to create or validate"))
+    try:
+        for args, status, message in cases:
+            if "--data-dir" not in args and not args[-1].startswith("log.dirs="):
+                args = ["--data-dir", str(tmp_path / "d"), *args]
+            proc = subprocess.run([sys.executable, "-m", "broker", "serve", "--port", "0", "--log-level", "WARNING",
+                                   *args],
+                                  cwd=REPO, capture_output=True, text=True, timeout=60)
+            assert proc.returncode == status, (args, proc.stderr)
+            assert "Traceback" not in proc.stderr and proc.stderr.count("\n") == 1, (args, proc.stderr)
+            assert proc.stderr.startswith(f"minibroker: {message}"), (args, proc.stderr)
+    finally:
+        taken.close()
+    assert a_file.read_text() == "not a directory\n"
