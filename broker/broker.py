@@ -296,6 +296,8 @@ class Broker:
             await listener.stop()
         if self.server is not None:
             await self.server.stop()
+        if self.state is not None:  # the counts of repeated handler lines not yet logged
+            self.state.log_limiter.flush()
         if self.state is not None and self.state.txn is not None:
             await self.state.txn.close()
         if self.state is not None and self.state.groups is not None:

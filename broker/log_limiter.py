@@ -32,11 +32,12 @@ __all__ = ["LogLimiter"]
 class _Window:
     """One key's state: when its window started, the lines counted in it, the last of them."""
 
-    __slots__ = ("started", "suppressed", "level", "msg", "args", "timer")
+    __slots__ = ("started", "suppressed", "logger", "level", "msg", "args", "timer")
 
     def __init__(self, started: float) -> None:
         self.started = started
         self.suppressed = 0
+        self.logger: logging.Logger | None = None
         self.level = logging.WARNING
         self.msg = ""
         self.args: tuple[object, ...] = ()
@@ -56,23 +57,28 @@ class LogLimiter:
     def __len__(self) -> int:
         return len(self._windows)
 
-    def warning(self, host: str, cause: str, msg: str, *args: object, exc_info: bool = False) -> None:
-        self.log(logging.WARNING, host, cause, msg, *args, exc_info=exc_info)
+    def warning(self, host: str, cause: str, msg: str, *args: object, exc_info: bool = False,
+                logger: logging.Logger | None = None) -> None:
+        self.log(logging.WARNING, host, cause, msg, *args, exc_info=exc_info, logger=logger)
 
-    def info(self, host: str, cause: str, msg: str, *args: object) -> None:
-        self.log(logging.INFO, host, cause, msg, *args)
+    def info(self, host: str, cause: str, msg: str, *args: object, logger: logging.Logger | None = None) -> None:
+        self.log(logging.INFO, host, cause, msg, *args, logger=logger)
 
-    def log(self, level: int, host: str, cause: str, msg: str, *args: object, exc_info: bool = False) -> None:
-        """Log ``msg % args`` at ``level`` now, or count it against ``(host, cause)``. A line
-        logged at once keeps ``exc_info`` (its traceback); a counted one is logged later without."""
-        if not self.logger.isEnabledFor(level):
+    def log(self, level: int, host: str, cause: str, msg: str, *args: object, exc_info: bool = False,
+            logger: logging.Logger | None = None) -> None:
+        """Log ``msg % args`` at ``level`` to ``logger`` (the limiter's by default) now, or count
+        it against ``(host, cause)``. ``host`` is who caused it, as the count's line names it
+        ("10.0.0.7", "producers to t-0"). A line logged at once keeps ``exc_info`` (its
+        traceback); a counted one is logged later without."""
+        logger = logger or self.logger
+        if not logger.isEnabledFor(level):
             return
         key = (host, cause)
         now = self.clock()
         window = self._windows.get(key)
         if window is not None and now - window.started < self.interval:
             window.suppressed += 1
-            window.level, window.msg, window.args = level, msg, args
+            window.logger, window.level, window.msg, window.args = logger, level, msg, args
             if window.timer is None:
                 window.timer = _call_later(window.started + self.interval - now, self._window_ended, key)
             return
@@ -86,7 +92,7 @@ class LogLimiter:
         else:
             window.started = now
             self._windows.move_to_end(key)
-        self.logger.log(level, msg, *args, exc_info=exc_info)
+        logger.log(level, msg, *args, exc_info=exc_info)
 
     def _window_ended(self, key: tuple[str, str]) -> None:
         window = self._windows.get(key)
@@ -102,8 +108,8 @@ class LogLimiter:
     def _emit(self, key: tuple[str, str], window: _Window, now: float) -> None:
         """Log the window's last counted line with the count, and reset the count."""
         n, window.suppressed = window.suppressed, 0
-        self.logger.log(window.level, window.msg + " (%d more like this from %s in the last %d s)",
-                        *window.args, n, key[0], max(1, round(now - window.started)))
+        (window.logger or self.logger).log(window.level, window.msg + " (%d more like this from %s in the last %d s)",
+                                           *window.args, n, key[0], max(1, round(now - window.started)))
 
     def _close(self, key: tuple[str, str], window: _Window, now: float) -> None:
         if window.timer is not None:

@@ -8,7 +8,7 @@ import logging
 from broker.log_limiter import LogLimiter
 from client.protocol.api import ApiKey
 from tests.broker_process import BrokerProcess
-from tests.server.wire import Conn, metadata
+from tests.server.wire import Conn, batch, create_topic, metadata, partition_response, produce
 
 
 def test_a_client_retrying_an_unsupported_version_logs_a_handful_of_lines(tmp_path) -> None:
@@ -36,6 +36,22 @@ def test_a_client_retrying_an_unsupported_version_logs_a_handful_of_lines(tmp_pa
     at_once = len(unsupported) - len(counted)
     assert at_once + sum(int(line.split("(")[-1].split()[0]) for line in counted) == 500
     assert any("more like this from 127.0.0.1" in line for line in unknown)
+
+
+def test_a_producer_retrying_a_rejected_produce_logs_a_handful_of_lines(tmp_path) -> None:
+    """An acks=all producer retrying against min.insync.replicas=2 (NOT_ENOUGH_REPLICAS, a line
+    per request before): the rejections of one partition are counted, not each logged."""
+    with BrokerProcess(str(tmp_path / "d")) as b:
+        with Conn(b.port) as c:
+            made = c.call(ApiKey.CREATE_TOPICS, 3, create_topic("strict", 1, {"min.insync.replicas": "2"}))
+            assert made["topics"][0]["error_code"] == 0
+            for _ in range(300):
+                got = partition_response(c.call(ApiKey.PRODUCE, 7, produce("strict", 0, batch(1), acks=-1)))
+                assert got["error_code"] == 19  # NOT_ENOUGH_REPLICAS
+        assert b.stop() == 0
+        rejected = [line for line in b.log_text().splitlines() if "produce to strict-0 rejected" in line]
+    assert 1 <= len(rejected) <= 3, "\n".join(rejected)
+    assert any("more like this from producers to strict-0" in line for line in rejected), "\n".join(rejected)
 
 
 class _Clock:
