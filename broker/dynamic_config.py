@@ -82,7 +82,7 @@ _BROKER_DOCS = {
     "queued.max.requests": "Replies that may wait per connection before it is no longer read.",
     "max.connections": "Client connections accepted at once.",
     "max.connections.per.ip": "Client connections accepted at once from one address.",
-    "connections.max.idle.ms": "Close connections idle this long.",
+    "connections.max.idle.ms": "Close connections idle this long (negative: never).",
     "producer.id.expiration.ms": "Forget an idempotent producer's state after this long without a write.",
     "producer.id.expiration.check.interval.ms": "How often expired producer ids are removed.",
     "metrics.listeners": "minibroker's own: where /metrics and /healthz are served; unset: off.",
