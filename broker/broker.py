@@ -8,7 +8,8 @@ Periodic work, on the event loop unless it may block on the disk:
 - flush: each second, logs whose ``flush.ms`` has elapsed, and logs whose recovery point is
   below the active segment (Kafka flushes a rolled segment asynchronously) are flushed in a
   worker thread; ``flush.messages`` triggers the same from the append path;
-- checkpoints (``log.flush.offset.checkpoint.interval.ms``, 1 min), in a worker thread;
+- checkpoints (``log.flush.offset.checkpoint.interval.ms``, 1 min; 0: only at shutdown), in a
+  worker thread;
 - log compaction (``log.cleaner.enable``): the cleaner's threads (storage/cleaner/) clean
   compacted topics off the event loop, each in a worker process of its own by default
   (``log.cleaner.mode``); the one step that changes a live log, the segment swap, is handed to
@@ -49,7 +50,7 @@ from .socket_server import BrokerServer, handle_request
 from .state import BrokerState
 from .storage.cleaner import CleanerConfig, LogCleaner
 from .storage.log import Log
-from .storage.log_manager import LogManager
+from .storage.log_manager import LogManager, prepare_log_dir
 from .storage.segment import LogSegment
 from .txn.coordinator import TransactionCoordinator
 
@@ -86,6 +87,7 @@ class Broker:
     async def start(self) -> None:
         t0 = time.perf_counter()
         cfg = self.config
+        prepare_log_dir(cfg.log_dir)  # a bad data directory: one LogDirError before anything reads it
         dynamic = DynamicBrokerConfig(cfg, cfg.log_dir)  # broker configs altered at run time
         self.logs = LogManager(cfg.log_dir, dynamic.log_config(), node_id=cfg.node_id,
                                flush_scheduler=self._schedule_flush,
@@ -113,8 +115,6 @@ class Broker:
         self._periodic = [
             asyncio.ensure_future(self._every(cfg.int("log.retention.check.interval.ms") / 1000, self._retention)),
             asyncio.ensure_future(self._every(1.0, self._housekeeping)),
-            asyncio.ensure_future(self._every(cfg.int("log.flush.offset.checkpoint.interval.ms") / 1000,
-                                              self._checkpoint)),
             asyncio.ensure_future(self._every(cfg.int("producer.id.expiration.check.interval.ms") / 1000,
                                               self._expire_producers)),
             asyncio.ensure_future(self._every(cfg.int("offsets.retention.check.interval.ms") / 1000,
@@ -126,6 +126,9 @@ class Broker:
                 cfg.int("transaction.remove.expired.transaction.cleanup.interval.ms") / 1000,
                 self.state.txn.expire_transactional_ids)),
         ]
+        checkpoint_ms = cfg.int("log.flush.offset.checkpoint.interval.ms")
+        if checkpoint_ms > 0:  # 0: no periodic checkpoint (Kafka's scheduler runs a period-0 task once)
+            self._periodic.append(asyncio.ensure_future(self._every(checkpoint_ms / 1000, self._checkpoint)))
         logger.info("minibroker listening on %s:%d (advertised %s:%d), data in %s, %d partitions, started in %.3f s",
                     host, self.server.port, self.state.host, self.state.port, self.logs.log_dir,
                     len(self.logs.logs), time.perf_counter() - t0)
@@ -293,6 +296,8 @@ class Broker:
             await listener.stop()
         if self.server is not None:
             await self.server.stop()
+        if self.state is not None:  # the counts of repeated handler lines not yet logged
+            self.state.log_limiter.flush()
         if self.state is not None and self.state.txn is not None:
             await self.state.txn.close()
         if self.state is not None and self.state.groups is not None:

@@ -107,7 +107,7 @@ BROKER_TYPES: dict[str, tuple[str, int | None, int | None]] = {
     "default.replication.factor": ("int", None, None),
     "max.connections": ("int", 0, None),
     "max.connections.per.ip": ("int", 0, None),
-    "connections.max.idle.ms": ("long", 1, None),
+    "connections.max.idle.ms": ("long", None, None),  # negative: no idle timeout, as Kafka
     "producer.id.expiration.ms": ("int", 1, None),
     "producer.id.expiration.check.interval.ms": ("int", 1, None),
     "offsets.topic.num.partitions": ("int", 1, None),
@@ -137,6 +137,41 @@ BROKER_TYPES: dict[str, tuple[str, int | None, int | None]] = {
     "log.cleaner.io.max.bytes.per.second": ("double", None, None),
     "log.cleaner.backoff.ms": ("long", 0, None),
 }
+
+#: minibroker's floor (ms) for the properties that set the period of one of its timers or loops
+#: (broker.py's periodic tasks, the idle-connection check of socket_server.py, the cleaner
+#: threads' backoff): Kafka's own lower bound (above: 0 or 1) lets through a period of a
+#: millisecond or none, and such a timer keeps a core busy while the broker is idle (Kafka's
+#: cleaner spins at log.cleaner.backoff.ms=0 too). A value below the floor is refused at start
+#: like any other bad value. ``off``: the values Kafka gives another meaning, allowed below
+#: the floor: "negative" (connections.max.idle.ms < 0: no idle timeout, as Kafka's Selector)
+#: or "zero" (a checkpoint interval of 0: no periodic checkpoint, as Kafka's scheduler runs a
+#: task of period 0 only once).
+PERIOD_FLOORS: dict[str, tuple[int, str | None]] = {
+    "connections.max.idle.ms": (100, "negative"),  # the check runs every tenth of it
+    "log.retention.check.interval.ms": (10, None),
+    "log.flush.offset.checkpoint.interval.ms": (10, "zero"),
+    "producer.id.expiration.check.interval.ms": (10, None),
+    "offsets.retention.check.interval.ms": (10, None),
+    "transaction.abort.timed.out.transaction.cleanup.interval.ms": (10, None),
+    "transaction.remove.expired.transaction.cleanup.interval.ms": (10, None),
+    "log.cleaner.backoff.ms": (10, None),
+}
+
+_OFF_WORDS = {"negative": "or negative for no idle timeout", "zero": "or 0 for no periodic checkpoint"}
+
+
+def check_period_floor(key: str, value: str) -> None:
+    """Raise ConfigError unless ``value`` (already a valid number for ``key``) is at least
+    ``key``'s PERIOD_FLOORS floor, or one of the values Kafka gives another meaning."""
+    floor, off = PERIOD_FLOORS[key]
+    n = int(value.strip())
+    if n >= floor or (off == "negative" and n < 0) or (off == "zero" and n == 0):
+        return
+    allowed = f"at least {floor}" + (f", {_OFF_WORDS[off]}" if off else "")
+    raise ConfigError(f"Invalid value {value} for configuration {key}: Value must be {allowed} (minibroker's"
+                      f" floor: a shorter period would keep a core busy while the broker is idle)")
+
 
 #: Properties that take one of a few strings (Kafka's ValidString), checked at start-up too.
 BROKER_CHOICES: dict[str, tuple[str, ...]] = {
@@ -195,7 +230,10 @@ def parse_listener(value: str, name: str, scheme: str = "PLAINTEXT", default_hos
     first = value.split(",")[0].strip()
     if "://" not in first:
         first = f"{scheme}://{first}"
-    u = urlsplit(first)
+    try:
+        u = urlsplit(first)
+    except ValueError as e:  # "Invalid IPv6 URL": an unbalanced [
+        raise ConfigError(f"{name}: invalid listener {first!r}: {e}") from None
     if u.scheme.lower() != scheme.lower():
         raise ConfigError(f"{name}: only {scheme} listeners are supported, got {first!r}")
     try:
@@ -219,8 +257,13 @@ class BrokerConfig:
              extra: Mapping[str, str] | None = None) -> BrokerConfig:
         given: dict[str, str] = {}
         if path:
-            with open(path, encoding="utf-8") as f:
-                given.update(parse_properties(f.read()))
+            with open(path, "rb") as f:
+                raw = f.read()
+            try:
+                text = raw.decode("utf-8")
+            except UnicodeDecodeError as e:
+                raise ConfigError(f"{path}: not UTF-8 text (byte 0x{raw[e.start]:02x} at offset {e.start})") from None
+            given.update(parse_properties(text))
         for item in overrides:
             if "=" not in item:
                 raise ConfigError(f"--override expects key=value, got {item!r}")
@@ -235,6 +278,8 @@ class BrokerConfig:
         for k in self.props:
             if k not in BROKER_DEFAULTS and k not in _LOG_PROPS:
                 logger.warning("The configuration '%s' was supplied but isn't a known config.", k)
+        if not self.log_dir:
+            raise ConfigError("At least one log directory must be defined via log.dirs or log.dir.")
         parse_listener(self.props["listeners"], "listeners")
         if self.props.get("advertised.listeners"):
             parse_listener(self.props["advertised.listeners"], "advertised.listeners")
@@ -242,6 +287,8 @@ class BrokerConfig:
             value = self.props.get(k, "")
             if value.strip() or k != "broker.id":  # broker.id may be left empty (node.id then)
                 check_value(k, value, kind, lower, upper)
+        for k in PERIOD_FLOORS:
+            check_period_floor(k, self.props[k])
         for k, allowed in BROKER_CHOICES.items():
             if self.props.get(k, "").strip().lower() not in allowed:
                 raise ConfigError(f"Invalid value {self.props.get(k, '')} for configuration {k}:"

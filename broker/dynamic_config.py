@@ -9,7 +9,8 @@ defaults of topic configs (``log.retention.ms``, ``log.segment.bytes``, ``messag
 ``log.cleanup.policy``, ``compression.type``, ``min.insync.replicas`` ... the first broker
 synonym of each topic config, Kafka's DynamicLogConfig set); a change reaches every topic
 without an override of its own at once. Other broker properties are read-only (changing them
-needs a restart), and altering one is refused with INVALID_REQUEST.
+needs a restart), and altering one is refused with INVALID_REQUEST; so is a bad value (Kafka's
+ConfigException there becomes INVALID_REQUEST too), the message worded as for a topic.
 
 Persistence: ``<log.dir>/dynamic-broker-configs.json`` (minibroker's own; Kafka keeps these in
 its metadata log), ``{"version": 1, "broker": {...}, "default": {...}}``, replaced atomically.
@@ -81,7 +82,7 @@ _BROKER_DOCS = {
     "queued.max.requests": "Replies that may wait per connection before it is no longer read.",
     "max.connections": "Client connections accepted at once.",
     "max.connections.per.ip": "Client connections accepted at once from one address.",
-    "connections.max.idle.ms": "Close connections idle this long.",
+    "connections.max.idle.ms": "Close connections idle this long (negative: never).",
     "producer.id.expiration.ms": "Forget an idempotent producer's state after this long without a write.",
     "producer.id.expiration.check.interval.ms": "How often expired producer ids are removed.",
     "metrics.listeners": "minibroker's own: where /metrics and /healthz are served; unset: off.",
@@ -91,7 +92,8 @@ _BROKER_DOCS = {
 
 class DynamicConfigError(StorageError):
     """An AlterConfigs of the broker resource that cannot be applied: ``error_code`` is
-    INVALID_REQUEST (not a dynamic config, unknown broker id) or INVALID_CONFIG (a bad value)."""
+    INVALID_REQUEST, as in Kafka, whatever the cause (not a dynamic config, an unknown broker
+    id, a bad value: Kafka answers INVALID_CONFIG for a topic's bad value only)."""
 
     def __init__(self, message: str, error_code: int) -> None:
         super().__init__(message)
@@ -194,7 +196,9 @@ class DynamicBrokerConfig:
                 return self.log_config(per_broker=values)
             return self.log_config(cluster_default=values)
         except InvalidConfigError as e:
-            raise DynamicConfigError(str(e), 40) from None
+            # INVALID_REQUEST, not INVALID_CONFIG: Kafka turns every failed validation of a broker
+            # resource's configs into INVALID_REQUEST (its KAFKA-13609, kept for compatibility)
+            raise DynamicConfigError(str(e), 42) from None
 
     def apply(self, per_broker: bool, values: Mapping[str, str]) -> LogConfig:
         """``prepare``, then make ``values`` the resource's dynamic configs and persist them."""

@@ -54,7 +54,12 @@ class HttpListener:
         self._open = 0
 
     async def start(self) -> None:
-        self._server = await asyncio.start_server(self._serve, self.host, self.port, limit=MAX_HEAD)
+        try:
+            self._server = await asyncio.start_server(self._serve, self.host, self.port, limit=MAX_HEAD)
+        except OSError as e:  # the line an operator sees names the listener and the address
+            error = OSError(f"{self.name} listener: cannot listen on {self.host}:{self.port}: {e.strerror or e}")
+            error.errno = e.errno
+            raise error from None
         self.port = self._server.sockets[0].getsockname()[1]
 
     async def stop(self) -> None:

@@ -1,4 +1,9 @@
-"""``minibroker serve``: run the broker until SIGTERM/SIGINT, then shut down cleanly (exit 0)."""
+"""``minibroker serve``: run the broker until SIGTERM/SIGINT, then shut down cleanly (exit 0).
+
+A start that fails prints one line on stderr, never a traceback: ``minibroker: configuration
+error: ...`` (a bad property, properties file or flag; exit status 2), ``minibroker: cannot
+start: ...`` (a data directory that cannot be used or belongs to another node: 2; a listener
+that cannot bind, another I/O error: 1)."""
 
 from __future__ import annotations
 
@@ -29,7 +34,7 @@ def run(args: argparse.Namespace) -> int:
 
     from .broker import Broker
     from .config import BrokerConfig, ConfigError
-    from .storage.errors import InconsistentMetaPropertiesError
+    from .storage.errors import InconsistentMetaPropertiesError, LogDirError
 
     logging.basicConfig(level=getattr(logging, args.log_level), stream=sys.stderr,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
@@ -39,6 +44,8 @@ def run(args: argparse.Namespace) -> int:
             host, port = cfg.listener
             host = args.host if args.host is not None else host
             port = args.port if args.port is not None else port
+            if ":" in host and not host.startswith("["):  # an IPv6 address: [::1]:9092
+                host = f"[{host}]"
             cfg.set("listeners", f"PLAINTEXT://{host}:{port}")
         if args.metrics_port is not None:
             cfg.set("metrics.listeners", f"http://127.0.0.1:{args.metrics_port}")
@@ -57,12 +64,15 @@ def run(args: argparse.Namespace) -> int:
             loop.add_signal_handler(sig, stop.set)
         try:
             await broker.start()
-        except InconsistentMetaPropertiesError as e:
+        except (InconsistentMetaPropertiesError, LogDirError) as e:
             print(f"minibroker: cannot start: {e}", file=sys.stderr)
             return 2
-        except OSError as e:
-            logging.getLogger("broker").error("cannot start: %s", e)
-            await broker.stop()  # whatever did start (the Kafka listener, the logs) closes cleanly
+        except OSError as e:  # a listener that cannot bind, a data directory that fails while loading
+            print(f"minibroker: cannot start: {e}", file=sys.stderr)
+            try:
+                await broker.stop()  # whatever did start (the Kafka listener, the logs) closes cleanly
+            except Exception as stop_error:  # noqa: BLE001 - the line above says what went wrong
+                logging.getLogger("broker").debug("stopping after a failed start: %s", stop_error)
             return 1
         for listener in broker.http:
             print(f"minibroker {listener.name} listening on http://{listener.host}:{listener.port}",

@@ -30,7 +30,7 @@ C, but its transports own the socket and offer no sendfile.)
 
 Limits (Kafka's names and defaults): ``max.connections`` and ``max.connections.per.ip``
 (unbounded by default, as Kafka) refuse new connections above them; ``connections.max.idle.ms``
-(10 minutes) closes a connection that has completed no request for that long — which also ends
+(10 minutes; negative: never) closes a connection that has completed no request for that long — which also ends
 a client that drips a request byte by byte (Kafka counts any bytes as activity; here only whole
 requests do).
 
@@ -42,7 +42,10 @@ below calls the handlers inline (no extra call per request).
 Bad input: a frame larger than ``socket.request.max.bytes`` (refused before its body is read),
 a negative size, a header or body that does not decode, an unknown API key or an unsupported
 version (other than ApiVersions, which gets Kafka's v0 fallback answer) close that connection
-after a log line; other connections are unaffected.
+after a log line; other connections are unaffected. Every log line a peer can trigger (these,
+a request that fails, an idle or refused connection) goes through ``BrokerServer.log_limiter``:
+per peer host and cause, the first at once, then at most one per 10 s with the count of the
+others (log_limiter.py), so that a client retrying in a loop cannot fill the disk.
 """
 
 from __future__ import annotations
@@ -65,6 +68,7 @@ from client.protocol.primitives import DecodeError, Writer
 
 from .handlers import CLOSE, HANDLERS, NO_RESPONSE, FetchReply
 from .handlers import fetch as fetch_handler
+from .log_limiter import LogLimiter
 from .state import BrokerState
 from .storage.file_records import FileSlice
 
@@ -103,7 +107,11 @@ def handle_request(key: int, version: int, cid: int, request: dict[str, Any], st
 
 
 class _Close(Exception):
-    """Close this connection (after logging why)."""
+    """Close this connection (after logging why); ``cause`` keys the log line's rate limit."""
+
+    def __init__(self, message: str, cause: str = "closed") -> None:
+        super().__init__(message)
+        self.cause = cause
 
 
 class _Pending:
@@ -133,6 +141,8 @@ class Connection:
         self.sock = sock
         self.fd = sock.fileno()
         self.peer = peer
+        #: the peer's address without the port: the key of its log lines' rate limit
+        self.host = peer.rpartition(":")[0]
         self.loop = asyncio.get_running_loop()
         self.decoder = FrameDecoder(server.max_request_size)
         #: replies in request order: bytes (a whole frame), a deque of wire parts (bytes,
@@ -218,11 +228,13 @@ class Connection:
                     self._resume = self.loop.call_soon(self._process)
                     return
         except (FrameError, _Close) as e:
-            logger.warning("closing connection from %s: %s", self.peer, e)
+            cause = e.cause if isinstance(e, _Close) else "bad frame"
+            self.server.log_limiter.warning(self.host, cause, "closing connection from %s: %s", self.peer, e)
             self._end()
             return
         except Exception:  # noqa: BLE001 - a failing request closes just this connection
-            logger.exception("request from %s failed; closing the connection", self.peer)
+            self.server.log_limiter.log(logging.ERROR, self.host, "request failed",
+                                        "request from %s failed; closing the connection", self.peer, exc_info=True)
             self._end()
             return
         self._flush()
@@ -233,25 +245,27 @@ class Connection:
         try:
             header, reader = decode_request_header(frame)
         except DecodeError as e:
-            raise _Close(f"malformed request header: {e}") from None
+            raise _Close(f"malformed request header: {e}", "malformed header") from None
         key, version, cid = header.api_key, header.api_version, header.correlation_id
         supported = SUPPORTED_VERSIONS.get(key)  # type: ignore[call-overload]
         if supported is None:
-            raise _Close(f"unknown API key {key} (correlation id {cid}, client {header.client_id!r})")
+            raise _Close(f"unknown API key {key} (correlation id {cid}, client {header.client_id!r})", "unknown API key")
         if len(frame) > MAX_CONTROL_REQUEST and key != ApiKey.PRODUCE:
             # Every decoded element becomes a Python dict (~100x its wire size when elements
             # are 2 bytes), so only Produce, whose bulk is one records blob, may use the full
             # socket.request.max.bytes; the others are small in practice.
-            raise _Close(f"{ApiKey(key).name} request of {len(frame)} bytes is larger than {MAX_CONTROL_REQUEST}")
+            raise _Close(f"{ApiKey(key).name} request of {len(frame)} bytes is larger than {MAX_CONTROL_REQUEST}",
+                         "request too large")
         if not supported[0] <= version <= supported[1]:
             if key == ApiKey.API_VERSIONS and version > supported[1]:
                 self.queue.append(_api_versions_fallback(cid))
                 return
-            raise _Close(f"unsupported version {version} of API {ApiKey(key).name} (supported {supported[0]}-{supported[1]})")
+            raise _Close(f"unsupported version {version} of API {ApiKey(key).name}"
+                         f" (supported {supported[0]}-{supported[1]})", "unsupported version")
         try:
             request = REQUESTS[key].decode(reader, version)
         except DecodeError as e:
-            raise _Close(f"malformed {ApiKey(key).name} v{version} request body: {e}") from None
+            raise _Close(f"malformed {ApiKey(key).name} v{version} request body: {e}", "malformed body") from None
         if reader.remaining:
             logger.debug("%d trailing bytes after %s v%d from %s", reader.remaining, ApiKey(key).name, version, self.peer)
         if key == _JOIN_GROUP:  # the member's client id and host are part of the group's state
@@ -267,7 +281,8 @@ class Connection:
         if result is NO_RESPONSE:
             return
         if result is CLOSE:
-            raise _Close("acks=0 produce request failed; closing as Kafka does so the producer notices")
+            raise _Close("acks=0 produce request failed; closing as Kafka does so the producer notices",
+                         "acks=0 produce failed")
         if type(result) is not dict and asyncio.iscoroutine(result):  # the type test spares an ABC check
             self.queue.append(_Pending(key, version, cid, asyncio.ensure_future(result)))
         else:
@@ -381,8 +396,8 @@ class Connection:
         try:
             return _encode(item.key, item.version, item.cid, task.result())
         except Exception as e:  # noqa: BLE001
-            logger.exception("request %d (%s v%d) from %s failed", item.cid, ApiKey(item.key).name, item.version,
-                             self.peer)
+            self.server.log_limiter.log(logging.ERROR, self.host, "request failed", "request %d (%s v%d) from %s failed",
+                                        item.cid, ApiKey(item.key).name, item.version, self.peer, exc_info=True)
             raise _Close(str(e)) from e
 
     def _wait_writable(self) -> None:
@@ -506,6 +521,8 @@ class BrokerServer:
         self.connections: set[Connection] = set()
         self._per_ip: collections.Counter[str] = collections.Counter()
         self.accepted = 0
+        #: the log lines a peer can trigger, per peer host and cause (log_limiter.py)
+        self.log_limiter = LogLimiter(logger)
         #: None, or ``hook(connection, api_key, version, correlation_id, request)`` called instead
         #: of the handler for every decoded request (metrics, fault injection; see
         #: ``handle_request``); returns what a handler returns.
@@ -515,29 +532,40 @@ class BrokerServer:
         self._idle_task: asyncio.Task[None] | None = None
 
     async def start(self) -> None:
-        infos = socket.getaddrinfo(self.host, self.port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
-        family, _, _, _, addr = infos[0]
-        sock = socket.socket(family, socket.SOCK_STREAM)
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        sock.bind(addr)
-        sock.listen(512)
+        try:
+            infos = socket.getaddrinfo(self.host, self.port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+            family, _, _, _, addr = infos[0]
+            sock = socket.socket(family, socket.SOCK_STREAM)
+            try:
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+                sock.bind(addr)
+                sock.listen(512)
+            except OSError:
+                sock.close()
+                raise
+        except OSError as e:  # the line an operator sees names the property and the address
+            error = OSError(f"listeners: cannot listen on {self.host}:{self.port}: {e.strerror or e}")
+            error.errno = e.errno
+            raise error from None
         sock.setblocking(False)
         self._listener = sock
         self.port = sock.getsockname()[1]
         self._accept_task = asyncio.ensure_future(self._accept_loop())
-        self._idle_task = asyncio.ensure_future(self._close_idle_connections())
+        if self.max_idle >= 0:  # negative: no idle timeout (Kafka's Selector)
+            self._idle_task = asyncio.ensure_future(self._close_idle_connections())
 
     async def _close_idle_connections(self) -> None:
-        """Every tenth of ``connections.max.idle.ms`` (at most 30 s), close the connections with
-        no whole request (and no reply in progress) for longer than that."""
+        """Every tenth of ``connections.max.idle.ms`` (at most 30 s; at least 10 ms, as the
+        property is at least 100, config.py's PERIOD_FLOORS), close the connections with no
+        whole request (and no reply in progress) for longer than that."""
         period = min(self.max_idle / 10, 30.0)
         while True:
             await asyncio.sleep(period)
             deadline = time.monotonic() - self.max_idle
             for conn in list(self.connections):
                 if conn.last_active < deadline and not conn.queue and not conn.closing:
-                    logger.info("closing connection from %s: idle for more than connections.max.idle.ms (%d ms)",
-                                conn.peer, int(self.max_idle * 1000))
+                    self.log_limiter.info(conn.host, "idle", "closing connection from %s: idle for more than"
+                                          " connections.max.idle.ms (%d ms)", conn.peer, int(self.max_idle * 1000))
                     conn.close()
 
     async def _accept_loop(self) -> None:
@@ -549,14 +577,15 @@ class BrokerServer:
             except asyncio.CancelledError:
                 raise
             except OSError as e:
-                logger.warning("accept failed: %s", e)
+                self.log_limiter.warning("any peer", "accept failed", "accept failed: %s", e)
                 await asyncio.sleep(0.05)
                 continue
             ip = addr[0]
             if len(self.connections) >= self.max_connections or self._per_ip[ip] >= self.max_connections_per_ip:
-                logger.warning("refusing a connection from %s: %d open (max.connections %d), %d from that address"
-                               " (max.connections.per.ip %d)", ip, len(self.connections), self.max_connections,
-                               self._per_ip[ip], self.max_connections_per_ip)
+                self.log_limiter.warning(ip, "connection refused", "refusing a connection from %s: %d open"
+                                         " (max.connections %d), %d from that address (max.connections.per.ip %d)",
+                                         ip, len(self.connections), self.max_connections, self._per_ip[ip],
+                                         self.max_connections_per_ip)
                 conn_sock.close()
                 continue
             conn_sock.setblocking(False)
@@ -597,3 +626,4 @@ class BrokerServer:
             await asyncio.wait(waiting, timeout=grace)
         for conn in list(self.connections):  # replies still being computed after the grace period
             conn._finish()
+        self.log_limiter.flush()

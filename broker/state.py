@@ -16,6 +16,7 @@ from typing import Any
 
 from .config import BrokerConfig
 from .dynamic_config import DynamicBrokerConfig
+from .log_limiter import LogLimiter
 from .storage.fileutil import atomic_write
 from .storage.log import Log
 from .storage.log_manager import LogManager
@@ -67,6 +68,8 @@ class BrokerState:
         #: dynamic broker configs (AlterConfigs on the broker resource) and DescribeConfigs' view
         self.dynamic = dynamic if dynamic is not None else DynamicBrokerConfig(config, logs.log_dir)
         self.node_id = config.node_id
+        #: the handlers' log lines that a client can repeat at will (a rejected produce), per cause
+        self.log_limiter = LogLimiter(logger)
         self.host, self.port = config.advertised_listener
         self.cluster_id = logs.cluster_id
         self.num_partitions = config.int("num.partitions")

@@ -4,8 +4,9 @@ applying a resource's new set of configs (a topic's overrides, or the broker's d
 A resource is altered as a whole or not at all; resources are independent. Errors (Kafka's
 codes and wording): INVALID_REQUEST for a resource named twice, a key named twice, a null value
 where one is needed, an unknown resource type or operation, a broker id other than this one, a
-broker property that cannot change at run time; INVALID_TOPIC_EXCEPTION,
-UNKNOWN_TOPIC_OR_PARTITION; INVALID_CONFIG for an unknown topic config or a bad value.
+broker property that cannot change at run time or a bad value for one that can;
+INVALID_TOPIC_EXCEPTION, UNKNOWN_TOPIC_OR_PARTITION; INVALID_CONFIG for an unknown topic config
+or a bad topic config value.
 ``validate_only`` checks everything and changes nothing."""
 
 from __future__ import annotations

@@ -97,12 +97,16 @@ def handle(request: dict[str, Any], version: int, state: Any) -> Any:
                 # Kafka refuses acks=all before writing when the ISR (here: this broker alone)
                 # is smaller than min.insync.replicas.
                 resp["error_code"] = ErrorCode.NOT_ENOUGH_REPLICAS
-                logger.info("produce to %s-%d rejected: the ISR of 1 is insufficient to satisfy the min.isr"
-                            " requirement of %d", name, p["index"], log.config.min_insync_replicas)
+                state.log_limiter.info(f"producers to {name}-{p['index']}", "NOT_ENOUGH_REPLICAS",
+                                       "produce to %s-%d rejected: the ISR of 1 is insufficient to satisfy the"
+                                       " min.isr requirement of %d", name, p["index"], log.config.min_insync_replicas,
+                                       logger=logger)
             elif version >= 3 and len(records) > _PRODUCER_END and records[_ATTRIBUTES_LOW] & TRANSACTIONAL_FLAG_MASK and (
                     code := _verify_transactional(request, version, records, name, p["index"], state)):
                 resp["error_code"] = code
-                logger.info("transactional produce to %s-%d rejected: %s", name, p["index"], ErrorCode(code).name)
+                state.log_limiter.info(f"producers to {name}-{p['index']}", ErrorCode(code).name,
+                                       "transactional produce to %s-%d rejected: %s", name, p["index"],
+                                       ErrorCode(code).name, logger=logger)
             else:
                 try:
                     if version <= 2 and is_legacy(records):
@@ -111,7 +115,8 @@ def handle(request: dict[str, Any], version: int, state: Any) -> Any:
                 except Exception as e:  # noqa: BLE001 - every failure becomes a partition error
                     resp["error_code"] = error_code_of(e)
                     resp["error_message"] = str(e) or None
-                    logger.info("produce to %s-%d rejected: %s", name, p["index"], e)
+                    state.log_limiter.info(f"producers to {name}-{p['index']}", type(e).__name__,
+                                           "produce to %s-%d rejected: %s", name, p["index"], e, logger=logger)
                 else:
                     resp["base_offset"] = info.first_offset
                     resp["log_append_time_ms"] = info.log_append_time

@@ -103,6 +103,12 @@ class InconsistentMetaPropertiesError(KafkaStorageError):
     on a data directory it cannot vouch for (Kafka does the same)."""
 
 
+class LogDirError(KafkaStorageError):
+    """The data directory (``log.dirs``) cannot be created, is not a directory, or cannot be
+    written: the broker refuses to start (Kafka takes such a directory offline, and shuts down
+    when none is left)."""
+
+
 class OutOfOrderSequenceError(StorageError):
     """An idempotent producer's batch does not continue its sequence (a gap, or a new epoch
     not starting at 0)."""

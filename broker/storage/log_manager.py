@@ -66,6 +66,7 @@ from .errors import (
     InvalidPartitionsError,
     InvalidTopicError,
     KafkaStorageError,
+    LogDirError,
     StorageError,
     TopicExistsError,
     UnknownTopicOrPartitionError,
@@ -76,7 +77,7 @@ from .log import Log
 from .partition_metadata import new_topic_id, read_partition_metadata, write_partition_metadata
 from .producer_state import DEFAULT_PRODUCER_ID_EXPIRATION_MS
 
-__all__ = ["LogManager", "validate_topic_name", "TopicInfo"]
+__all__ = ["LogManager", "validate_topic_name", "prepare_log_dir", "TopicInfo"]
 
 logger = logging.getLogger(__name__)
 
@@ -111,6 +112,24 @@ class TopicInfo(NamedTuple):
     config: LogConfig
     #: the topic id (KIP-516); None only in what ``create_topic(validate_only=True)`` returns
     topic_id: uuid.UUID | None = None
+
+
+def prepare_log_dir(path: str) -> None:
+    """Create the data directory ``path`` if missing and check that it is a directory the
+    broker can write (a file created and removed in it: root passes every permission check, a
+    read-only filesystem does not); LogDirError, worded as Kafka's, otherwise."""
+    where = os.path.abspath(path)
+    probe = os.path.join(where, f".minibroker-probe-{os.getpid()}")
+    try:
+        if os.path.lexists(where) and not os.path.isdir(where):
+            raise NotADirectoryError(20, "Not a directory")
+        os.makedirs(where, exist_ok=True)
+        fd = os.open(probe, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        os.close(fd)
+        os.unlink(probe)
+    except OSError as e:
+        raise LogDirError(f"log.dirs={path}: Failed to create or validate data directory {where}:"
+                          f" {e.strerror or e}") from None
 
 
 def _parse_partition_dir(name: str) -> tuple[str, int] | None:
@@ -183,7 +202,7 @@ class LogManager:
     def startup(self) -> None:
         """Load every partition in the data directory (see module docstring)."""
         _raise_fd_limit()
-        os.makedirs(self.log_dir, exist_ok=True)
+        prepare_log_dir(self.log_dir)
         marker = os.path.join(self.log_dir, CLEAN_SHUTDOWN_FILE)
         self.had_clean_shutdown = os.path.exists(marker)
         if self.had_clean_shutdown:
@@ -637,7 +656,11 @@ class LogManager:
         return n
 
     def shutdown(self) -> None:
-        """Flush all, close all (trims), write the checkpoints, then the clean-shutdown marker."""
+        """Flush all, close all (trims), write the checkpoints, then the clean-shutdown marker.
+        Nothing after a start-up that failed: checkpoints of the partitions loaded so far, and a
+        marker saying the directory was shut down cleanly, would be lies."""
+        if not self._started:
+            return
         for log in self.logs.values():
             log.flush()
         for log in self.logs.values():

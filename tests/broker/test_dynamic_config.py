@@ -64,7 +64,7 @@ def test_dynamic_scopes_precedence_validation_and_persistence(tmp_path) -> None:
         d.apply(True, {"num.partitions": "3"})
     with pytest.raises(DynamicConfigError, match="Not a number of type LONG") as e:
         d.apply(True, {"log.retention.ms": "soon"})
-    assert e.value.error_code == 40
+    assert e.value.error_code == 42  # INVALID_REQUEST: Kafka's answer to a bad broker config value
     assert d.apply(False, {"log.retention.ms": "2000", "log.segment.bytes": "300000"}).retention_ms == 2000
     cfg: LogConfig = d.apply(True, {"log.retention.ms": "3000"})
     assert (cfg.retention_ms, cfg.segment_bytes) == (3000, 300000)
@@ -78,3 +78,44 @@ def test_dynamic_scopes_precedence_validation_and_persistence(tmp_path) -> None:
     again = make(tmp_path, **{"log.retention.ms": "1000"})  # a restart reads them back
     assert (again.per_broker, again.cluster_default) == (d.per_broker, d.cluster_default)
     assert again.log_config().retention_ms == 3000
+
+
+def test_altering_the_broker_resource_over_the_wire_answers_as_kafka(tmp_path) -> None:
+    """IncrementalAlterConfigs and AlterConfigs on the broker resource, against a broker process:
+    a bad value of a dynamic config, a timer property (read-only here) at a value that would
+    spin and another broker's id are INVALID_REQUEST, as Kafka answers for the broker resource
+    (KAFKA-13609); a topic's bad value stays INVALID_CONFIG; nothing bad is applied."""
+    from client.protocol.api import ApiKey
+    from tests.broker_process import BrokerProcess
+    from tests.server.wire import Conn, create_topic
+
+    def incremental(rtype: int, name: str, key: str, value: str) -> dict:
+        return {"resources": [{"resource_type": rtype, "resource_name": name, "configs": [
+            {"name": key, "config_operation": 0, "value": value}]}], "validate_only": False}
+
+    with BrokerProcess(str(tmp_path / "d")) as b, Conn(b.port) as c:
+        assert c.call(ApiKey.CREATE_TOPICS, 3, create_topic("t"))["topics"][0]["error_code"] == 0
+        cases = [
+            (4, "0", "log.retention.ms", "soon", 42, "Invalid value soon for configuration log.retention.ms"),
+            (4, "", "log.segment.bytes", "12", 42, "Invalid value 12 for configuration log.segment.bytes"),
+            (4, "0", "log.cleaner.backoff.ms", "0", 42, "Cannot update these configs dynamically"),
+            (4, "0", "connections.max.idle.ms", "1", 42, "Cannot update these configs dynamically"),
+            (4, "7", "log.retention.ms", "1000", 42, "expected 0, but received 7"),
+            (2, "t", "retention.ms", "soon", 40, "Invalid value soon for configuration retention.ms"),
+        ]
+        for rtype, name, key, value, code, message in cases:
+            for api, version, body in (
+                    (ApiKey.INCREMENTAL_ALTER_CONFIGS, 1, incremental(rtype, name, key, value)),
+                    (ApiKey.ALTER_CONFIGS, 2, {"resources": [{"resource_type": rtype, "resource_name": name,
+                                                              "configs": [{"name": key, "value": value}]}],
+                                               "validate_only": False})):
+                got = c.call(api, version, body)["responses"][0]
+                assert (got["error_code"], key) == (code, key), got
+                assert message in got["error_message"], got
+        described = c.call(ApiKey.DESCRIBE_CONFIGS, 4, {"resources": [
+            {"resource_type": 4, "resource_name": "0", "configuration_keys": ["log.retention.ms", "log.segment.bytes",
+                                                                               "log.cleaner.backoff.ms"]}],
+            "include_synonyms": False, "include_documentation": False})
+        values = {e["name"]: e["value"] for e in described["results"][0]["configs"]}
+        assert values == {"log.retention.ms": None, "log.segment.bytes": "1073741824",
+                          "log.cleaner.backoff.ms": "15000"}

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import asyncio
 import os
+import socket
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -161,3 +163,100 @@ def test_starts_with_more_partitions_than_the_soft_open_files_limit(tmp_path) ->
             assert sum(len(t["partitions"]) for t in md["topics"]) == 1500
     finally:
         b.stop()
+
+
+#: every property that sets the period of a timer or loop, at minibroker's floor (config.py's
+#: PERIOD_FLOORS); the value below the floor (or Kafka's "off" value next to it) that is refused
+AT_THE_FLOOR = {
+    "connections.max.idle.ms": ("100", "1"),
+    "log.retention.check.interval.ms": ("10", "1"),
+    "log.flush.offset.checkpoint.interval.ms": ("10", "1"),
+    "producer.id.expiration.check.interval.ms": ("10", "9"),
+    "offsets.retention.check.interval.ms": ("10", "1"),
+    "transaction.abort.timed.out.transaction.cleanup.interval.ms": ("10", "1"),
+    "transaction.remove.expired.transaction.cleanup.interval.ms": ("10", "1"),
+    "log.cleaner.backoff.ms": ("10", "0"),
+}
+
+
+def test_a_period_below_the_floor_is_one_line_naming_it(tmp_path) -> None:
+    """Values Kafka accepts but that make a timer spin (connections.max.idle.ms=1 kept a core
+    99% busy while idle, log.cleaner.backoff.ms=0 89%) are refused at start: one line naming the
+    property, the value and the range, exit status 2, no traceback."""
+    for key, (floor, bad) in AT_THE_FLOOR.items():
+        proc = _serve(tmp_path, "--override", f"{key}={bad}")
+        assert proc.returncode == 2, (key, proc.stderr)
+        assert "Traceback" not in proc.stderr and proc.stderr.count("\n") == 1, proc.stderr
+        assert proc.stderr.startswith(f"minibroker: configuration error: Invalid value {bad} for configuration {key}:"
+                                      f" Value must be at least {floor}"), proc.stderr
+
+
+def _cpu_ticks(pid: int) -> int:
+    """utime + stime of ``pid`` (in clock ticks, /proc/<pid>/stat fields 14 and 15)."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rpartition(")")[2].split()
+    return int(fields[11]) + int(fields[12])
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/stat"), reason="needs /proc")
+def test_every_period_at_its_floor_leaves_an_idle_broker_idle(tmp_path) -> None:
+    """All the timers at their floor at once (and Kafka's "off" values: no idle timeout, no
+    periodic checkpoint, in a second broker): the broker starts, and while idle uses a small
+    share of one core (a busy loop uses all of it)."""
+    overrides = [f"{k}={floor}" for k, (floor, _) in AT_THE_FLOOR.items()]
+    offs = ["connections.max.idle.ms=-1", "log.flush.offset.checkpoint.interval.ms=0"]
+    for settings in (overrides, offs):
+        with BrokerProcess(str(tmp_path / f"d{len(settings)}"), settings) as b:
+            with Conn(b.port) as c:  # a connection, served, then left idle
+                assert c.call(ApiKey.METADATA, 4, metadata(None))["topics"] == []
+                ticks_per_s = os.sysconf("SC_CLK_TCK")
+                before, t0 = _cpu_ticks(b.pid), time.monotonic()
+                time.sleep(2.0)
+                used = (_cpu_ticks(b.pid) - before) / ticks_per_s
+                elapsed = time.monotonic() - t0
+            assert used < 0.3 * elapsed, f"{settings}: {used:.2f} s of CPU in {elapsed:.2f} s idle"
+            assert b.stop() == 0
+
+
+def test_every_start_up_failure_is_one_line_without_a_traceback(tmp_path) -> None:
+    """A data directory that is a file, lies under a file or cannot be created, a properties
+    file that is not text, a listener that does not parse or cannot bind: one line naming the
+    property, a non-zero exit status, and the file given as a data directory left alone."""
+    a_file = tmp_path / "a-file"
+    a_file.write_text("not a directory\n")
+    not_text = tmp_path / "binary.properties"
+    not_text.write_bytes(b"num.partitions=\xff\xfe\n")
+    taken = socket.socket()
+    taken.bind(("127.0.0.1", 0))
+    taken.listen(1)
+    busy_port = taken.getsockname()[1]
+    cases = [
+        (["--override", f"log.dirs={a_file}"], 2, f"cannot start: log.dirs={a_file}: Failed to create or validate"
+                                                   f" data directory {a_file}: Not a directory"),
+        (["--data-dir", f"{a_file}/sub"], 2, f"cannot start: log.dirs={a_file}/sub: Failed to create or validate"),
+        (["--config", str(not_text)], 2, f"configuration error: {not_text}: not UTF-8 text (byte 0xff at offset 15)"),
+        (["--override", "advertised.listeners=PLAINTEXT://[zz:0"], 2,
+         "configuration error: advertised.listeners: invalid listener 'PLAINTEXT://[zz:0': Invalid IPv6 URL"),
+        (["--port", str(busy_port)], 1, f"cannot start: listeners: cannot listen on 127.0.0.1:{busy_port}:"
+                                         " Address already in use"),
+    ]
+    if os.geteuid() != 0:  # root may write anywhere: a read-only directory stops others only
+        locked = tmp_path / "locked"
+        locked.mkdir(mode=0o500)
+        cases.append((["--data-dir", f"{locked}/data"], 2, f"cannot start: log.dirs={locked}/data: Failed to"))
+    elif os.path.isdir("/proc/self"):  # nothing can be created at the top of /proc, not even by root
+        cases.append((["--data-dir", "/proc/minibroker-data"], 2, "cannot start: log.dirs=/proc/minibroker-data:"
+                                                                  " Failed to create or validate"))
+    try:
+        for args, status, message in cases:
+            if "--data-dir" not in args and not args[-1].startswith("log.dirs="):
+                args = ["--data-dir", str(tmp_path / "d"), *args]
+            proc = subprocess.run([sys.executable, "-m", "broker", "serve", "--port", "0", "--log-level", "WARNING",
+                                   *args],
+                                  cwd=REPO, capture_output=True, text=True, timeout=60)
+            assert proc.returncode == status, (args, proc.stderr)
+            assert "Traceback" not in proc.stderr and proc.stderr.count("\n") == 1, (args, proc.stderr)
+            assert proc.stderr.startswith(f"minibroker: {message}"), (args, proc.stderr)
+    finally:
+        taken.close()
+    assert a_file.read_text() == "not a directory\n"
