@@ -135,8 +135,15 @@ def scan_segment(records: FileRecords, start: int, *, min_offset: int, max_offse
                 if fields[3] != CURRENT_MAGIC:
                     raise RecordError(f"record batch magic {fields[3]} is not supported (only 2)")
         except RecordError as e:
-            yield SkippedBatch(records.path, pos, batch_size, base, expected, str(e))
-            pos += batch_size
+            # The length field is outside the CRC: trust it only when a valid batch (or the
+            # end of the file) follows, else look for the next batch from here.
+            nxt = pos + batch_size
+            if nxt != size and _resync(records, nxt, min(size, nxt + RECORDS_OFFSET), expected, max_offset,
+                                       whole_to=size) != nxt:
+                found = _resync(records, pos + 1, size, expected, max_offset)
+                nxt = size if found is None else found
+            yield SkippedBatch(records.path, pos, nxt - pos, base, expected, str(e))
+            pos = nxt
             continue
         last = base + fields[6]
         if base < expected or last >= max_offset:
@@ -149,25 +156,28 @@ def scan_segment(records: FileRecords, start: int, *, min_offset: int, max_offse
         pos += batch_size
 
 
-def _resync(records: FileRecords, start: int, size: int, min_offset: int, max_offset: int) -> int | None:
-    """The first position in ``[start, size)`` where a whole valid batch with a base offset in
-    ``[min_offset, max_offset)`` starts, or None."""
+def _resync(records: FileRecords, start: int, size: int, min_offset: int, max_offset: int,
+            whole_to: int | None = None) -> int | None:
+    """The first position in ``[start, size)`` where a whole valid batch (ending by
+    ``whole_to``, default ``size``) with a base offset in ``[min_offset, max_offset)`` starts,
+    or None."""
+    limit = size if whole_to is None else whole_to
     pos = start
-    while size - pos >= RECORDS_OFFSET:
-        window = records.read(pos, min(_RESYNC_WINDOW, size - pos))
+    while limit - pos >= RECORDS_OFFSET and pos < size:
+        window = records.read(pos, min(_RESYNC_WINDOW, limit - pos))
         # candidates: a magic byte of 2 at index MAGIC_OFFSET of a would-be batch
         i = window.find(_MAGIC_BYTE, MAGIC_OFFSET)
-        last_start = len(window) - RECORDS_OFFSET
+        last_start = min(len(window) - RECORDS_OFFSET, size - 1 - pos)
         while i != -1 and i - MAGIC_OFFSET <= last_start:
             cand = i - MAGIC_OFFSET
             base, length = _LEN.unpack_from(window, cand)
             batch_size = length + LOG_OVERHEAD
             at = pos + cand
-            if (min_offset <= base < max_offset and RECORDS_OFFSET <= batch_size <= size - at
+            if (min_offset <= base < max_offset and RECORDS_OFFSET <= batch_size <= limit - at
                     and _crc_matches(records, window, cand, at, batch_size)):
                 return at
             i = window.find(_MAGIC_BYTE, i + 1)
-        if pos + len(window) >= size:
+        if pos + len(window) >= limit:
             return None
         pos += max(len(window) - RECORDS_OFFSET, 1)  # overlap: a header split across windows
     return None
