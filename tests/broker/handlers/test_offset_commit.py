@@ -79,3 +79,32 @@ def test_txn_offset_commit_of_an_unknown_topic(broker: BrokerProcess) -> None:
         assert ended["error_code"] == 0, ended
         # the markers follow EndTxn's answer: the offset is stable once they are written
         assert wait_until(lambda: fetch(c, group, [("real", 0), ("nope", 0)]) == {("real", 0): 4, ("nope", 0): -1})
+
+
+def test_commit_larger_than_the_offsets_topics_max_message_bytes(broker: BrokerProcess) -> None:
+    """300 partitions with 4,000 bytes of metadata each (within offset.metadata.max.bytes): one
+    batch of ~1.2 MB, above ``__consumer_offsets``'s max.message.bytes (1048588), so every
+    partition gets INVALID_COMMIT_OFFSET_SIZE and nothing is stored (before: UNKNOWN_SERVER_ERROR;
+    and the 1.2 MB request closed the connection). Once the topic's max.message.bytes is raised
+    the same commit is stored."""
+    n, meta = 300, "m" * 4000
+    offsets = {("wide", p): 1000 + p for p in range(n)}
+    body = {"group_id": "big", "generation_id_or_member_epoch": -1, "member_id": "", "group_instance_id": None,
+            "topics": [{"name": "wide", "partitions": [
+                {"partition_index": p, "committed_offset": o, "committed_leader_epoch": -1,
+                 "committed_metadata": meta} for (_, p), o in offsets.items()]}]}
+    with Conn(broker.port, timeout=60) as c:
+        assert c.call(ApiKey.CREATE_TOPICS, 3, create_topic("wide", n))["topics"][0]["error_code"] == 0
+        assert c.call(ApiKey.FIND_COORDINATOR, 3, {"key": "big", "key_type": 0})["error_code"] == 0
+        r = c.call(ApiKey.OFFSET_COMMIT, 8, body)
+        codes = [p["error_code"] for t in r["topics"] for p in t["partitions"]]
+        assert codes == [ErrorCode.INVALID_COMMIT_OFFSET_SIZE] * n
+        assert set(fetch(c, "big", list(offsets)).values()) == {-1}
+        altered = c.call(ApiKey.INCREMENTAL_ALTER_CONFIGS, 1, {"resources": [
+            {"resource_type": 2, "resource_name": "__consumer_offsets", "configs": [
+                {"name": "max.message.bytes", "config_operation": 0, "value": str(4 << 20)}]}],
+            "validate_only": False})
+        assert altered["responses"][0]["error_code"] == 0, altered
+        r = c.call(ApiKey.OFFSET_COMMIT, 8, body)
+        assert [p["error_code"] for t in r["topics"] for p in t["partitions"]] == [0] * n
+        assert fetch(c, "big", list(offsets)) == offsets
