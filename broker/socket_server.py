@@ -40,7 +40,9 @@ handler returns; ``Connection.abort`` lets it drop the connection. When None, th
 below calls the handlers inline (no extra call per request).
 
 Bad input: a frame larger than ``socket.request.max.bytes`` (refused before its body is read),
-a negative size, a header or body that does not decode, an unknown API key or an unsupported
+a negative size, a header or body that does not decode (a body of more than
+``MAX_REQUEST_ELEMENTS`` array elements included: the decode budget bounding the memory of one
+decoded request), an unknown API key or an unsupported
 version (other than ApiVersions, which gets Kafka's v0 fallback answer) close that connection
 after a log line; other connections are unaffected. Every log line a peer can trigger (these,
 a request that fails, an idle or refused connection) goes through ``BrokerServer.log_limiter``:
@@ -87,10 +89,17 @@ logger = logging.getLogger("broker.socket_server")
 _RECV_SIZE = 1 << 18
 #: Longest a connection's reader handles requests before letting the other connections run.
 _SLICE = 0.002
-#: Largest request other than Produce (Metadata, Fetch, CreateTopics, ...): 1 MiB holds ~35,000
-#: fetch partitions. Bounds the memory one request's decoding can take (a 1 MiB Metadata
-#: request of empty topic names decodes to ~280 MB of dicts).
-MAX_CONTROL_REQUEST = 1 << 20
+#: The decode budget: most array elements one request may decode to (every API; the header is
+#: not counted). A request's size is bounded by ``socket.request.max.bytes`` alone, as in
+#: Kafka, but its decoded form is not bounded by its size: each element becomes a dict (~200-260
+#: bytes) or a value, and an element can take two bytes on the wire (100 MiB of empty Metadata
+#: topic names would decode to ~10 GB). 200,000 elements decode to at most ~50 MB,
+#: and hold any request a client sends in practice (an OffsetCommit of 40,000 partitions is
+#: 40,000 elements; a Fetch of every partition of a large cluster, a CreateTopics of thousands
+#: of topics); Produce's records are one blob, not elements. A request above it closes the
+#: connection, as any malformed request does. Every element takes at least one byte, so
+#: only frames longer than the budget get one (no cost per small request).
+MAX_REQUEST_ELEMENTS = 200_000
 _SIZE = struct.Struct(">i")
 #: plain ints: comparing with them spares the enum class attribute lookup per request
 _FETCH, _JOIN_GROUP = int(ApiKey.FETCH), int(ApiKey.JOIN_GROUP)
@@ -250,12 +259,8 @@ class Connection:
         supported = SUPPORTED_VERSIONS.get(key)  # type: ignore[call-overload]
         if supported is None:
             raise _Close(f"unknown API key {key} (correlation id {cid}, client {header.client_id!r})", "unknown API key")
-        if len(frame) > MAX_CONTROL_REQUEST and key != ApiKey.PRODUCE:
-            # Every decoded element becomes a Python dict (~100x its wire size when elements
-            # are 2 bytes), so only Produce, whose bulk is one records blob, may use the full
-            # socket.request.max.bytes; the others are small in practice.
-            raise _Close(f"{ApiKey(key).name} request of {len(frame)} bytes is larger than {MAX_CONTROL_REQUEST}",
-                         "request too large")
+        if len(frame) > MAX_REQUEST_ELEMENTS:
+            reader.elements = MAX_REQUEST_ELEMENTS
         if not supported[0] <= version <= supported[1]:
             if key == ApiKey.API_VERSIONS and version > supported[1]:
                 self.queue.append(_api_versions_fallback(cid))

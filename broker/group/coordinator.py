@@ -54,7 +54,11 @@ OffsetCommit: generation -1 with no member on a missing or Empty group is a *sim
 (kcat, admin tools, ``assign()`` consumers) and creates the group; otherwise the member and
 generation must match (ILLEGAL_GENERATION; GROUP_ID_NOT_FOUND from v9 for a missing group),
 and CompletingRebalance answers REBALANCE_IN_PROGRESS. Metadata longer than
-``offset.metadata.max.bytes``: OFFSET_METADATA_TOO_LARGE for that partition.
+``offset.metadata.max.bytes``: OFFSET_METADATA_TOO_LARGE for that partition. The commit's
+records are one batch: larger than ``__consumer_offsets``'s ``max.message.bytes``
+(``message.max.bytes``, 1048588, unless overridden on the topic), nothing is written and every
+other partition gets INVALID_COMMIT_OFFSET_SIZE (Kafka maps MESSAGE_TOO_LARGE,
+RECORD_LIST_TOO_LARGE and INVALID_FETCH_SIZE of the append so).
 
 OffsetFetch of an unknown group or partition: offset -1 and no error. DescribeGroups of an
 unknown group: state "Dead" and no error. DeleteGroups: only Empty groups (NON_EMPTY_GROUP,
@@ -139,6 +143,24 @@ def _error_after_append(code: int) -> int:
     if code in (E.MESSAGE_TOO_LARGE, E.RECORD_LIST_TOO_LARGE, E.INVALID_FETCH_SIZE):
         return int(E.UNKNOWN_SERVER_ERROR)
     return code
+
+
+def _commit_error_after_append(code: int) -> int:
+    """Kafka's mapping of a failed offset commit write: a batch larger than the offsets topic's
+    ``max.message.bytes`` is INVALID_COMMIT_OFFSET_SIZE (group writes get UNKNOWN_SERVER_ERROR)."""
+    if code in (E.MESSAGE_TOO_LARGE, E.RECORD_LIST_TOO_LARGE, E.INVALID_FETCH_SIZE):
+        return int(E.INVALID_COMMIT_OFFSET_SIZE)
+    return _error_after_append(code)
+
+
+def _failed_commit(code: int, errors: dict[tuple[str, int], int], on_durable: Callable[[int], None]
+                   ) -> tuple[int, dict[tuple[str, int], int]]:
+    """What a commit whose write failed answers: nothing was written (``on_durable`` is called at
+    once, as for a commit with nothing to write); each partition gets its own error
+    (OFFSET_METADATA_TOO_LARGE) or the write's, mapped as Kafka maps it."""
+    mapped = _commit_error_after_append(code)
+    on_durable(0)
+    return 0, {tp: e or mapped for tp, e in errors.items()}
 
 
 def subscribed_topics(protocol_type: str | None, metadata: bytes) -> set[str] | None:
@@ -614,7 +636,10 @@ class GroupCoordinator:
     def commit_offsets(self, req: dict[str, Any], version: int, on_durable: Callable[[int], None]
                        ) -> tuple[int, dict[tuple[str, int], int]]:
         """OffsetCommit: (error for every partition, or 0; per-partition errors). When the first
-        is 0, the records were appended and ``on_durable`` will be called."""
+        is 0, ``on_durable`` is called once the records are durable — or has been called
+        already, when nothing was written (no valid partition, or the write failed: a batch
+        above the offsets topic's ``max.message.bytes`` answers INVALID_COMMIT_OFFSET_SIZE for
+        every partition, as Kafka's classic coordinator does)."""
         group_id = req["group_id"]
         generation = req.get("generation_id_or_member_epoch", -1)
         member_id = req.get("member_id", "")
@@ -637,7 +662,7 @@ class GroupCoordinator:
             return 0, errors
         code = self.write(group_id, records, on_durable)
         if code:
-            return _error_after_append(code), {}
+            return _failed_commit(code, errors, on_durable)
         for tp, om in updates:
             g.offsets[tp] = om
         return 0, errors
@@ -702,7 +727,7 @@ class GroupCoordinator:
             return 0, errors
         code = self.write(group_id, records, on_durable, producer=(pid, epoch))
         if code:
-            return _error_after_append(code), {}
+            return _failed_commit(code, errors, on_durable)
         pending = g.pending_txn_offsets.setdefault(pid, {})
         for tp, om in updates:
             pending[tp] = om

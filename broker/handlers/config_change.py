@@ -6,7 +6,10 @@ codes and wording): INVALID_REQUEST for a resource named twice, a key named twic
 where one is needed, an unknown resource type or operation, a broker id other than this one, a
 broker property that cannot change at run time or a bad value for one that can;
 INVALID_TOPIC_EXCEPTION, UNKNOWN_TOPIC_OR_PARTITION; INVALID_CONFIG for an unknown topic config
-or a bad topic config value.
+or a bad topic config value, and for a change that leaves ``__consumer_offsets`` or
+``__transaction_state`` without ``cleanup.policy=compact`` or with ``delete`` (set explicitly, or
+by dropping the override so the broker default applies; Kafka accepts these and then deletes
+the coordinators' state).
 ``validate_only`` checks everything and changes nothing."""
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ from client.protocol.api import ErrorCode
 from ..dynamic_config import DynamicConfigError
 from ..storage.errors import StorageError
 from ..storage.log_manager import validate_topic_name
+from .metadata import INTERNAL_TOPICS
 
 logger = logging.getLogger("broker.handlers.configs")
 
@@ -72,7 +76,23 @@ def _alter_topic(state: Any, name: str, change: Change, validate_only: bool) -> 
     if info is None:
         raise RequestError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"The topic '{name}' does not exist.")
     new = change(dict(info.overrides), TOPIC)
+    if name in INTERNAL_TOPICS:
+        _check_internal(state, name, new)
     state.logs.alter_topic_config(name, new, validate_only=validate_only)
+
+
+def _check_internal(state: Any, name: str, overrides: dict[str, str]) -> None:
+    """An internal topic's effective ``cleanup.policy`` must stay ``compact`` without ``delete``:
+    retention would otherwise delete groups' offsets and transactions' states."""
+    try:
+        config = state.logs.default_config.with_overrides(overrides)
+    except StorageError:
+        return  # the invalid value itself is reported by alter_topic_config
+    if config.delete_enabled or not config.compact:
+        raise RequestError(ErrorCode.INVALID_CONFIG,
+                           f"Internal topic {name} must keep cleanup.policy=compact (the change would make it"
+                           f" {config.cleanup_policy!r}, whose retention.ms and retention.bytes delete committed"
+                           " state).")
 
 
 def _alter_broker(state: Any, name: str, change: Change, validate_only: bool) -> None:

@@ -3,7 +3,9 @@
 Per topic: UNKNOWN_TOPIC_OR_PARTITION, INVALID_PARTITIONS (the count is not an increase),
 INVALID_REPLICA_ASSIGNMENT (manual assignments: one per new partition, each exactly this
 broker, as the topic's existing partitions have one replica), INVALID_REQUEST (a topic listed
-twice). ``validate_only`` checks everything and changes nothing. New partitions appear in
+twice; growing ``__consumer_offsets`` or ``__transaction_state``, whose coordinators place groups
+and transactional ids by the partition count — Kafka accepts it and silently moves every key
+at the next restart). ``validate_only`` checks everything and changes nothing. New partitions appear in
 Metadata at once: producers and consumers pick them up at their next metadata refresh."""
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from typing import Any
 from client.protocol.api import ApiKey, ErrorCode
 
 from ..storage.errors import StorageError
+from .metadata import INTERNAL_TOPICS
 
 API_KEY = ApiKey.CREATE_PARTITIONS
 
@@ -50,6 +53,10 @@ def handle(request: dict[str, Any], version: int, state: Any) -> dict[str, Any]:
             err, msg = ErrorCode.INVALID_REQUEST, "Duplicate topic in request."
         elif current is None:
             err, msg = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"Topic {name} does not exist."
+        elif name in INTERNAL_TOPICS and count != current.partitions:
+            err = ErrorCode.INVALID_REQUEST
+            msg = (f"Cannot add partitions to internal topic {name}: its coordinator places every key by"
+                   f" the topic's partition count ({current.partitions}).")
         elif count > current.partitions and (
                 problem := _check_assignments(t["assignments"], current.partitions, count, state.node_id)):
             err, msg = ErrorCode.INVALID_REPLICA_ASSIGNMENT, problem

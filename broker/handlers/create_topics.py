@@ -1,7 +1,11 @@
 """CreateTopics (19), v0-7 (Kafka 3.9): partitions (or -1 = ``num.partitions``; or the number of manual
 assignments), replication factor 1 or -1 (one broker), topic configs, ``validate_only``.
 Errors per topic: TOPIC_ALREADY_EXISTS, INVALID_TOPIC_EXCEPTION, INVALID_PARTITIONS,
-INVALID_REPLICATION_FACTOR, INVALID_CONFIG, INVALID_REQUEST (a topic listed twice).
+INVALID_REPLICATION_FACTOR, INVALID_CONFIG, INVALID_REQUEST (a topic listed twice; an internal
+topic that does not exist yet: ``__consumer_offsets`` and ``__transaction_state`` are created only
+by their coordinators, with their layout, on first use or by Metadata auto-creation — Kafka
+refuses its own ``__cluster_metadata`` this way, and would create these two with the client's
+partition count, which the coordinator does not follow until a restart).
 A created (or validated) topic's answer carries, from v5, its partition count, replication
 factor 1 and every topic config with its source (as DescribeConfigs lists them), and from v7 its
 topic id (the zero id for ``validate_only``, which creates no id)."""
@@ -15,6 +19,7 @@ from client.protocol.api import ApiKey, ErrorCode
 
 from ..storage.errors import StorageError
 from .describe_configs import wire_entry
+from .metadata import INTERNAL_TOPICS, internal_coordinator
 
 API_KEY = ApiKey.CREATE_TOPICS
 
@@ -36,6 +41,12 @@ def handle(request: dict[str, Any], version: int, state: Any) -> dict[str, Any]:
             n = state.num_partitions
         if names.count(name) > 1:
             err, msg = ErrorCode.INVALID_REQUEST, f"Create topics request from client contains the topic {name} more than once"
+        elif name in INTERNAL_TOPICS and name in state.logs.partition_counts():
+            err, msg = ErrorCode.TOPIC_ALREADY_EXISTS, f"Topic '{name}' already exists."
+        elif name in INTERNAL_TOPICS:
+            err = ErrorCode.INVALID_REQUEST
+            msg = (f"Creation of internal topic {name} is prohibited: its coordinator creates it on first use"
+                   f" with {internal_coordinator(state, name).num_partitions} partitions and cleanup.policy=compact.")
         elif t["replication_factor"] not in (-1, 1) and not t["assignments"]:
             err = ErrorCode.INVALID_REPLICATION_FACTOR
             msg = f"Unable to replicate the partition {t['replication_factor']} time(s): The target replication factor of {t['replication_factor']} cannot be reached because only 1 broker(s) are registered."

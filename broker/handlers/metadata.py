@@ -1,7 +1,10 @@
 """Metadata (3), v0-12 (Kafka 3.9): this broker, and the topics asked for (all when the list
 is null, or empty in v0). Unknown topics are created with ``num.partitions`` partitions when
 ``auto.create.topics.enable`` and the request's ``allow_auto_topic_creation`` (v4+) allow it.
-This broker is every partition's leader and the controller (admin clients send CreateTopics
+``__consumer_offsets`` and ``__transaction_state`` are created as Kafka's AutoTopicCreationManager
+creates them: by their coordinator, with its layout (``offsets.topic.num.partitions`` /
+``transaction.state.log.num.partitions`` partitions, ``cleanup.policy=compact``), never with
+``num.partitions``. This broker is every partition's leader and the controller (admin clients send CreateTopics
 to the controller).
 
 Newer fields, as a single Kafka broker without an authorizer answers them: leader_epoch (v7+)
@@ -22,7 +25,7 @@ from typing import Any
 from client.protocol.api import ApiKey, ErrorCode
 from client.protocol.messages.metadata import AUTHORIZED_OPERATIONS_OMITTED
 
-from ..storage.errors import InvalidTopicError, TopicExistsError
+from ..storage.errors import InvalidTopicError, StorageError, TopicExistsError
 from ..storage.log_manager import validate_topic_name
 from .describe_cluster import CLUSTER_OPERATIONS
 
@@ -45,6 +48,12 @@ def _partition(state: Any, name: str, p: int, node: int) -> dict[str, Any]:
                 "leader_epoch": LEADER_EPOCH, "replica_nodes": [node], "isr_nodes": [], "offline_replicas": [node]}
     return {"error_code": 0, "partition_index": p, "leader_id": node, "leader_epoch": LEADER_EPOCH,
             "replica_nodes": [node], "isr_nodes": [node], "offline_replicas": []}
+
+
+def internal_coordinator(state: Any, name: str) -> Any:
+    """The coordinator that owns internal topic ``name`` (its ``ensure_topic`` creates the topic
+    with the coordinator's layout)."""
+    return state.groups if name == "__consumer_offsets" else state.txn
 
 
 def _topic(state: Any, name: str, partitions: int, topic_id: uuid.UUID | None, ops: int) -> dict[str, Any]:
@@ -82,15 +91,21 @@ def handle(request: dict[str, Any], version: int, state: Any) -> dict[str, Any]:
                 continue
         partitions = counts.get(name)
         if partitions is None and allow_create and topic_id == ZERO_UUID:
-            try:
-                validate_topic_name(name)
-                partitions = logs.create_topic(name, state.num_partitions).partitions
-                logger.info("auto-created topic %s with %d partitions", name, state.num_partitions)
-            except InvalidTopicError:
-                out.append(_error(ErrorCode.INVALID_TOPIC_EXCEPTION, name))
-                continue
-            except TopicExistsError:
-                pass
+            if name in INTERNAL_TOPICS:
+                try:
+                    internal_coordinator(state, name).ensure_topic()
+                except StorageError as e:
+                    logger.error("cannot create %s: %s", name, e)
+            else:
+                try:
+                    validate_topic_name(name)
+                    partitions = logs.create_topic(name, state.num_partitions).partitions
+                    logger.info("auto-created topic %s with %d partitions", name, state.num_partitions)
+                except InvalidTopicError:
+                    out.append(_error(ErrorCode.INVALID_TOPIC_EXCEPTION, name))
+                    continue
+                except TopicExistsError:
+                    pass
             counts = logs.partition_counts()
             partitions = counts.get(name)
         if partitions is None:

@@ -1,19 +1,27 @@
 """OffsetCommit (8), v0-9: store committed offsets in ``__consumer_offsets``; answered once the
 records are fsync'd (see broker/group/coordinator.py for the rules). v1 carries a commit
-timestamp per partition, v2-v4 a retention time (the offsets then expire at that time)."""
+timestamp per partition, v2-v4 a retention time (the offsets then expire at that time).
+
+Partitions of a topic that does not exist, or beyond its partition count, get
+UNKNOWN_TOPIC_OR_PARTITION and are not written, whatever happens to the others: Kafka's broker
+filters them out before the group coordinator sees the request (TxnOffsetCommit too); a request
+naming only such partitions is answered at once."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from client.protocol.api import ApiKey
+from client.protocol.api import ApiKey, ErrorCode
 
 from .common import reply_when_ready
 
 API_KEY = ApiKey.OFFSET_COMMIT
 
+#: (topic, partition) -> error code
+Errors = dict[tuple[str, int], int]
 
-def _response(request: dict[str, Any], errors: dict[tuple[str, int], int], default: int) -> dict[str, Any]:
+
+def _response(request: dict[str, Any], errors: Errors, default: int) -> dict[str, Any]:
     return {"throttle_time_ms": 0, "topics": [
         {"name": t["name"], "partitions": [
             {"partition_index": p["partition_index"],
@@ -21,28 +29,54 @@ def _response(request: dict[str, Any], errors: dict[tuple[str, int], int], defau
         for t in request["topics"]]}
 
 
-def reply_after_commit(request: dict[str, Any], commit: Any) -> Any:
+def split_unknown(request: dict[str, Any], state: Any) -> tuple[dict[str, Any], Errors]:
+    """(the request without the partitions that do not exist, UNKNOWN_TOPIC_OR_PARTITION for
+    each of those); the request itself when every partition exists."""
+    counts = state.logs.partition_counts()
+    unknown: Errors = {}
+    for t in request["topics"]:
+        n = counts.get(t["name"], 0)
+        for p in t["partitions"]:
+            if not 0 <= p["partition_index"] < n:
+                unknown[(t["name"], p["partition_index"])] = int(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+    if not unknown:
+        return request, unknown
+    topics = []
+    for t in request["topics"]:
+        parts = [p for p in t["partitions"] if (t["name"], p["partition_index"]) not in unknown]
+        if parts:
+            topics.append({**t, "partitions": parts})
+    return {**request, "topics": topics}, unknown
+
+
+def reply_after_commit(request: dict[str, Any], commit: Any, unknown: Errors | None = None) -> Any:
     """Run ``commit(on_durable) -> (error, per-partition errors)`` and answer once its
-    records are durable (or at once, with its error or when it wrote nothing)."""
+    records are durable (or at once, with its error or when it wrote nothing). ``unknown``:
+    errors of partitions left out of the commit, answered whatever the commit's outcome."""
+    fixed = unknown or {}
+
     def start(respond: Any) -> None:
-        result: list[dict[tuple[str, int], int]] = []
+        result: list[Errors] = []
 
         def durable(code: int) -> None:
             if result:
-                respond(_response(request, {} if code else result[0], code))
+                respond(_response(request, {**({} if code else result[0]), **fixed}, code))
             else:  # nothing to write: answered at once
                 result.append({})
 
         code, errors = commit(durable)
         if code:
-            return respond(_response(request, {}, code))
+            return respond(_response(request, fixed, code))
         if result:  # durable() already ran (no records)
-            return respond(_response(request, errors, 0))
+            return respond(_response(request, {**errors, **fixed}, 0))
         result.append(errors)
 
     return reply_when_ready(start)
 
 
 def handle(request: dict[str, Any], version: int, state: Any) -> Any:
-    return reply_after_commit(request, lambda durable: state.groups.coordinator.commit_offsets(request, version,
-                                                                                                durable))
+    known, unknown = split_unknown(request, state)
+    if not known["topics"]:
+        return _response(request, unknown, 0)
+    return reply_after_commit(request, lambda durable: state.groups.coordinator.commit_offsets(known, version,
+                                                                                                durable), unknown)

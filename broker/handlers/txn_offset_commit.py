@@ -4,7 +4,8 @@ to ``__consumer_offsets`` and holds them as pending; they become the group's com
 offsets when the transaction commits (dropped if it aborts). Answered once the batch is
 fsync'd. The group's partition must have been added (AddOffsetsToTxn) first:
 INVALID_TXN_STATE otherwise; a fenced producer gets PRODUCER_FENCED (v0-1:
-INVALID_PRODUCER_EPOCH)."""
+INVALID_PRODUCER_EPOCH). Partitions that do not exist: UNKNOWN_TOPIC_OR_PARTITION, checked first
+and never written, as for OffsetCommit."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from typing import Any
 from client.protocol.api import ApiKey, ErrorCode
 
 from ..group.records import CONSUMER_OFFSETS
-from .offset_commit import _response, reply_after_commit
+from .offset_commit import _response, reply_after_commit, split_unknown
 
 API_KEY = ApiKey.TXN_OFFSET_COMMIT
 
@@ -32,7 +33,11 @@ def _txn_error(request: dict[str, Any], version: int, state: Any) -> int:
 
 
 def handle(request: dict[str, Any], version: int, state: Any) -> Any:
+    known, unknown = split_unknown(request, state)
+    if not known["topics"]:
+        return _response(request, unknown, 0)
     code = _txn_error(request, version, state)
     if code:
-        return _response(request, {}, code)
-    return reply_after_commit(request, lambda durable: state.groups.coordinator.commit_txn_offsets(request, durable))
+        return _response(request, unknown, code)
+    return reply_after_commit(request, lambda durable: state.groups.coordinator.commit_txn_offsets(known, durable),
+                              unknown)

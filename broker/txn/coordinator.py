@@ -170,6 +170,12 @@ class TransactionCoordinator:
 
     # ------------------------------------------------------------------ the topic
 
+    @property
+    def num_partitions(self) -> int:
+        """The partition count transactional ids are placed by (``transaction.state.log.num.partitions``,
+        or the existing topic's count found at start-up)."""
+        return self.config.num_partitions
+
     def partition_for(self, transactional_id: str) -> int:
         return partition_for(transactional_id, self.config.num_partitions)
 

@@ -11,6 +11,8 @@ same tree is turned into the text of two functions, exec'd once per (message, ve
   log_start_offset`` is one ``>ihqqq``);
 - unsigned varints take a one-byte fast path inline and call a helper otherwise;
 - nested arrays of structs are nested ``for`` loops in the same function (no calls);
+- every array's length is taken from the reader's element budget (``Reader.elements``, kept in
+  a local and stored back at the end): DecodeError once it would go below zero;
 - a tag buffer with zero entries (the common case) is one byte compared inline; anything else
   goes through ``Reader.tagged_fields`` and the interpreted codecs of the known tags, exactly
   as the interpreted codec does (unknown tags are skipped).
@@ -29,7 +31,7 @@ import struct
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from .primitives import DecodeError, Reader, Writer
+from .primitives import DecodeError, Reader, Writer, budget_exceeded
 
 if TYPE_CHECKING:
     from .schema import Field
@@ -70,12 +72,15 @@ def _fit(n: int, left: int) -> DecodeError:
     return DecodeError(f"array of {n} elements cannot fit in {left} bytes")
 
 
-def _dec_tags(buf: memoryview, pos: int, end: int, out: dict[str, Any], tagged: dict[int, Any]) -> int:
-    """A non-empty tag buffer (the rare path): the interpreted codec's reader."""
+def _dec_tags(buf: memoryview, pos: int, end: int, out: dict[str, Any], tagged: dict[int, Any],
+              budget: int) -> tuple[int, int]:
+    """A non-empty tag buffer (the rare path): the interpreted codec's reader. Returns the next
+    position and the element budget left."""
     from .schema import read_tagged
     r = Reader(buf, pos, end)
+    r.elements = budget
     read_tagged(r, out, tagged)
-    return r.pos
+    return r.pos, r.elements
 
 
 def _enc_tags(buf: bytearray, value: dict[str, Any], tagged: dict[int, Any], version: int) -> None:
@@ -89,7 +94,8 @@ class _Src:
         self.lines: list[str] = []
         self.ns: dict[str, Any] = {
             "DecodeError": DecodeError, "_uv": _uv, "_wuv": _wuv, "_need": _need, "_fit": _fit,
-            "_dec_tags": _dec_tags, "_enc_tags": _enc_tags, "_H": _H, "_I": _I, "_UUID": __import__("uuid").UUID,
+            "_dec_tags": _dec_tags, "_enc_tags": _enc_tags, "_budget_exceeded": budget_exceeded,
+            "_H": _H, "_I": _I, "_UUID": __import__("uuid").UUID,
         }
         self.n = 0
 
@@ -229,6 +235,8 @@ def _d_field(s: _Src, ind: int, f: Field, version: int, flexible: bool, target: 
     else:
         s(ind + 1, f"raise DecodeError({f'null array for non-nullable field {f.name}'!r})")
     s(ind, "else:")
+    s(ind + 1, f"if {n} > budget: raise _budget_exceeded({n}, budget)")
+    s(ind + 1, f"budget -= {n}")
     s(ind + 1, f"{target} = []")
     s(ind + 1, f"for _ in range({n}):")
     e = s.var("e")
@@ -263,7 +271,7 @@ def _d_struct(s: _Src, ind: int, fields: Sequence[Field], version: int, flexible
     if flexible:
         s(ind, "if pos >= end: raise DecodeError('unsigned varint runs past the end')")
         s(ind, "if buf[pos] == 0: pos += 1")
-        s(ind, f"else: pos = _dec_tags(buf, pos, end, {target}, {s.const(tagged, 'T')})")
+        s(ind, f"else: pos, budget = _dec_tags(buf, pos, end, {target}, {s.const(tagged, 'T')}, budget)")
 
 
 # ---- encoding -------------------------------------------------------------------------------
@@ -363,12 +371,12 @@ def compile_struct(fields: Sequence[Field], version: int, flexible: bool
     """Generated (decoder, encoder) with the signatures of ``schema._compile_struct``'s."""
     s = _Src()
     s(0, "def dec(r):")
-    s(1, "buf = r.buf; pos = r.pos; end = r.end")
+    s(1, "buf = r.buf; pos = r.pos; end = r.end; budget = r.elements")
     s(1, "try:")
     _d_struct(s, 2, fields, version, flexible, "out")
     s(1, "except UnicodeDecodeError as e:")
     s(2, "raise DecodeError(f'string is not valid UTF-8: {e}') from None")
-    s(1, "r.pos = pos")
+    s(1, "r.pos = pos; r.elements = budget")
     s(1, "return out")
     s(0, "def enc(w, value):")
     s(1, "buf = w.buf")

@@ -31,13 +31,27 @@ class DecodeError(ValueError):
     """The bytes do not decode as the expected message (malformed or truncated)."""
 
 
+#: ``Reader.elements`` when no budget is set: more than any buffer can hold
+UNLIMITED_ELEMENTS = 1 << 62
+
+
+def budget_exceeded(n: int, budget: int) -> DecodeError:
+    return DecodeError(f"array of {n} elements exceeds the decode budget ({budget} elements left)")
+
+
 class Reader:
-    __slots__ = ("buf", "pos", "end")
+    """A position in a buffer. ``elements``: how many more array elements the codecs may decode
+    from it (both decrement it by each array's length and raise DecodeError below zero): the
+    broker sets it for a large request so that its decoded form (a dict or value per element)
+    stays bounded whatever the bytes hold; unlimited otherwise."""
+
+    __slots__ = ("buf", "pos", "end", "elements")
 
     def __init__(self, buf: bytes | bytearray | memoryview, pos: int = 0, end: int | None = None) -> None:
         self.buf = buf if isinstance(buf, memoryview) else memoryview(buf)
         self.pos = pos
         self.end = len(self.buf) if end is None else end
+        self.elements = UNLIMITED_ELEMENTS
 
     @property
     def remaining(self) -> int:
@@ -157,13 +171,21 @@ class Reader:
             raise DecodeError(f"invalid array length {n}")
         if n > self.end - self.pos:
             raise DecodeError(f"array of {n} elements cannot fit in {self.end - self.pos} bytes")
+        self._spend(n)
         return n
 
     def compact_array_length(self) -> int:
         n = self.uvarint() - 1
         if n > self.end - self.pos:
             raise DecodeError(f"array of {n} elements cannot fit in {self.end - self.pos} bytes")
+        self._spend(n)
         return n
+
+    def _spend(self, n: int) -> None:
+        if n > 0:
+            if n > self.elements:
+                raise budget_exceeded(n, self.elements)
+            self.elements -= n
 
     def tagged_fields(self) -> dict[int, bytes]:
         """A tag buffer; unknown tags are kept as raw bytes."""

@@ -345,6 +345,12 @@ def test_offsets_expire_once_the_group_is_empty() -> None:
 
 
 def test_failed_write_answers_the_mapped_error() -> None:
+    """A commit whose write fails is answered at once (``on_durable`` already called), each
+    partition with the write's error as Kafka maps it; nothing is stored."""
     h = Harness()
     h.fail_writes = E.KAFKA_STORAGE_ERROR
-    assert h.commit({("t", 0): 1})[0] == E.NOT_COORDINATOR
+    assert h.commit({("t", 0): 1}) == (0, {("t", 0): E.NOT_COORDINATOR}, [0])
+    h.fail_writes = E.MESSAGE_TOO_LARGE  # the batch is above the offsets topic's max.message.bytes
+    assert h.commit({("t", 0): 1, ("t", 1): 2}) == (
+        0, {("t", 0): E.INVALID_COMMIT_OFFSET_SIZE, ("t", 1): E.INVALID_COMMIT_OFFSET_SIZE}, [0])
+    assert h.c.groups["g"].offsets == {}

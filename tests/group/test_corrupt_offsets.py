@@ -85,7 +85,7 @@ def test_a_damaged_commit_costs_only_its_group(tmp_path, how: str) -> None:
         assert commit(c, "after", 7) == 0
         log = b.log_text()
     if appended:
-        assert f"truncated them" in log and "Traceback" not in log
+        assert "truncated them" in log and "Traceback" not in log
     else:
         assert f"{pos} of {seg}" in log, log  # the damage is named by file and position
         assert "loaded 19 groups" in log

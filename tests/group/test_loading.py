@@ -34,7 +34,7 @@ from tests.server.wire import Conn, fetch, produce
 pytestmark = pytest.mark.slow
 
 GROUPS = 500  # committed groups, three partitions of "t" each, in every partition of the topic
-FILLER_COMMITS, FILLER_PARTITIONS = 30, 5000  # records in __consumer_offsets-0 that make the load slow
+FILLER_COMMITS, FILLER_PARTITIONS = 300, 500  # records in __consumer_offsets-0 that make the load slow
 RECORDS = 50  # per partition of "t"
 
 
@@ -98,7 +98,9 @@ def test_groups_load_in_the_background_while_produce_and_fetch_are_served(tmp_pa
                                                                              for i in range(RECORDS)])))
                 assert resp["responses"][0]["partition_responses"][0]["error_code"] == 0
             assert c.call(ApiKey.FIND_COORDINATOR, 1, {"key": last, "key_type": 0})["error_code"] == 0
-            # the filler: the same large commit, encoded once, sent FILLER_COMMITS times
+            # the filler: the same large commit, encoded once, sent FILLER_COMMITS times (its
+            # partitions must exist: commits of unknown partitions are refused)
+            create_topic(b.bootstrap_servers, "filler-topic", FILLER_PARTITIONS)
             w = Writer(bytearray())
             REQUESTS[ApiKey.OFFSET_COMMIT].encode(
                 commit_body(filler, "filler-topic", dict.fromkeys(range(FILLER_PARTITIONS), 1)), 2, w)

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from broker.testing import BrokerProcess
+from broker.testing import BrokerProcess, create_topic
 from client.protocol.api import ApiKey
 from tests.server.wire import Conn
 
@@ -36,6 +36,8 @@ def answered(group: dict[str, Any]) -> dict[tuple[str, int], tuple[int, int, str
 def test_one_request_fetches_the_offsets_of_several_groups(broker: BrokerProcess, version: int) -> None:
     a, b, unknown = f"multi-a-v{version}", f"multi-b-v{version}", f"multi-never-committed-v{version}"
     with Conn(broker.port) as c:
+        for topic in ("t1", "t2", "t3"):  # commits of unknown topics are refused
+            create_topic(broker.bootstrap_servers, topic, 3)
         commit(c, a, {("t1", 0): (10, 3, "a-t1-0"), ("t1", 1): (11, 3, ""), ("t2", 0): (20, -1, "a-t2")})
         commit(c, b, {("t1", 0): (100, 5, "b-t1-0"), ("t3", 2): (300, 7, "b-t3")})
         commit(c, a, {("t1", 1): (12, 4, "again")})  # the last commit of a key wins

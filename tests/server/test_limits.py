@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import statistics
+import struct
 import threading
 import time
 
@@ -218,5 +219,63 @@ def test_decompression_bomb_is_refused_and_costs_no_memory(tmp_path, codec: Comp
             assert _rss_kb(b.proc.pid) - rss_before < 150_000  # type: ignore[union-attr]  # KB
             ok = c.call(ApiKey.PRODUCE, 7, produce("bomb", 0, bytes(build_batch([(None, b"fine")], codec)), 1))
             assert ok["responses"][0]["partition_responses"][0]["base_offset"] == 0  # nothing written before
+    finally:
+        assert b.stop() == 0, b.log_text()
+
+
+def test_offset_commit_of_40000_partitions_is_answered(tmp_path) -> None:
+    """An OffsetCommit of 40,000 partitions (~1.5 MB, librdkafka's test 0030 sends such) is
+    decoded and answered on a connection that stays open — requests other than Produce are
+    bounded by socket.request.max.bytes, as in Kafka, not by 1 MiB (before: the connection was
+    closed). Its 100 partitions of a real topic are stored (OffsetFetch returns them), the
+    39,900 of topics that do not exist get UNKNOWN_TOPIC_OR_PARTITION."""
+    b = BrokerProcess(str(tmp_path / "data")).start()
+    try:
+        with Conn(b.port, timeout=60) as c:
+            assert c.call(ApiKey.CREATE_TOPICS, 3, create_topic("real", 100))["topics"][0]["error_code"] == 0
+            topics = [("real", 100)] + [(f"missing-{i}", 100) for i in range(399)]
+            body = {"group_id": "wide", "generation_id_or_member_epoch": -1, "member_id": "",
+                    "group_instance_id": None, "topics": [
+                        {"name": t, "partitions": [{"partition_index": p, "committed_offset": 1000 + p,
+                                                    "committed_leader_epoch": -1, "committed_metadata": "m" * 20}
+                                                   for p in range(n)]} for t, n in topics]}
+            size = len(request_bytes(ApiKey.OFFSET_COMMIT, 8, 1, body))
+            assert 1_400_000 < size < 1_600_000, size
+            r = c.call(ApiKey.OFFSET_COMMIT, 8, body)
+            codes = {(t["name"], p["partition_index"]): p["error_code"] for t in r["topics"] for p in t["partitions"]}
+            assert len(codes) == 40_000
+            assert {k: v for k, v in codes.items() if k[0] == "real"} == {("real", p): 0 for p in range(100)}
+            assert {v for k, v in codes.items() if k[0] != "real"} == {ErrorCode.UNKNOWN_TOPIC_OR_PARTITION}
+            fetched = c.call(ApiKey.OFFSET_FETCH, 7, {"group_id": "wide", "require_stable": True, "topics": [
+                {"name": "real", "partition_indexes": list(range(100))},
+                {"name": "missing-0", "partition_indexes": [0]}]})
+            got = {(t["name"], p["partition_index"]): p["committed_offset"]
+                   for t in fetched["topics"] for p in t["partitions"]}
+            assert got == {**{("real", p): 1000 + p for p in range(100)}, ("missing-0", 0): -1}
+    finally:
+        assert b.stop() == 0, b.log_text()
+
+
+def test_large_requests_are_bounded_by_their_decoded_elements(tmp_path) -> None:
+    """A Metadata request of 100,000 topic names (~1.9 MB) is answered (each name unknown); one
+    of 2,500,000 empty names (5 MB on the wire, ~500 MB once decoded) is above the decode budget
+    of 200,000 array elements: that connection is closed once the budget is spent, the broker's
+    memory grows by far less than the decoded size, other connections are served."""
+    b = BrokerProcess(str(tmp_path / "data")).start()
+    try:
+        with Conn(b.port, timeout=60) as c:
+            names = [f"no-such-topic-{i:06d}" for i in range(100_000)]
+            body = metadata(names, auto_create=False)
+            assert len(request_bytes(ApiKey.METADATA, 9, 1, body)) > 1_800_000
+            r = c.call(ApiKey.METADATA, 9, body)
+            assert len(r["topics"]) == 100_000
+            assert {t["error_code"] for t in r["topics"]} == {ErrorCode.UNKNOWN_TOPIC_OR_PARTITION}
+        rss_before = _rss_kb(b.proc.pid)  # type: ignore[union-attr]
+        with Conn(b.port, timeout=60) as abuser, Conn(b.port) as other:
+            n = 2_500_000  # Metadata v4: int32 count, int16 length 0 per name, allow_auto_topic_creation
+            abuser.send(ApiKey.METADATA, 4, struct.pack(">i", n) + b"\x00\x00" * n + b"\x00")
+            assert abuser.is_closed_by_peer(timeout=10)
+            assert other.call(AV, 3, {"client_software_name": "t", "client_software_version": "1"})["error_code"] == 0
+        assert _rss_kb(b.proc.pid) - rss_before < 100_000  # type: ignore[union-attr]  # KB
     finally:
         assert b.stop() == 0, b.log_text()

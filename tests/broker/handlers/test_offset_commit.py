@@ -1,0 +1,110 @@
+"""OffsetCommit and TxnOffsetCommit against a real broker process: partitions that do not exist
+get UNKNOWN_TOPIC_OR_PARTITION (as Kafka's broker answers before its group coordinator sees
+them) and are never written; a commit too large for one batch of ``__consumer_offsets`` gets
+INVALID_COMMIT_OFFSET_SIZE for every partition with nothing written."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from client.protocol.api import ApiKey, ErrorCode
+from tests.broker_process import BrokerProcess
+from tests.server.wire import Conn, create_topic, wait_until
+
+UNKNOWN = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+
+
+def _partitions(offsets: dict[tuple[str, int], int]) -> list[dict[str, Any]]:
+    by: dict[str, list[dict[str, Any]]] = {}
+    for (t, p), o in offsets.items():
+        by.setdefault(t, []).append({"partition_index": p, "committed_offset": o, "committed_leader_epoch": -1,
+                                     "committed_metadata": ""})
+    return [{"name": t, "partitions": ps} for t, ps in by.items()]
+
+
+def commit(c: Conn, group: str, offsets: dict[tuple[str, int], int]) -> dict[tuple[str, int], int]:
+    """OffsetCommit v8 with generation -1 (a simple group): error per partition."""
+    r = c.call(ApiKey.OFFSET_COMMIT, 8, {"group_id": group, "generation_id_or_member_epoch": -1, "member_id": "",
+                                         "group_instance_id": None, "topics": _partitions(offsets)})
+    return {(t["name"], p["partition_index"]): p["error_code"] for t in r["topics"] for p in t["partitions"]}
+
+
+def fetch(c: Conn, group: str, partitions: list[tuple[str, int]]) -> dict[tuple[str, int], int]:
+    by: dict[str, list[int]] = {}
+    for t, p in partitions:
+        by.setdefault(t, []).append(p)
+    r = c.call(ApiKey.OFFSET_FETCH, 7, {"group_id": group, "require_stable": True, "topics": [
+        {"name": t, "partition_indexes": ps} for t, ps in by.items()]})
+    assert r["error_code"] == 0, r
+    return {(t["name"], p["partition_index"]): p["committed_offset"] for t in r["topics"] for p in t["partitions"]}
+
+
+def test_commit_of_unknown_topics_and_partitions(broker: BrokerProcess) -> None:
+    """A commit naming only a missing topic, and one mixing a real partition with a missing
+    topic and a partition past the topic's count: the missing ones UNKNOWN_TOPIC_OR_PARTITION
+    (librdkafka's test 0030 expects it) and not stored; the real one committed."""
+    with Conn(broker.port) as c:
+        assert c.call(ApiKey.CREATE_TOPICS, 3, create_topic("real", 2))["topics"][0]["error_code"] == 0
+        assert commit(c, "g1", {("nope", 0): 5, ("nope", 1): 6}) == {("nope", 0): UNKNOWN, ("nope", 1): UNKNOWN}
+        mixed = {("real", 1): 7, ("nope", 0): 8, ("real", 2): 9}
+        assert commit(c, "g1", mixed) == {("real", 1): 0, ("nope", 0): UNKNOWN, ("real", 2): UNKNOWN}
+        assert fetch(c, "g1", list(mixed)) == {("real", 1): 7, ("nope", 0): -1, ("real", 2): -1}
+
+
+def test_txn_offset_commit_of_an_unknown_topic(broker: BrokerProcess) -> None:
+    """TxnOffsetCommit follows the same rule: the missing topic's partitions
+    UNKNOWN_TOPIC_OR_PARTITION, the real one committed with the transaction."""
+    tid, group = "txn-1", "tg"
+    with Conn(broker.port) as c:
+        assert c.call(ApiKey.CREATE_TOPICS, 3, create_topic("real", 1))["topics"][0]["error_code"] == 0
+        assert c.call(ApiKey.FIND_COORDINATOR, 3, {"key": tid, "key_type": 1})["error_code"] == 0
+        assert c.call(ApiKey.FIND_COORDINATOR, 3, {"key": group, "key_type": 0})["error_code"] == 0
+        init = c.call(ApiKey.INIT_PRODUCER_ID, 1, {"transactional_id": tid, "transaction_timeout_ms": 60000})
+        assert init["error_code"] == 0, init
+        pid, epoch = init["producer_id"], init["producer_epoch"]
+        added = c.call(ApiKey.ADD_OFFSETS_TO_TXN, 1, {"transactional_id": tid, "producer_id": pid,
+                                                      "producer_epoch": epoch, "group_id": group})
+        assert added["error_code"] == 0, added
+        only_unknown = c.call(ApiKey.TXN_OFFSET_COMMIT, 2, {
+            "transactional_id": tid, "group_id": group, "producer_id": pid, "producer_epoch": epoch,
+            "topics": _partitions({("nope", 0): 3})})
+        assert [p["error_code"] for t in only_unknown["topics"] for p in t["partitions"]] == [UNKNOWN]
+        mixed = c.call(ApiKey.TXN_OFFSET_COMMIT, 2, {
+            "transactional_id": tid, "group_id": group, "producer_id": pid, "producer_epoch": epoch,
+            "topics": _partitions({("real", 0): 4, ("nope", 0): 3})})
+        assert {(t["name"], p["partition_index"]): p["error_code"] for t in mixed["topics"]
+                for p in t["partitions"]} == {("real", 0): 0, ("nope", 0): UNKNOWN}
+        ended = c.call(ApiKey.END_TXN, 1, {"transactional_id": tid, "producer_id": pid, "producer_epoch": epoch,
+                                           "committed": True})
+        assert ended["error_code"] == 0, ended
+        # the markers follow EndTxn's answer: the offset is stable once they are written
+        assert wait_until(lambda: fetch(c, group, [("real", 0), ("nope", 0)]) == {("real", 0): 4, ("nope", 0): -1})
+
+
+def test_commit_larger_than_the_offsets_topics_max_message_bytes(broker: BrokerProcess) -> None:
+    """300 partitions with 4,000 bytes of metadata each (within offset.metadata.max.bytes): one
+    batch of ~1.2 MB, above ``__consumer_offsets``'s max.message.bytes (1048588), so every
+    partition gets INVALID_COMMIT_OFFSET_SIZE and nothing is stored (before: UNKNOWN_SERVER_ERROR;
+    and the 1.2 MB request closed the connection). Once the topic's max.message.bytes is raised
+    the same commit is stored."""
+    n, meta = 300, "m" * 4000
+    offsets = {("wide", p): 1000 + p for p in range(n)}
+    body = {"group_id": "big", "generation_id_or_member_epoch": -1, "member_id": "", "group_instance_id": None,
+            "topics": [{"name": "wide", "partitions": [
+                {"partition_index": p, "committed_offset": o, "committed_leader_epoch": -1,
+                 "committed_metadata": meta} for (_, p), o in offsets.items()]}]}
+    with Conn(broker.port, timeout=60) as c:
+        assert c.call(ApiKey.CREATE_TOPICS, 3, create_topic("wide", n))["topics"][0]["error_code"] == 0
+        assert c.call(ApiKey.FIND_COORDINATOR, 3, {"key": "big", "key_type": 0})["error_code"] == 0
+        r = c.call(ApiKey.OFFSET_COMMIT, 8, body)
+        codes = [p["error_code"] for t in r["topics"] for p in t["partitions"]]
+        assert codes == [ErrorCode.INVALID_COMMIT_OFFSET_SIZE] * n
+        assert set(fetch(c, "big", list(offsets)).values()) == {-1}
+        altered = c.call(ApiKey.INCREMENTAL_ALTER_CONFIGS, 1, {"resources": [
+            {"resource_type": 2, "resource_name": "__consumer_offsets", "configs": [
+                {"name": "max.message.bytes", "config_operation": 0, "value": str(4 << 20)}]}],
+            "validate_only": False})
+        assert altered["responses"][0]["error_code"] == 0, altered
+        r = c.call(ApiKey.OFFSET_COMMIT, 8, body)
+        assert [p["error_code"] for t in r["topics"] for p in t["partitions"]] == [0] * n
+        assert fetch(c, "big", list(offsets)) == offsets
