@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from broker.testing import BrokerProcess
+from broker.testing import BrokerProcess, create_topic
 from client.protocol.api import ApiKey
 from tests.server.wire import Conn
 
@@ -74,6 +74,7 @@ def damage(path: str, how: str, batch: int) -> int:
 def test_a_damaged_commit_costs_only_its_group(tmp_path, how: str) -> None:
     data = str(tmp_path / "data")
     with BrokerProcess(data, OVERRIDES) as b, Conn(b.port) as c:
+        create_topic(b.bootstrap, "t", 1)
         assert [commit(c, f"g{i}", 100 + i) for i in range(GROUPS)] == [0] * GROUPS
     seg = sorted(glob.glob(f"{data}/__consumer_offsets-0/*.log"))[-1]
     bad = 7
