@@ -93,3 +93,26 @@ def test_a_damaged_commit_costs_only_its_group(tmp_path, how: str) -> None:
     with BrokerProcess(data, OVERRIDES) as b, Conn(b.port) as c:
         assert committed(c, "after") == 7
         assert committed(c, f"g{GROUPS - 1}") == 100 + GROUPS - 1
+
+
+def test_a_damaged_transaction_state_record_costs_only_its_id(tmp_path) -> None:
+    """The same loader replays ``__transaction_state``: one damaged batch loses one
+    transactional id's record, the others load."""
+    data = str(tmp_path / "data")
+    overrides = ["transaction.state.log.num.partitions=1"]
+    ids = [f"tx{i}" for i in range(10)]
+    with BrokerProcess(data, overrides) as b, Conn(b.port) as c:
+        for tid in ids:
+            resp = c.call(ApiKey.INIT_PRODUCER_ID, 1, {"transactional_id": tid, "transaction_timeout_ms": 60000})
+            assert resp["error_code"] == 0, resp
+    seg = sorted(glob.glob(f"{data}/__transaction_state-0/*.log"))[-1]
+    assert len(batch_positions(seg)) == len(ids)  # one record (one batch) per id
+    pos = damage(seg, "crc_covered", 4)
+    with BrokerProcess(data, overrides) as b, Conn(b.port) as c:
+        for _ in range(200):
+            resp = c.call(ApiKey.LIST_TRANSACTIONS, 0, {"state_filters": [], "producer_id_filters": []})
+            if resp["error_code"] == 0:
+                break
+        assert sorted(t["transactional_id"] for t in resp["transaction_states"]) == ids[:4] + ids[5:]
+        log = b.log_text()
+    assert f"{pos} of {seg}" in log and "loaded 9 transactional ids" in log, log
