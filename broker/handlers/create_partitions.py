@@ -2,7 +2,8 @@
 
 Per topic: UNKNOWN_TOPIC_OR_PARTITION, INVALID_PARTITIONS (the count is not an increase),
 INVALID_REPLICA_ASSIGNMENT (manual assignments: one per new partition, each exactly this
-broker, as the topic's existing partitions have one replica), INVALID_REQUEST (a topic listed
+broker, as the topic's existing partitions have one replica), POLICY_VIOLATION (past the open
+files budget: ``fd_budget``), INVALID_REQUEST (a topic listed
 twice; growing ``__consumer_offsets`` or ``__transaction_state``, whose coordinators place groups
 and transactional ids by the partition count — Kafka accepts it and silently moves every key
 at the next restart). ``validate_only`` checks everything and changes nothing. New partitions appear in
@@ -10,6 +11,7 @@ Metadata at once: producers and consumers pick them up at their next metadata re
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from typing import Any
 
@@ -17,6 +19,7 @@ from client.protocol.api import ApiKey, ErrorCode
 
 from ..storage.errors import StorageError
 from .metadata import INTERNAL_TOPICS
+from .topic_creation import CHUNK_PARTITIONS, INLINE_PARTITIONS
 
 API_KEY = ApiKey.CREATE_PARTITIONS
 
@@ -42,9 +45,10 @@ def _check_assignments(assignments: list[dict[str, Any]] | None, current: int, c
     return None
 
 
-def handle(request: dict[str, Any], version: int, state: Any) -> dict[str, Any]:
+def handle(request: dict[str, Any], version: int, state: Any) -> Any:
     names = [t["name"] for t in request["topics"]]
     results = []
+    grows: list[tuple[str, int, int]] = []  # (topic, current, count) to grow off the loop
     for t in request["topics"]:
         name, count = t["name"], t["count"]
         err, msg = 0, None
@@ -60,6 +64,11 @@ def handle(request: dict[str, Any], version: int, state: Any) -> dict[str, Any]:
         elif count > current.partitions and (
                 problem := _check_assignments(t["assignments"], current.partitions, count, state.node_id)):
             err, msg = ErrorCode.INVALID_REPLICA_ASSIGNMENT, problem
+        elif not request["validate_only"] and count - current.partitions > INLINE_PARTITIONS:
+            try:
+                grows.append((name, state.logs.begin_partitions(name, count), count))
+            except StorageError as e:
+                err, msg = e.error_code, str(e)
         else:
             try:
                 state.logs.create_partitions(name, count, validate_only=request["validate_only"])
@@ -68,4 +77,27 @@ def handle(request: dict[str, Any], version: int, state: Any) -> dict[str, Any]:
         if err:
             logger.info("CreatePartitions %s to %d failed: %s", name, count, msg)
         results.append({"name": name, "error_code": err, "error_message": msg})
+    if grows:
+        return _grow_off_loop(state, grows, {r["name"]: r for r in results}, results)
+    return {"throttle_time_ms": 0, "results": results}
+
+
+async def _grow_off_loop(state: Any, grows: list[tuple[str, int, int]], by_name: dict[str, dict[str, Any]],
+                         results: list[dict[str, Any]]) -> dict[str, Any]:
+    """Make the new partitions of each topic ``CHUNK_PARTITIONS`` at a time in a worker thread,
+    adding each chunk on the loop as it is made (they appear in Metadata as they come)."""
+    loop = asyncio.get_running_loop()
+    logs = state.logs
+    for name, current, count in grows:
+        made = current
+        try:
+            for start in range(current, count, CHUNK_PARTITIONS):
+                chunk = range(start, min(start + CHUNK_PARTITIONS, count))
+                logs.add_partition_logs(name, await loop.run_in_executor(None, logs.make_partition_logs, name, chunk))
+                made = chunk.stop
+        except StorageError as e:
+            by_name[name].update(error_code=e.error_code, error_message=str(e))
+            logger.info("CreatePartitions %s to %d failed after %d: %s", name, count, made, e)
+        finally:
+            logs.end_partitions(name, made)
     return {"throttle_time_ms": 0, "results": results}

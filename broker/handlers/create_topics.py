@@ -18,22 +18,28 @@ from typing import Any
 from client.protocol.api import ApiKey, ErrorCode
 
 from ..storage.errors import StorageError
+from ..storage.log_manager import TopicInfo
 from .describe_configs import wire_entry
 from .metadata import INTERNAL_TOPICS, internal_coordinator
+from .topic_creation import INLINE_PARTITIONS, create_reserved, reserve_all
 
 API_KEY = ApiKey.CREATE_TOPICS
 
 logger = logging.getLogger(__name__)
 
 
-def handle(request: dict[str, Any], version: int, state: Any) -> dict[str, Any]:
+def handle(request: dict[str, Any], version: int, state: Any) -> Any:
+    """The answer, or (for more than ``INLINE_PARTITIONS`` new partitions) a coroutine that
+    creates the topics off the loop first (``topic_creation``)."""
     out = []
     names = [t["name"] for t in request["topics"]]
+    to_create: list[tuple[dict[str, Any], int, dict[str, str]]] = []
     for t in request["topics"]:
         name = t["name"]
         err, msg = 0, None
         result: dict[str, Any] = {"name": name, "topic_id": None, "num_partitions": -1, "replication_factor": -1,
-                                  "configs": []}
+                                  "configs": [], "error_code": 0, "error_message": None}
+        out.append(result)
         n = t["num_partitions"]
         if t["assignments"]:
             n = len(t["assignments"])
@@ -53,20 +59,47 @@ def handle(request: dict[str, Any], version: int, state: Any) -> dict[str, Any]:
         elif n <= 0:
             err, msg = ErrorCode.INVALID_PARTITIONS, "Number of partitions must be larger than 0."
         else:
-            configs = {c["name"]: c["value"] for c in t["configs"] if c["value"] is not None}
-            try:
-                info = state.logs.create_topic(name, n, configs, validate_only=request["validate_only"])
-            except StorageError as e:
-                err, msg = e.error_code, str(e)
-            except ValueError as e:
-                err, msg = ErrorCode.INVALID_PARTITIONS, str(e)
-            else:
-                result.update(topic_id=info.topic_id, num_partitions=info.partitions, replication_factor=1)
-                if version >= 5:
-                    entries = state.dynamic.describe_topic(info.overrides, info.config)
-                    result["configs"] = [wire_entry(e, False, False) for e in entries]
-        if err:
-            logger.info("CreateTopics %s failed: %s", name, msg)
-        result.update(error_code=err, error_message=msg)
-        out.append(result)
+            to_create.append((result, n, {c["name"]: c["value"] for c in t["configs"] if c["value"] is not None}))
+        _settle(result, err, msg)
+    validate_only = request["validate_only"]
+    if not validate_only and sum(n for _, n, _ in to_create) > INLINE_PARTITIONS:
+        return _create_off_loop(state, version, to_create, out)
+    for result, n, configs in to_create:
+        try:
+            info = state.logs.create_topic(result["name"], n, configs, validate_only=validate_only)
+        except StorageError as e:
+            _settle(result, e.error_code, str(e))
+        except ValueError as e:
+            _settle(result, ErrorCode.INVALID_PARTITIONS, str(e))
+        else:
+            _created(state, version, result, info)
     return {"throttle_time_ms": 0, "topics": out}
+
+
+async def _create_off_loop(state: Any, version: int, to_create: list[tuple[dict[str, Any], int, dict[str, str]]],
+                           out: list[dict[str, Any]]) -> dict[str, Any]:
+    reserved, refused = reserve_all(state.logs, [(r["name"], n, c) for r, n, c in to_create])
+    by_name = {r["name"]: r for r, _, _ in to_create}
+    for name, e in refused.items():
+        _settle(by_name[name], e.error_code if isinstance(e, StorageError) else ErrorCode.INVALID_PARTITIONS, str(e))
+    errors = await create_reserved(state.logs, reserved)
+    for info in reserved:
+        e = errors.get(info.name)
+        if e is not None:
+            _settle(by_name[info.name], e.error_code, str(e))
+        else:
+            _created(state, version, by_name[info.name], info)
+    return {"throttle_time_ms": 0, "topics": out}
+
+
+def _created(state: Any, version: int, result: dict[str, Any], info: TopicInfo) -> None:
+    result.update(topic_id=info.topic_id, num_partitions=info.partitions, replication_factor=1)
+    if version >= 5:
+        entries = state.dynamic.describe_topic(info.overrides, info.config)
+        result["configs"] = [wire_entry(e, False, False) for e in entries]
+
+
+def _settle(result: dict[str, Any], err: int, msg: str | None) -> None:
+    if err:
+        logger.info("CreateTopics %s failed: %s", result["name"], msg)
+        result.update(error_code=err, error_message=msg)

@@ -28,6 +28,7 @@ from client.protocol.messages.metadata import AUTHORIZED_OPERATIONS_OMITTED
 from ..storage.errors import InvalidTopicError, StorageError, TopicExistsError
 from ..storage.log_manager import validate_topic_name
 from .describe_cluster import CLUSTER_OPERATIONS
+from .topic_creation import INLINE_PARTITIONS, create_reserved, reserve_all, total_partitions
 
 API_KEY = ApiKey.METADATA
 
@@ -70,45 +71,83 @@ def _error(code: int, name: str | None, topic_id: uuid.UUID = ZERO_UUID) -> dict
             "topic_authorized_operations": AUTHORIZED_OPERATIONS_OMITTED}
 
 
-def handle(request: dict[str, Any], version: int, state: Any) -> dict[str, Any]:
+def handle(request: dict[str, Any], version: int, state: Any) -> Any:
+    """The answer, or (when many topics are to be auto-created) a coroutine that creates them
+    off the loop first (``topic_creation``)."""
     logs = state.logs
     counts = logs.partition_counts()  # a topic's partitions, without building every topic's config
     wanted = request["topics"]
-    ops = TOPIC_OPERATIONS if request["include_topic_authorized_operations"] else AUTHORIZED_OPERATIONS_OMITTED
-    out = []
     if wanted is None or (version == 0 and not wanted):
         wanted = [{"name": name, "topic_id": ZERO_UUID} for name in sorted(counts)]
     allow_create = state.auto_create_topics and request["allow_auto_topic_creation"]
+    invalid: set[str] = set()
+    if allow_create:
+        new = []
+        for t in wanted:
+            name = t["name"]
+            if name is None or (t["topic_id"] or ZERO_UUID) != ZERO_UUID or name in counts:
+                continue
+            if name in INTERNAL_TOPICS:
+                try:
+                    internal_coordinator(state, name).ensure_topic()
+                except StorageError as e:
+                    logger.error("cannot create %s: %s", name, e)
+                continue
+            try:
+                validate_topic_name(name)
+            except InvalidTopicError:
+                invalid.add(name)
+                continue
+            new.append((name, state.num_partitions, {}))
+        if new:
+            new = list({n: (n, p, c) for n, p, c in new}.values())  # a name listed twice is created once
+            if total_partitions(new) > INLINE_PARTITIONS:
+                return _create_then_answer(request, version, state, new, invalid)
+            for name, partitions, _ in new:
+                try:
+                    logs.create_topic(name, partitions)
+                    logger.info("auto-created topic %s with %d partitions", name, partitions)
+                except TopicExistsError:
+                    pass
+                except StorageError as e:
+                    logger.error("cannot auto-create topic %s: %s", name, e)
+    return _answer(request, version, state, wanted, invalid)
+
+
+async def _create_then_answer(request: dict[str, Any], version: int, state: Any, new: list[tuple[str, int, dict[str, str]]],
+                              invalid: set[str]) -> dict[str, Any]:
+    reserved, refused = reserve_all(state.logs, new)
+    for name, e in refused.items():
+        if not isinstance(e, TopicExistsError):
+            logger.error("cannot auto-create topic %s: %s", name, e)
+    results = await create_reserved(state.logs, reserved)
+    failed = sum(1 for e in results.values() if e is not None)
+    logger.info("auto-created %d topics with %d partitions each%s", len(results) - failed, state.num_partitions,
+                f" ({failed} failed)" if failed else "")
+    wanted = request["topics"]
+    return _answer(request, version, state, wanted, invalid)
+
+
+def _answer(request: dict[str, Any], version: int, state: Any, wanted: list[dict[str, Any]],
+            invalid: set[str]) -> dict[str, Any]:
+    logs = state.logs
+    counts = logs.partition_counts()
+    ops = TOPIC_OPERATIONS if request["include_topic_authorized_operations"] else AUTHORIZED_OPERATIONS_OMITTED
+    out = []
     for t in wanted:
         name, topic_id = t["name"], t["topic_id"] or ZERO_UUID
         if topic_id != ZERO_UUID or name is None:
             if version < 12:
                 out.append(_error(ErrorCode.INVALID_REQUEST, name, topic_id))
                 continue
-            name = state.logs.topic_name(topic_id)
+            name = logs.topic_name(topic_id)
             if name is None:
                 out.append(_error(ErrorCode.UNKNOWN_TOPIC_ID, None, topic_id))
                 continue
         partitions = counts.get(name)
-        if partitions is None and allow_create and topic_id == ZERO_UUID:
-            if name in INTERNAL_TOPICS:
-                try:
-                    internal_coordinator(state, name).ensure_topic()
-                except StorageError as e:
-                    logger.error("cannot create %s: %s", name, e)
-            else:
-                try:
-                    validate_topic_name(name)
-                    partitions = logs.create_topic(name, state.num_partitions).partitions
-                    logger.info("auto-created topic %s with %d partitions", name, state.num_partitions)
-                except InvalidTopicError:
-                    out.append(_error(ErrorCode.INVALID_TOPIC_EXCEPTION, name))
-                    continue
-                except TopicExistsError:
-                    pass
-            counts = logs.partition_counts()
-            partitions = counts.get(name)
-        if partitions is None:
+        if name in invalid:
+            out.append(_error(ErrorCode.INVALID_TOPIC_EXCEPTION, name))
+        elif partitions is None:
             out.append(_error(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, name))
         else:
             out.append(_topic(state, name, partitions, logs.topic_id(name), ops))

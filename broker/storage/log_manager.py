@@ -41,12 +41,11 @@ import json
 import logging
 import os
 import re
-import resource
 import shutil
 import threading
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
 
 from client.protocol.api import ErrorCode
@@ -67,10 +66,12 @@ from .errors import (
     InvalidTopicError,
     KafkaStorageError,
     LogDirError,
+    PolicyViolationError,
     StorageError,
     TopicExistsError,
     UnknownTopicOrPartitionError,
 )
+from .fd_budget import PartitionBudget, raise_fd_limit
 from .file_records import OpenFiles
 from .fileutil import atomic_write, fsync_path
 from .log import Log
@@ -143,25 +144,6 @@ def _parse_partition_dir(name: str) -> tuple[str, int] | None:
     return topic, int(part)
 
 
-def _raise_fd_limit() -> None:
-    """An active segment keeps its .log and two index files open; inactive segments open theirs
-    on demand (indexes lazily, .log files under the OpenFiles LRU): raise the soft limit on
-    open files to the hard one and give the LRU a quarter of it."""
-    soft = 4096
-    try:
-        soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-        target = hard if hard != resource.RLIM_INFINITY else 1 << 20
-        if soft < target:
-            resource.setrlimit(resource.RLIMIT_NOFILE, (target, hard))
-            logger.info("raised the open files limit (RLIMIT_NOFILE) from %d to %d", soft, target)
-            soft = target
-    except (ValueError, OSError) as e:
-        logger.warning("cannot raise the open files limit: %s", e)
-    # Inactive segments' .log files share a quarter of the limit; active segments (3 files
-    # each), connections and everything else keep the rest.
-    OpenFiles.limit = max(64, soft // 4)
-
-
 class LogManager:
     def __init__(
         self,
@@ -185,6 +167,17 @@ class LogManager:
         #: partitions that could not be loaded, with why: counted in their topic, served by
         #: none (KAFKA_STORAGE_ERROR), kept on disk untouched for the operator
         self.offline: dict[tuple[str, int], str] = {}
+        #: partitions being made, held against the open files budget: topic -> partitions
+        #: (``reserve_topic``; a growing topic under "<topic> (growing)", never a topic name)
+        self._reserved: dict[str, int] = {}
+        #: topics being given more partitions (``begin_partitions``): topic -> partitions to add
+        self._growing: dict[str, int] = {}
+        self._configs_generation = 0  # the last topic_configs_snapshot's number
+        self._configs_written = 0     # the last number written (under _configs_lock)
+        self._configs_lock = threading.Lock()
+        self._committing: dict[str, TopicInfo] = {}  # in topic_configs_snapshot's extra, not committed yet
+        #: how many partitions the open files limit allows (set at start-up)
+        self.budget = PartitionBudget(1 << 20)
         self._counts: dict[str, int] | None = None  # partitions per topic in self.logs, until it changes
         self._topics: dict[str, dict[str, str]] = {}  # topic -> config overrides
         self._partition_counts: dict[str, int] = {}  # topic -> partitions (the commit point of growth)
@@ -201,7 +194,7 @@ class LogManager:
 
     def startup(self) -> None:
         """Load every partition in the data directory (see module docstring)."""
-        _raise_fd_limit()
+        fd_limit = raise_fd_limit()
         prepare_log_dir(self.log_dir)
         marker = os.path.join(self.log_dir, CLEAN_SHUTDOWN_FILE)
         self.had_clean_shutdown = os.path.exists(marker)
@@ -211,7 +204,10 @@ class LogManager:
         recovery_points = read_offset_checkpoint(os.path.join(self.log_dir, RECOVERY_POINT_CHECKPOINT))
         start_offsets = read_offset_checkpoint(os.path.join(self.log_dir, LOG_START_OFFSET_CHECKPOINT))
         self._topics = self._read_topic_configs()
-        for name in sorted(os.listdir(self.log_dir)):
+        names = sorted(os.listdir(self.log_dir))
+        self.budget = PartitionBudget(fd_limit, sum(1 for n in names if _parse_partition_dir(n) is not None))
+        OpenFiles.limit = self.budget.lru
+        for name in names:
             path = os.path.join(self.log_dir, name)
             if not os.path.isdir(path):
                 continue
@@ -292,10 +288,34 @@ class LogManager:
             return {}
 
     def _write_topic_configs(self) -> None:
-        partitions = {t: n for t, n in self._partition_counts.items() if t in self._topics}
-        atomic_write(os.path.join(self.log_dir, TOPIC_CONFIGS_FILE),
-                     json.dumps({"version": 1, "topics": self._topics, "partitions": partitions},
-                                sort_keys=True, indent=1).encode())
+        self.write_topic_configs(self.topic_configs_snapshot())
+
+    def topic_configs_snapshot(self, extra: Sequence[TopicInfo] = ()) -> tuple[int, bytes]:
+        """``topic-configs.json`` as it is now, plus the topics ``extra`` (their logs made,
+        about to be committed: every later snapshot holds them too, until ``commit_topics``),
+        with a generation number for ``write_topic_configs``. On the owner's thread."""
+        for info in extra:
+            self._committing[info.name] = info
+        topics = dict(self._topics)
+        counts = dict(self._partition_counts)
+        for info in self._committing.values():
+            topics[info.name] = info.overrides
+            counts[info.name] = info.partitions
+        partitions = {t: n for t, n in counts.items() if t in topics}
+        self._configs_generation += 1
+        # no indent: json's C encoder (the file is written once per commit, thousands of topics)
+        return self._configs_generation, json.dumps({"version": 1, "topics": topics, "partitions": partitions},
+                                                    sort_keys=True).encode()
+
+    def write_topic_configs(self, snapshot: tuple[int, bytes]) -> None:
+        """Write a ``topic_configs_snapshot`` (atomically, fsync'd) unless a later one is
+        written already: safe on a worker thread, so that the fsyncs stay off the loop."""
+        generation, data = snapshot
+        with self._configs_lock:
+            if generation <= self._configs_written:
+                return
+            atomic_write(os.path.join(self.log_dir, TOPIC_CONFIGS_FILE), data)
+            self._configs_written = generation
 
     def _complete_partition_creation(self) -> None:
         """Create the partitions recorded in ``topic-configs.json`` whose directories are missing
@@ -431,33 +451,74 @@ class LogManager:
     def create_topic(self, name: str, partitions: int, configs: dict[str, str] | None = None,
                      *, validate_only: bool = False) -> TopicInfo:
         """Validate everything first; then create ``partitions`` empty logs and persist the
-        overrides. Raises InvalidTopicError, InvalidConfigError, TopicExistsError or ValueError
-        (bad partition count) with nothing written."""
+        overrides. Raises InvalidTopicError, InvalidConfigError, TopicExistsError,
+        PolicyViolationError (the open files budget) or ValueError (bad partition count) with
+        nothing written. ``reserve_topic``, ``make_logs`` and ``commit_topics`` are the same
+        in steps, for a caller that makes the logs off its event loop."""
+        info = self.reserve_topic(name, partitions, configs, validate_only=validate_only)
+        if validate_only:
+            return info
+        try:
+            created = self.make_logs(info)
+        except BaseException:
+            self.release_topic(name)
+            raise
+        self.commit_topics([(info, created)])
+        return info
+
+    def reserve_topic(self, name: str, partitions: int, configs: dict[str, str] | None = None,
+                      *, validate_only: bool = False) -> TopicInfo:
+        """Check a new topic (as ``create_topic``) and, unless ``validate_only``, reserve its
+        name and its partitions' share of the open files budget until ``commit_topics`` or
+        ``release_topic``. The TopicInfo carries its new topic id. On the owner's thread."""
         validate_topic_name(name)
-        if any(t == name for t, _ in self.logs):
+        if name in self.partition_counts() or name in self._reserved:
             raise TopicExistsError(f"Topic '{name}' already exists.")
         if not isinstance(partitions, int) or partitions < 1:
             raise ValueError(f"Number of partitions must be larger than 0, got {partitions}")
+        self.budget.check(len(self.logs) + len(self.offline) + sum(self._reserved.values()), partitions)
         overrides = {k: str(v) for k, v in (configs or {}).items()}
         config = self.default_config.with_overrides(overrides)  # raises InvalidConfigError
         info = TopicInfo(name, partitions, overrides, config)
         if validate_only:
             return info
-        topic_id = new_topic_id()
-        created = self._create_logs(name, range(partitions), config, topic_id)
-        info = info._replace(topic_id=topic_id)
-        self._set_topic_id(name, topic_id)
-        self._topics[name] = overrides
-        self._partition_counts[name] = partitions
-        self._write_topic_configs()
-        for log in created:
-            self._add_log((name, log.partition), log)
-        # Make the new partition directories (and the topic-configs.json rename) durable: a
-        # flushed append to a new topic must survive a machine crash with its directory.
+        self._reserved[name] = partitions
+        return info._replace(topic_id=new_topic_id())
+
+    def release_topic(self, name: str) -> None:
+        self._reserved.pop(name, None)
+
+    def make_logs(self, info: TopicInfo) -> list[Log]:
+        """The reserved topic's empty logs, each with its ``partition.metadata``, and the data
+        directory fsync'd so that they survive a machine crash: file work only, safe on a
+        worker thread. KafkaStorageError with nothing left behind."""
+        assert info.topic_id is not None
+        created = self._create_logs(info.name, range(info.partitions), info.config, info.topic_id)
         fsync_path(self.log_dir)
-        logger.info("created topic %s with %d partitions%s", name, partitions,
-                    f" and configs {overrides}" if overrides else "")
-        return info
+        return created
+
+    def commit_topics(self, made: list[tuple[TopicInfo, list[Log]]], *, written: bool = False) -> None:
+        """Make reserved topics visible, with one ``topic-configs.json`` write for all of them
+        (already done when ``written``: a ``topic_configs_snapshot(extra=...)`` of them written
+        off the loop first). On the owner's thread."""
+        for info, _ in made:
+            assert info.topic_id is not None
+            self._reserved.pop(info.name, None)
+            self._committing.pop(info.name, None)
+            self._set_topic_id(info.name, info.topic_id)
+            self._topics[info.name] = info.overrides
+            self._partition_counts[info.name] = info.partitions
+        if not written:
+            self._write_topic_configs()
+        for info, created in made:
+            for log in created:
+                self._add_log((info.name, log.partition), log)
+            if len(made) <= 5:
+                logger.info("created topic %s with %d partitions%s", info.name, info.partitions,
+                            f" and configs {info.overrides}" if info.overrides else "")
+        if len(made) > 5:  # one line per chunk of a bulk creation, not thousands
+            logger.info("created %d topics (%s ... %s) with %d partitions", len(made), made[0][0].name,
+                        made[-1][0].name, sum(info.partitions for info, _ in made))
 
     def _new_log(self, topic: str, partition: int, config: LogConfig) -> Log:
         return Log.load(os.path.join(self.log_dir, f"{topic}-{partition}"), topic, partition, config,
@@ -486,8 +547,29 @@ class LogManager:
     def create_partitions(self, name: str, count: int, *, validate_only: bool = False) -> int:
         """Grow topic ``name`` to ``count`` partitions (never shrink): InvalidPartitionsError
         when ``count`` is not above the current count, UnknownTopicOrPartitionError for a topic
-        that does not exist. The count is recorded before the new directories are made (see
-        the module docstring). Returns how many partitions were added (or would be)."""
+        that does not exist, PolicyViolationError past the open files budget. The count is
+        recorded before the new directories are made (see the module docstring). Returns how
+        many partitions were added (or would be). ``begin_partitions``, ``make_partition_logs``,
+        ``add_partition_logs`` and ``end_partitions`` are the same in steps, for a caller that
+        makes the logs off its event loop."""
+        current = self.begin_partitions(name, count, validate_only=validate_only)
+        if validate_only:
+            return count - current
+        made = current
+        try:
+            logs = self.make_partition_logs(name, range(current, count))
+            self.add_partition_logs(name, logs)
+            made = count
+        finally:
+            self.end_partitions(name, made)
+        return count - current
+
+    def begin_partitions(self, name: str, count: int, *, validate_only: bool = False) -> int:
+        """Check growing ``name`` to ``count`` and, unless ``validate_only``, record the new
+        count (the commit point) and mark the topic as growing until ``end_partitions``.
+        Returns the current count. On the owner's thread."""
+        if name in self._growing:
+            raise InvalidPartitionsError(f"Topic {name} is already being given more partitions by another request.")
         current = sum(1 for t, _ in self.logs if t == name)
         if current == 0:
             raise UnknownTopicOrPartitionError(f"This server does not host this topic: {name}")
@@ -496,22 +578,36 @@ class LogManager:
         if count < current:
             raise InvalidPartitionsError(f"The topic {name} currently has {current} partition(s); {count} would"
                                          " not be an increase.")
+        self.budget.check(len(self.logs) + len(self.offline) + sum(self._reserved.values()), count - current)
         if validate_only:
-            return count - current
-        config = self.topic_config(name)
+            return current
+        self._growing[name] = count - current
+        self._reserved[f"{name} (growing)"] = count - current  # held against the budget while the logs are made
         self._partition_counts[name] = count
         self._write_topic_configs()  # the commit point
-        try:
-            created = self._create_logs(name, range(current, count), config, self._topic_ids[name])
-        except KafkaStorageError:
-            self._partition_counts[name] = current
-            self._write_topic_configs()
-            raise
-        for log in created:
-            self._add_log((name, log.partition), log)
+        return current
+
+    def make_partition_logs(self, name: str, partitions: range) -> list[Log]:
+        """Empty logs for new partitions of a growing topic (file work, safe on a worker
+        thread); KafkaStorageError with nothing left behind."""
+        created = self._create_logs(name, partitions, self.topic_config(name), self._topic_ids[name])
         fsync_path(self.log_dir)
-        logger.info("added partitions %d-%d to topic %s", current, count - 1, name)
-        return count - current
+        return created
+
+    def add_partition_logs(self, name: str, logs: list[Log]) -> None:
+        for log in logs:
+            self._add_log((name, log.partition), log)
+        if logs:
+            logger.info("added partitions %d-%d to topic %s", logs[0].partition, logs[-1].partition, name)
+
+    def end_partitions(self, name: str, count: int) -> None:
+        """The growth of ``name`` is over with ``count`` partitions made (fewer than recorded
+        when making the logs failed: the recorded count goes back to it)."""
+        self._growing.pop(name, None)
+        self._reserved.pop(f"{name} (growing)", None)
+        if self._partition_counts.get(name, count) != count:
+            self._partition_counts[name] = count
+            self._write_topic_configs()
 
     def alter_topic_config(self, name: str, overrides: dict[str, str], *, validate_only: bool = False) -> LogConfig:
         """Replace the topic's overrides with ``overrides`` (validated first: InvalidConfigError,
@@ -557,6 +653,9 @@ class LogManager:
         """Close the topic's logs, rename their directories ``<dir>.<id>-delete`` and remove
         them (the rename is the commit point; a crash before the removal finishes is cleaned up
         at the next start)."""
+        if name in self._growing:
+            raise PolicyViolationError(f"Topic {name} is being given more partitions; delete it once that request"
+                                       " is answered.")
         parts = sorted(p for t, p in self.logs if t == name)
         offline = sorted(p for t, p in self.offline if t == name)
         if not parts and not offline:
