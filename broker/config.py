@@ -83,6 +83,7 @@ BROKER_DEFAULTS: dict[str, str] = {
     "log.cleaner.mode": "process",  # ours: where cleanings run, "process" or "thread" (storage/cleaner/)
     # ours: the opt-in HTTP listeners (broker/http_listener.py); empty = off
     "metrics.listeners": "",  # http://127.0.0.1:9404 -> GET /metrics (Prometheus), GET /healthz
+    "metrics.group.partition.series.max": "10000",  # committed partitions exported one by one (metrics.py)
     "fault.injection.listener": "",  # http://127.0.0.1:PORT -> /faults (tests only; loopback only)
 }
 _INT_MAX = 2**31 - 1
@@ -136,6 +137,7 @@ BROKER_TYPES: dict[str, tuple[str, int | None, int | None]] = {
     "log.cleaner.io.buffer.load.factor": ("double", None, None),
     "log.cleaner.io.max.bytes.per.second": ("double", None, None),
     "log.cleaner.backoff.ms": ("long", 0, None),
+    "metrics.group.partition.series.max": ("int", 0, None),
 }
 
 #: Properties that take one of a few strings (Kafka's ValidString), checked at start-up too.

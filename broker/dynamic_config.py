@@ -85,6 +85,8 @@ _BROKER_DOCS = {
     "producer.id.expiration.ms": "Forget an idempotent producer's state after this long without a write.",
     "producer.id.expiration.check.interval.ms": "How often expired producer ids are removed.",
     "metrics.listeners": "minibroker's own: where /metrics and /healthz are served; unset: off.",
+    "metrics.group.partition.series.max": "minibroker's own: the most committed consumer-group partitions exported"
+                                          " one by one (kafka_consumergroup_lag); other groups only as _sum.",
     "fault.injection.listener": "minibroker's own, for tests: where /faults is served; unset: off.",
 }
 

@@ -26,8 +26,11 @@ Exposed (kafka_exporter's names where it has one, so existing dashboards work)::
     kafka_topic_partition_under_replicated_partition{topic,partition}   0
     kafka_consumergroup_current_offset{consumergroup,topic,partition}   committed offset
     kafka_consumergroup_lag{consumergroup,topic,partition}   high watermark - committed (-1: none)
-    kafka_consumergroup_current_offset_sum / _lag_sum{consumergroup,topic}
+    kafka_consumergroup_current_offset_sum / _lag_sum{consumergroup,topic}   over its partitions
+                                           (every group, also those left out of the two above)
     kafka_consumergroup_members{consumergroup}
+    minibroker_consumergroup_partition_series_dropped   committed partitions left out of the
+                                           per-partition families by the bound (below)
     minibroker_messages_in_total{topic}    records appended by Produce
     minibroker_bytes_in_total{topic}       record-batch bytes appended by Produce
     minibroker_messages_out_total{topic}   records in the whole batches Fetch replies carried
@@ -47,24 +50,47 @@ Exposed (kafka_exporter's names where it has one, so existing dashboards work)::
     process_* (prometheus_client's process collector: CPU, RSS, open fds)
 
 The consumer-group families are filled by ``group_offsets`` / ``group_members``, callables the
-group coordinator sets (``None`` without one): they return (group, topic, partition, committed
-offset) tuples and {group: member count}.
+group coordinator sets (``None`` without one): they return (group, {(topic, partition): committed
+offset with an ``offset`` attribute}) pairs, the live mappings, and {group: member count}.
+
+A scrape never holds the event loop for longer than a short copy, whatever the number of
+partitions and committed offsets (``scrape()``):
+
+1. on the loop, a ``Snapshot``: the counters' dicts copied, one tuple of plain ints per partition
+   log, and each group's offsets mapping copied with ``dict()`` (a C-level copy, ~35 ns an
+   entry), yielding to the loop after every ``SNAPSHOT_SLICE`` entries copied, so other
+   requests are served in between; each group's copy is consistent, the groups are not
+   (Prometheus samples are not either);
+2. in a worker thread of its own (one at a time; scrapes that arrive meanwhile share its
+   result): the families built and formatted by prometheus_client from the snapshot alone.
+
+Bounded output: kafka_consumergroup_current_offset and kafka_consumergroup_lag have a series
+per committed (group, topic, partition), which a few groups with thousands of partitions each
+turn into millions of lines. At most ``metrics.group.partition.series.max`` (``series_max``)
+committed partitions are exported one by one, whole groups at a time, in group name order: a
+group whose committed partitions no longer fit in what is left of the bound is exported only
+through the ``_sum`` families (which every group has, as kafka_exporter's), and the next groups
+are tried. ``minibroker_consumergroup_partition_series_dropped`` counts the committed partitions
+left out (each one series less in both per-partition families).
 """
 
 from __future__ import annotations
 
+import asyncio
+import concurrent.futures
 import os
 import struct
 from bisect import bisect_left
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from typing import Any
+from typing import Any, Protocol
 
-from prometheus_client import CollectorRegistry, ProcessCollector
+from prometheus_client import ProcessCollector
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily, Metric
+from prometheus_client.registry import Collector
 
 from client.protocol.api import ApiKey, ErrorCode
 
-__all__ = ["BrokerMetrics", "TopicStats", "count_errors"]
+__all__ = ["BrokerMetrics", "Snapshot", "TopicStats", "count_errors", "SERIES_MAX"]
 
 #: Request latency buckets (seconds): 100 us to 30 s; Fetch long polls land in the top ones.
 LATENCY_BUCKETS = (0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5,
@@ -75,6 +101,11 @@ LATENCY_BUCKETS = (0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0
 _BATCH_LENGTH = struct.Struct(">qi")
 _RECORDS_COUNT = struct.Struct(">i")
 _HEADER = 61
+
+#: ``metrics.group.partition.series.max``'s default: committed partitions exported one by one.
+SERIES_MAX = 10_000
+#: Committed offsets a snapshot copies between two yields to the event loop (~1 ms of copying).
+SNAPSHOT_SLICE = 20_000
 
 
 class _Latency:
@@ -153,22 +184,25 @@ def records_in_slices(slices: Iterable[Any]) -> int:
 
 
 class BrokerMetrics:
-    """The counters the broker updates and the collector that exposes them with its logs'
-    gauges. ``logs`` is the LogManager; ``connections()`` returns (open, accepted total)."""
+    """The counters the broker updates, and the scrape that exposes them with its logs' and
+    groups' gauges. ``logs`` is the LogManager; ``connections()`` returns (open, accepted
+    total); ``series_max``: ``metrics.group.partition.series.max``."""
 
-    def __init__(self, logs: Any, node_id: int, connections: Callable[[], tuple[int, int]]) -> None:
+    def __init__(self, logs: Any, node_id: int, connections: Callable[[], tuple[int, int]],
+                 series_max: int = SERIES_MAX) -> None:
         self.logs = logs
         self.node_id = node_id
         self.connections = connections
+        self.series_max = series_max
         self.topics: dict[str, TopicStats] = {}
         self.requests: dict[tuple[int, int], int] = {}
         self.errors: dict[tuple[int, int, int], int] = {}
-        self.group_offsets: Callable[[], Iterable[tuple[str, str, int, int]]] | None = None
+        self.group_offsets: Callable[[], Iterable[tuple[str, Mapping[tuple[str, int], _Committed]]]] | None = None
         self.group_members: Callable[[], Mapping[str, int]] | None = None
         self.latency: dict[int, _Latency] = {}
-        self.registry = CollectorRegistry(auto_describe=False)
-        self.registry.register(self)  # a collector is anything with collect()
-        ProcessCollector(registry=self.registry)
+        self._process = ProcessCollector(registry=None)
+        self._executor: concurrent.futures.ThreadPoolExecutor | None = None
+        self._scraping: asyncio.Future[bytes] | None = None
 
     # ------------------------------------------------------------ updates (event loop thread)
 
@@ -224,32 +258,115 @@ class BrokerMetrics:
 
     # ------------------------------------------------------------ exposition (at scrape time)
 
-    def exposition(self) -> bytes:
-        """The text format (``CONTENT_TYPE_LATEST``), built on the event loop thread so that
-        the logs are read while nothing changes them."""
+    async def scrape(self) -> bytes:
+        """The text format (``CONTENT_TYPE_LATEST``) of a snapshot taken now (on the event loop,
+        in slices), rendered in the metrics thread. A scrape that arrives while one is being
+        made gets that one's text. Call on the event loop thread."""
+        if self._scraping is None:
+            self._scraping = asyncio.ensure_future(self._scrape_once())
+            self._scraping.add_done_callback(self._scrape_done)
+        # shielded: a scrape whose connection is dropped must not cancel the others' result
+        return await asyncio.shield(self._scraping)
+
+    def _scrape_done(self, fut: asyncio.Future[bytes]) -> None:
+        self._scraping = None
+        if not fut.cancelled():
+            fut.exception()  # retrieved: a failed scrape is reported to its waiters, not logged again
+
+    async def _scrape_once(self) -> bytes:
+        snap = await self.snapshot()
+        if self._executor is None:
+            self._executor = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="metrics")
+        return await asyncio.get_running_loop().run_in_executor(self._executor, snap.render)
+
+    def close(self) -> None:
+        """Let the metrics thread end (a render under way finishes first)."""
+        if self._executor is not None:
+            self._executor.shutdown(wait=False)
+            self._executor = None
+
+    async def snapshot(self) -> Snapshot:
+        """Everything a scrape exposes, copied on the event loop thread; yields to the loop
+        after every ``SNAPSHOT_SLICE`` committed offsets copied."""
+        snap = Snapshot(self.node_id, self.series_max, self._process)
+        snap.topics = [(name, s.messages_in, s.bytes_in, s.messages_out, s.bytes_out)
+                       for name, s in self.topics.items()]
+        snap.requests = dict(self.requests)
+        snap.errors = dict(self.errors)
+        snap.latency = {key: (list(h.counts), h.total) for key, h in self.latency.items()}
+        snap.connections = self.connections()
+        snap.logs = [(topic, partition, log.size, log.num_segments, log.high_watermark, log.log_start_offset)
+                     for (topic, partition), log in self.logs.logs.items()]
+        if self.group_offsets is None:
+            return snap
+        snap.members = dict(self.group_members()) if self.group_members is not None else None
+        groups = snap.groups = []
+        copied = 0
+        for group, offsets in list(self.group_offsets()):
+            groups.append((group, dict(offsets)))
+            copied += len(offsets)
+            if copied >= SNAPSHOT_SLICE:
+                copied = 0
+                await asyncio.sleep(0)
+        return snap
+
+
+class _Committed(Protocol):
+    """A committed offset as the group coordinator keeps it (OffsetAndMetadata)."""
+
+    @property
+    def offset(self) -> int: ...
+
+
+#: (topic, messages in, bytes in, messages out, bytes out)
+TopicRow = tuple[str, int, int, int, int]
+#: (topic, partition, size in bytes, segments, high watermark, log start offset)
+LogRow = tuple[str, int, int, int, int, int]
+
+
+class Snapshot(Collector):
+    """One scrape's data, plain values and private copies only (``BrokerMetrics.snapshot``),
+    so that ``render`` (or ``collect``) may run in any thread while the broker goes on.
+    ``groups``: (group, {(topic, partition): committed}) per group, or None without a group
+    coordinator; ``members``: {group: member count} or None."""
+
+    def __init__(self, node_id: int, series_max: int, process: Collector) -> None:
+        self.node_id = node_id
+        self.series_max = series_max
+        self.process = process
+        self.topics: list[TopicRow] = []
+        self.requests: dict[tuple[int, int], int] = {}
+        self.errors: dict[tuple[int, int, int], int] = {}
+        self.latency: dict[int, tuple[list[int], float]] = {}
+        self.connections = (0, 0)
+        self.logs: list[LogRow] = []
+        self.groups: list[tuple[str, dict[tuple[str, int], _Committed]]] | None = None
+        self.members: dict[str, int] | None = None
+
+    def render(self) -> bytes:
+        """The text format of the snapshot and the process collector."""
         from prometheus_client import generate_latest
-        return generate_latest(self.registry)
+        return generate_latest(self)
 
     def collect(self) -> Iterator[Metric]:
         yield from self._topic_families()
         yield from self._request_families()
         yield from self._log_families()
         yield from self._group_families()
+        yield from self.process.collect()
 
     def _topic_families(self) -> Iterator[Metric]:
-        fams = {
-            "messages_in": CounterMetricFamily("minibroker_messages_in", "Records appended by Produce", labels=["topic"]),
-            "bytes_in": CounterMetricFamily("minibroker_bytes_in", "Record-batch bytes appended by Produce",
-                                            labels=["topic"]),
-            "messages_out": CounterMetricFamily("minibroker_messages_out",
-                                                "Records in the whole batches sent in Fetch replies", labels=["topic"]),
-            "bytes_out": CounterMetricFamily("minibroker_bytes_out", "Record bytes sent in Fetch replies",
-                                             labels=["topic"]),
-        }
-        for name, s in sorted(self.topics.items()):
-            for attr, fam in fams.items():
-                fam.add_metric([name], getattr(s, attr))
-        yield from fams.values()
+        fams = [
+            CounterMetricFamily("minibroker_messages_in", "Records appended by Produce", labels=["topic"]),
+            CounterMetricFamily("minibroker_bytes_in", "Record-batch bytes appended by Produce", labels=["topic"]),
+            CounterMetricFamily("minibroker_messages_out", "Records in the whole batches sent in Fetch replies",
+                                labels=["topic"]),
+            CounterMetricFamily("minibroker_bytes_out", "Record bytes sent in Fetch replies", labels=["topic"]),
+        ]
+        for name, *values in sorted(self.topics):
+            for fam, v in zip(fams, values):
+                fam.add_metric([name], v)
+        yield from fams
 
     def _request_families(self) -> Iterator[Metric]:
         req = CounterMetricFamily("minibroker_requests", "Requests answered, by API and version",
@@ -265,14 +382,14 @@ class BrokerMetrics:
         yield err
         hist = HistogramMetricFamily("minibroker_request_duration_seconds",
                                      "Time from a request decoded to its response ready, by API", labels=["api"])
-        for key, h in sorted(self.latency.items()):
+        for key, (counts, seconds) in sorted(self.latency.items()):
             cumulative, buckets = 0, []
-            for bound, n in zip((*LATENCY_BUCKETS, float("inf")), h.counts):
+            for bound, n in zip((*LATENCY_BUCKETS, float("inf")), counts):
                 cumulative += n
                 buckets.append(("+Inf" if bound == float("inf") else repr(float(bound)), cumulative))
-            hist.add_metric([_api_name(key)], buckets, h.total)
+            hist.add_metric([_api_name(key)], buckets, seconds)
         yield hist
-        open_, accepted = self.connections()
+        open_, accepted = self.connections
         yield GaugeMetricFamily("minibroker_connections", "Open client connections", value=open_)
         yield CounterMetricFamily("minibroker_connections_accepted", "Client connections accepted", value=accepted)
 
@@ -293,13 +410,13 @@ class BrokerMetrics:
                                   "1 if Topic/Partition is under Replicated", labels=tp)
         parts = GaugeMetricFamily("kafka_topic_partitions", "Number of partitions for this Topic", labels=["topic"])
         per_topic: dict[str, int] = {}
-        for (topic, partition), log in sorted(self.logs.logs.items()):
+        for topic, partition, nbytes, segments, hw, log_start in sorted(self.logs):
             labels = [topic, str(partition)]
             per_topic[topic] = per_topic.get(topic, 0) + 1
-            size.add_metric(labels, log.size)
-            segs.add_metric(labels, log.num_segments)
-            cur.add_metric(labels, log.high_watermark)
-            old.add_metric(labels, log.log_start_offset)
+            size.add_metric(labels, nbytes)
+            segs.add_metric(labels, segments)
+            cur.add_metric(labels, hw)
+            old.add_metric(labels, log_start)
             leader.add_metric(labels, self.node_id)
             replicas.add_metric(labels, 1)
             isr.add_metric(labels, 1)
@@ -310,7 +427,7 @@ class BrokerMetrics:
         yield from (parts, cur, old, leader, replicas, isr, under, size, segs)
 
     def _group_families(self) -> Iterator[Metric]:
-        if self.group_offsets is None:
+        if self.groups is None:
             return
         tp = ["consumergroup", "topic", "partition"]
         cur = GaugeMetricFamily("kafka_consumergroup_current_offset",
@@ -323,24 +440,40 @@ class BrokerMetrics:
         lag_sum = GaugeMetricFamily("kafka_consumergroup_lag_sum",
                                     "Current Approximate Lag of a ConsumerGroup at Topic for all partitions",
                                     labels=["consumergroup", "topic"])
-        sums: dict[tuple[str, str], list[int]] = {}
-        for group, topic, partition, committed in sorted(self.group_offsets()):
-            log = self.logs.get_log(topic, partition)
-            lag_value = -1 if (log is None or committed < 0) else max(0, log.high_watermark - committed)
-            labels = [group, topic, str(partition)]
-            cur.add_metric(labels, committed)
-            lag.add_metric(labels, lag_value)
-            acc = sums.setdefault((group, topic), [0, 0])
-            acc[0] += committed
-            if lag_value >= 0:
-                acc[1] += lag_value
-        for (group, topic), (c, lg) in sums.items():
-            cur_sum.add_metric([group, topic], c)
-            lag_sum.add_metric([group, topic], lg)
+        hw = {(topic, partition): h for topic, partition, _, _, h, _ in self.logs}
+        room, dropped = self.series_max, 0
+        for group, offsets in sorted(self.groups, key=lambda g: g[0]):
+            each = len(offsets) <= room  # the whole group, one series per partition
+            if each:
+                room -= len(offsets)
+            else:
+                dropped += len(offsets)
+            sums: dict[str, list[int]] = {}
+            for (topic, partition), om in sorted(offsets.items()) if each else offsets.items():
+                committed = om.offset
+                high = hw.get((topic, partition))
+                lag_value = -1 if (high is None or committed < 0) else max(0, high - committed)
+                if each:
+                    labels = [group, topic, str(partition)]
+                    cur.add_metric(labels, committed)
+                    lag.add_metric(labels, lag_value)
+                acc = sums.get(topic)
+                if acc is None:
+                    acc = sums[topic] = [0, 0]
+                acc[0] += committed
+                if lag_value >= 0:
+                    acc[1] += lag_value
+            for topic, (c, lg) in sorted(sums.items()):
+                cur_sum.add_metric([group, topic], c)
+                lag_sum.add_metric([group, topic], lg)
         yield from (cur, lag, cur_sum, lag_sum)
-        if self.group_members is not None:
+        yield GaugeMetricFamily("minibroker_consumergroup_partition_series_dropped",
+                                "Committed partitions of consumer groups left out of kafka_consumergroup_current_offset"
+                                " and kafka_consumergroup_lag (metrics.group.partition.series.max); their groups are"
+                                " in the _sum families", value=dropped)
+        if self.members is not None:
             members = GaugeMetricFamily("kafka_consumergroup_members", "Amount of members in a consumer group",
                                         labels=["consumergroup"])
-            for group, n in sorted(self.group_members().items()):
+            for group, n in sorted(self.members.items()):
                 members.add_metric([group], n)
             yield members
