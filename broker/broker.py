@@ -140,7 +140,11 @@ class Broker:
             self.metrics = self.state.metrics = BrokerMetrics(
                 self.logs, cfg.node_id, lambda: (len(server.connections), server.accepted),
                 cfg.int("metrics.group.partition.series.max"))
-            self.http.append(HttpListener("metrics", *metrics_at, {**routes, "/metrics": self._metrics_route}))
+            self.http.append(HttpListener(
+                "metrics", *metrics_at, {**routes, "/metrics": self._metrics_route},
+                max_connections=cfg.int("metrics.connections.max"),
+                idle_timeout=cfg.int("metrics.connections.max.idle.ms") / 1000,
+                request_timeout=cfg.int("metrics.request.timeout.ms") / 1000))
         faults_at = cfg.fault_injection_listener
         if faults_at is not None and self.faults is None:
             from .testing.faults import FaultInjector

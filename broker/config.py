@@ -84,6 +84,9 @@ BROKER_DEFAULTS: dict[str, str] = {
     # ours: the opt-in HTTP listeners (broker/http_listener.py); empty = off
     "metrics.listeners": "",  # http://127.0.0.1:9404 -> GET /metrics (Prometheus), GET /healthz
     "metrics.group.partition.series.max": "10000",  # committed partitions exported one by one (metrics.py)
+    "metrics.connections.max": "64",  # HTTP connections at once; a new one closes the oldest idle one
+    "metrics.connections.max.idle.ms": "5000",  # an HTTP connection that sent nothing this long is closed
+    "metrics.request.timeout.ms": "30000",  # to send a whole HTTP request, and again to read the reply
     "fault.injection.listener": "",  # http://127.0.0.1:PORT -> /faults (tests only; loopback only)
 }
 _INT_MAX = 2**31 - 1
@@ -138,6 +141,9 @@ BROKER_TYPES: dict[str, tuple[str, int | None, int | None]] = {
     "log.cleaner.io.max.bytes.per.second": ("double", None, None),
     "log.cleaner.backoff.ms": ("long", 0, None),
     "metrics.group.partition.series.max": ("int", 0, None),
+    "metrics.connections.max": ("int", 1, None),
+    "metrics.connections.max.idle.ms": ("int", 1, None),
+    "metrics.request.timeout.ms": ("int", 1, None),
 }
 
 #: Properties that take one of a few strings (Kafka's ValidString), checked at start-up too.
