@@ -177,7 +177,16 @@ def test_consumer_group_families(tmp_path: Any) -> None:
                 "topics": [{"name": "g", "partitions": [{"partition_index": 0, "committed_offset": 3,
                                                           "committed_metadata": ""}]}]})
             assert resp["topics"][0]["partitions"][0]["error_code"] == 0
+            odd = 'a "quoted" \\ group\nid'  # a group id may hold what a label value must escape
+            resp = c.call(ApiKey.OFFSET_COMMIT, 2, {
+                "group_id": odd, "generation_id_or_member_epoch": -1, "member_id": "", "retention_time_ms": -1,
+                "topics": [{"name": "g", "partitions": [{"partition_index": 0, "committed_offset": 4,
+                                                          "committed_metadata": ""}]}]})
+            assert resp["topics"][0]["partitions"][0]["error_code"] == 0
         s = bt.parse_metrics(b.scrape())
+        assert value(s, "kafka_consumergroup_lag", consumergroup=odd, topic="g", partition="0") == 6
+        assert value(s, "kafka_consumergroup_lag_sum", consumergroup=odd, topic="g") == 6
+        assert value(s, "kafka_consumergroup_current_offset_sum", consumergroup=odd, topic="g") == 4
         assert value(s, "kafka_consumergroup_current_offset", consumergroup="grp", topic="g", partition="0") == 3
         assert value(s, "kafka_consumergroup_lag", consumergroup="grp", topic="g", partition="0") == 7
         assert value(s, "kafka_consumergroup_lag_sum", consumergroup="grp", topic="g") == 7
