@@ -32,12 +32,13 @@ from typing import Any
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
+from _benchutil import command_line, machine_line  # noqa: E402
+
 from broker.testing import BrokerProcess, create_topic  # noqa: E402
 from client.protocol.api import ApiKey  # noqa: E402
 from client.protocol.header import encode_request_header  # noqa: E402
 from client.protocol.messages import REQUESTS, RESPONSES  # noqa: E402
 from client.protocol.primitives import Reader, Writer  # noqa: E402
-from _benchutil import command_line, machine_line  # noqa: E402
 
 
 class Conn:
@@ -145,7 +146,7 @@ def main() -> None:
     b = BrokerProcess(os.path.join(data, "d"), a.override, metrics=True).start(60)
     try:
         mport = b.http_ports["metrics"]
-        create_topic(b.bootstrap_servers, "t", a.partitions)
+        create_topic(b.bootstrap_servers, "t", a.partitions, timeout=300)
         t0 = time.perf_counter()
         commit_all(b.port, a.groups, a.partitions)
         commit_s = time.perf_counter() - t0
@@ -186,7 +187,7 @@ def main() -> None:
     print(f"  scrape size            {statistics.median(sizes) / 1e6:,.2f} MB")
     print(f"  scrape time            {statistics.median(times) * 1000:,.0f} ms  (median of {a.repeats})")
     print(f"  longest ApiVersions round trip during a scrape  {statistics.median(stalls) * 1000:,.1f} ms"
-          f"  (max {max(stalls) * 1000:,.1f}; before any scrape {quiet * 1000:.1f} ms)")
+          f"  (each: {', '.join(f'{x * 1000:,.1f}' for x in stalls)}; before any scrape {quiet * 1000:.1f} ms)")
     print(f"  broker RSS             {rss_before / 1024:,.0f} MiB before, {rss_after / 1024:,.0f} MiB after,"
           f" peak {rss_peak / 1024:,.0f} MiB")
     for status, body, secs in health:
