@@ -141,8 +141,13 @@ class Broker:
         if metrics_at is not None:
             from .metrics import BrokerMetrics
             self.metrics = self.state.metrics = BrokerMetrics(
-                self.logs, cfg.node_id, lambda: (len(server.connections), server.accepted))
-            self.http.append(HttpListener("metrics", *metrics_at, {**routes, "/metrics": self._metrics_route}))
+                self.logs, cfg.node_id, lambda: (len(server.connections), server.accepted),
+                cfg.int("metrics.group.partition.series.max"))
+            self.http.append(HttpListener(
+                "metrics", *metrics_at, {**routes, "/metrics": self._metrics_route},
+                max_connections=cfg.int("metrics.connections.max"),
+                idle_timeout=cfg.int("metrics.connections.max.idle.ms") / 1000,
+                request_timeout=cfg.int("metrics.request.timeout.ms") / 1000))
         faults_at = cfg.fault_injection_listener
         if faults_at is not None and self.faults is None:
             from .testing.faults import FaultInjector
@@ -177,9 +182,9 @@ class Broker:
             return 503, "text/plain", ("loading: " + ", ".join(sorted(self.pending)) + "\n").encode()
         return 200, "text/plain", b"ok\n"
 
-    def _metrics_route(self, method: str, body: bytes) -> Response:
+    async def _metrics_route(self, method: str, body: bytes) -> Response:
         from prometheus_client import CONTENT_TYPE_LATEST
-        return 200, CONTENT_TYPE_LATEST, self.metrics.exposition()
+        return 200, CONTENT_TYPE_LATEST, await self.metrics.scrape()
 
     def _install_hook(self, faults_armed: bool) -> None:
         """Point the server's request hook at what is on: metrics, pending fault rules, both or
@@ -294,6 +299,8 @@ class Broker:
             t.cancel()
         for listener in self.http:
             await listener.stop()
+        if self.metrics is not None:
+            self.metrics.close()
         if self.server is not None:
             await self.server.stop()
         if self.state is not None:  # the counts of repeated handler lines not yet logged

@@ -83,6 +83,10 @@ BROKER_DEFAULTS: dict[str, str] = {
     "log.cleaner.mode": "process",  # ours: where cleanings run, "process" or "thread" (storage/cleaner/)
     # ours: the opt-in HTTP listeners (broker/http_listener.py); empty = off
     "metrics.listeners": "",  # http://127.0.0.1:9404 -> GET /metrics (Prometheus), GET /healthz
+    "metrics.group.partition.series.max": "10000",  # committed partitions exported one by one (metrics.py)
+    "metrics.connections.max": "64",  # HTTP connections at once; a new one closes the oldest idle one
+    "metrics.connections.max.idle.ms": "5000",  # an HTTP connection that sent nothing this long is closed
+    "metrics.request.timeout.ms": "30000",  # to send a whole HTTP request, and again to read the reply
     "fault.injection.listener": "",  # http://127.0.0.1:PORT -> /faults (tests only; loopback only)
 }
 _INT_MAX = 2**31 - 1
@@ -136,6 +140,10 @@ BROKER_TYPES: dict[str, tuple[str, int | None, int | None]] = {
     "log.cleaner.io.buffer.load.factor": ("double", None, None),
     "log.cleaner.io.max.bytes.per.second": ("double", None, None),
     "log.cleaner.backoff.ms": ("long", 0, None),
+    "metrics.group.partition.series.max": ("int", 0, None),
+    "metrics.connections.max": ("int", 1, None),
+    "metrics.connections.max.idle.ms": ("int", 1, None),
+    "metrics.request.timeout.ms": ("int", 1, None),
 }
 
 #: minibroker's floor (ms) for the properties that set the period of one of its timers or loops

@@ -86,6 +86,13 @@ _BROKER_DOCS = {
     "producer.id.expiration.ms": "Forget an idempotent producer's state after this long without a write.",
     "producer.id.expiration.check.interval.ms": "How often expired producer ids are removed.",
     "metrics.listeners": "minibroker's own: where /metrics and /healthz are served; unset: off.",
+    "metrics.group.partition.series.max": "minibroker's own: the most committed consumer-group partitions exported"
+                                          " one by one (kafka_consumergroup_lag); other groups only as _sum.",
+    "metrics.connections.max": "minibroker's own: HTTP connections to the metrics listener at once; a new one"
+                               " closes the oldest that has not sent its request yet.",
+    "metrics.connections.max.idle.ms": "minibroker's own: close a metrics connection that sent nothing this long.",
+    "metrics.request.timeout.ms": "minibroker's own: time to send a whole request to the metrics listener, and"
+                                  " again to read its reply.",
     "fault.injection.listener": "minibroker's own, for tests: where /faults is served; unset: off.",
 }
 

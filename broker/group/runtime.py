@@ -26,7 +26,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Callable, Hashable
+from collections.abc import Callable, Hashable, Mapping
 from typing import Any
 
 from client.protocol.primitives import DecodeError
@@ -198,10 +198,10 @@ class GroupRuntime:
     def expire_offsets(self) -> int:
         return self.coordinator.expire_offsets()
 
-    def group_offsets(self) -> list[tuple[str, str, int, int]]:
-        """(group, topic, partition, committed offset) for the metrics' lag families."""
-        return [(g.group_id, t, p, om.offset) for g in self.coordinator.groups.values()
-                for (t, p), om in g.offsets.items()]
+    def group_offsets(self) -> list[tuple[str, Mapping[tuple[str, int], OffsetAndMetadata]]]:
+        """(group, its committed offsets by (topic, partition)) for the metrics' lag families:
+        the live mappings, which the caller copies before it yields to the loop."""
+        return [(g.group_id, g.offsets) for g in self.coordinator.groups.values()]
 
     def group_members(self) -> dict[str, int]:
         return {g.group_id: len(g.members) for g in self.coordinator.groups.values()}

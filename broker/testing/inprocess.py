@@ -85,11 +85,11 @@ class InProcessBroker:
                 return f"http://127.0.0.1:{listener.port}/metrics"
         raise RuntimeError("this broker has no metrics listener (InProcessBroker(metrics=True))")
 
-    def scrape(self) -> str:
-        """The metrics text, formatted on the broker's loop (no HTTP needed)."""
-        if self.broker is None or self.broker.metrics is None:
+    def scrape(self, timeout: float = 60.0) -> str:
+        """The metrics text, as a scrape makes it (no HTTP needed)."""
+        if self.broker is None or self.broker.metrics is None or self._loop is None:
             raise RuntimeError("this broker has no metrics (InProcessBroker(metrics=True))")
-        return self.call(lambda: self.broker.metrics.exposition().decode())
+        return asyncio.run_coroutine_threadsafe(self.broker.metrics.scrape(), self._loop).result(timeout).decode()
 
     def _run(self) -> None:
         from ..broker import Broker

@@ -1,16 +1,18 @@
 """broker/http_listener.py on a real broker: routes, bounds, bad requests answered or closed
-without harming the listener; listener syntax."""
+without harming the listener; idle and slow connections closed, and never in the way of
+/healthz; listener syntax."""
 
 from __future__ import annotations
 
 import socket
+import time
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
 import broker.testing as bt
-from broker.http_listener import MAX_BODY, parse_http_listener
+from broker.http_listener import MAX_BODY, MAX_CONNECTIONS, parse_http_listener
 
 
 @pytest.fixture(scope="module")
@@ -51,6 +53,50 @@ def test_bad_requests(b: bt.BrokerProcess) -> None:
     assert raw(f, b"GET /" + b"x" * 20000 + b" HTTP/1.1\r\n\r\n") == b""  # head over 8 KiB: closed
     assert raw(f, b"GET /faults HTTP/1.1\r\n\r\n").startswith(b"HTTP/1.1 200 ")  # still serving
     assert b.faults.rules() == []
+
+
+def test_healthz_is_served_while_idle_and_slow_connections_hold_every_slot(b: bt.BrokerProcess) -> None:
+    """A container health check must not fail because others hold sockets open: with the
+    connection cap reached by connections that sent nothing or half a request, a newcomer that
+    sends its request at once is served (the oldest of those is closed to make room)."""
+    m = b.http_ports["metrics"]
+    held = [socket.create_connection(("127.0.0.1", m), timeout=10) for _ in range(MAX_CONNECTIONS)]
+    try:
+        for s in held[::2]:
+            s.sendall(b"GET /metrics HTTP/1.1\r\n")  # half a request head
+        time.sleep(0.2)  # all accepted
+        for _ in range(3):
+            assert raw(m, b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n").startswith(b"HTTP/1.1 200 OK\r\n")
+        assert raw(m, b"GET /metrics HTTP/1.1\r\n\r\n").startswith(b"HTTP/1.1 200 OK\r\n")
+        held[0].settimeout(10)
+        assert held[0].recv(1) == b""  # the oldest, closed to make room for the first (its slot then free)
+    finally:
+        for s in held:
+            s.close()
+
+
+def test_idle_and_slow_connections_are_closed(tmp_path: Any) -> None:
+    """A connection that sends nothing is closed after ``metrics.connections.max.idle.ms``; one
+    that has begun a request is given ``metrics.request.timeout.ms`` from its connect to end it."""
+    p = bt.BrokerProcess(str(tmp_path / "d"), ["metrics.connections.max.idle.ms=200", "metrics.request.timeout.ms=3000"],
+                         metrics=True).start()
+    try:
+        m = p.http_ports["metrics"]
+        with socket.create_connection(("127.0.0.1", m), timeout=10) as idle, \
+                socket.create_connection(("127.0.0.1", m), timeout=10) as slow:
+            slow.sendall(b"G")
+            t0 = time.monotonic()
+            assert idle.recv(1) == b""  # closed by the broker (the timeout raises instead)
+            assert time.monotonic() - t0 < 4  # well before the request timeout (the old fixed 10 s)
+            slow.settimeout(0.5)
+            with pytest.raises(TimeoutError):
+                slow.recv(1)  # past the idle timeout, still open: it has sent something
+            slow.sendall(b"ET /heal")
+            slow.settimeout(10)
+            assert slow.recv(1) == b""  # the request not complete 3 s after the connect: closed
+        assert raw(m, b"GET /healthz HTTP/1.1\r\n\r\n").startswith(b"HTTP/1.1 200 OK\r\n")
+    finally:
+        assert p.stop() == 0, p.log_text()
 
 
 def test_parse_http_listener() -> None:

@@ -177,7 +177,16 @@ def test_consumer_group_families(tmp_path: Any) -> None:
                 "topics": [{"name": "g", "partitions": [{"partition_index": 0, "committed_offset": 3,
                                                           "committed_metadata": ""}]}]})
             assert resp["topics"][0]["partitions"][0]["error_code"] == 0
+            odd = 'a "quoted" \\ group\nid'  # a group id may hold what a label value must escape
+            resp = c.call(ApiKey.OFFSET_COMMIT, 2, {
+                "group_id": odd, "generation_id_or_member_epoch": -1, "member_id": "", "retention_time_ms": -1,
+                "topics": [{"name": "g", "partitions": [{"partition_index": 0, "committed_offset": 4,
+                                                          "committed_metadata": ""}]}]})
+            assert resp["topics"][0]["partitions"][0]["error_code"] == 0
         s = bt.parse_metrics(b.scrape())
+        assert value(s, "kafka_consumergroup_lag", consumergroup=odd, topic="g", partition="0") == 6
+        assert value(s, "kafka_consumergroup_lag_sum", consumergroup=odd, topic="g") == 6
+        assert value(s, "kafka_consumergroup_current_offset_sum", consumergroup=odd, topic="g") == 4
         assert value(s, "kafka_consumergroup_current_offset", consumergroup="grp", topic="g", partition="0") == 3
         assert value(s, "kafka_consumergroup_lag", consumergroup="grp", topic="g", partition="0") == 7
         assert value(s, "kafka_consumergroup_lag_sum", consumergroup="grp", topic="g") == 7
@@ -193,3 +202,81 @@ def test_metrics_port_flag_and_bad_listener(tmp_path: Any) -> None:
         assert b.stop() == 0
     with pytest.raises(bt.BrokerStartError, match="metrics.listeners"):
         bt.BrokerProcess(str(tmp_path / "b"), ["metrics.listeners=https://127.0.0.1:0"]).start()
+
+
+def test_group_partition_series_are_bounded_and_the_rest_aggregated(tmp_path: Any) -> None:
+    """Past ``metrics.group.partition.series.max`` committed partitions, whole groups (in name
+    order, each that still fits) keep their per-partition series and the others only the _sum
+    series, which every group has and which add up what the per-partition ones would; the
+    dropped gauge counts what was left out."""
+    bound, parts, records = 1050, 100, 5
+    b = bt.BrokerProcess(str(tmp_path / "data"), [f"metrics.group.partition.series.max={bound}"],
+                         metrics=True).start()
+    try:
+        bt.create_topic(b.bootstrap_servers, "s", parts)
+        batch = build_batch([(None, b"x")] * records)
+        committed: dict[str, dict[int, int]] = {f"g-{i:02}": {p: (i + p) % 7 for p in range(parts)} for i in range(30)}
+        committed["h-small"] = {p: 1 for p in range(40)}  # fits in the 50 left after g-00..g-09
+        committed["i-small"] = {p: 2 for p in range(40)}  # does not: 10 left
+        with Conn(b.port) as c:
+            c.call(ApiKey.PRODUCE, 7, {"transactional_id": None, "acks": 1, "timeout_ms": 30000, "topic_data": [
+                {"name": "s", "partition_data": [{"index": p, "records": batch} for p in range(parts)]}]})
+            for group, offsets in committed.items():
+                c.send(ApiKey.OFFSET_COMMIT, 2, {
+                    "group_id": group, "generation_id_or_member_epoch": -1, "member_id": "", "retention_time_ms": -1,
+                    "topics": [{"name": "s", "partitions": [{"partition_index": p, "committed_offset": o,
+                                                              "committed_metadata": ""} for p, o in offsets.items()]}]})
+            for _ in committed:
+                resp = c.recv(ApiKey.OFFSET_COMMIT, 2)[1]
+                assert {p["error_code"] for t in resp["topics"] for p in t["partitions"]} == {0}
+        s = bt.parse_metrics(b.scrape())
+    finally:
+        assert b.stop() == 0, b.log_text()
+
+    each = [f"g-{i:02}" for i in range(10)] + ["h-small"]
+    for family in ("kafka_consumergroup_current_offset", "kafka_consumergroup_lag"):
+        got = {dict(ls)["consumergroup"] for (n, ls) in s if n == family}
+        assert got == set(each), family
+        assert sum(1 for (n, _) in s if n == family) == 10 * parts + 40 <= bound
+    assert value(s, "minibroker_consumergroup_partition_series_dropped") == 20 * parts + 40
+    for group, offsets in committed.items():
+        assert value(s, "kafka_consumergroup_current_offset_sum", consumergroup=group, topic="s") == sum(offsets.values())
+        lag = sum(max(0, records - o) for o in offsets.values())
+        assert value(s, "kafka_consumergroup_lag_sum", consumergroup=group, topic="s") == lag, group
+    assert value(s, "kafka_consumergroup_lag", consumergroup="g-03", topic="s", partition="99") == records - (3 + 99) % 7
+    assert value(s, "kafka_consumergroup_current_offset", consumergroup="h-small", topic="s", partition="39") == 1
+    assert value(s, "kafka_topic_partitions", topic="s") == parts  # the rest of the scrape is all there
+
+
+def test_a_huge_scrape_does_not_hold_up_other_clients(tmp_path: Any) -> None:
+    """The exposition is formatted off the event loop: while a scrape of 100,000 per-partition
+    group series (the bound raised to allow them) is made, another client's requests are
+    answered, each within a generous second."""
+    b = bt.BrokerProcess(str(tmp_path / "data"), ["metrics.group.partition.series.max=1000000"], metrics=True).start()
+    try:
+        with Conn(b.port) as c:
+            for g in range(100):
+                c.send(ApiKey.OFFSET_COMMIT, 2, {
+                    "group_id": f"g{g}", "generation_id_or_member_epoch": -1, "member_id": "", "retention_time_ms": -1,
+                    "topics": [{"name": "gone", "partitions": [{"partition_index": p, "committed_offset": p,
+                                                                 "committed_metadata": ""} for p in range(1000)]}]})
+            for _ in range(100):
+                c.recv(ApiKey.OFFSET_COMMIT, 2)
+        scraped: list[str] = []
+        th = threading.Thread(target=lambda: scraped.append(b.scrape()))
+        with Conn(b.port) as c:
+            th.start()
+            slowest = 0.0
+            while th.is_alive():
+                t0 = time.monotonic()
+                c.call(ApiKey.API_VERSIONS, 0, {})
+                slowest = max(slowest, time.monotonic() - t0)
+                time.sleep(0.005)
+            th.join()
+        assert slowest < 1.0
+        text = scraped[0]
+        assert text.count("\nkafka_consumergroup_lag{") == 100_000
+        assert '\nkafka_consumergroup_lag{consumergroup="g7",partition="5",topic="gone"} -1.0\n' in text
+        assert "\nminibroker_consumergroup_partition_series_dropped 0.0\n" in text
+    finally:
+        assert b.stop() == 0, b.log_text()

@@ -114,6 +114,9 @@ def test_every_bad_broker_value_is_one_line_and_exit_2(tmp_path) -> None:
         "node.id=99999999999": "Not a number of type INT",
         "log.flush.offset.checkpoint.interval.ms=-5": "Value must be at least 0",
         "log.cleaner.mode=fork": "String must be one of: process, thread",
+        "metrics.group.partition.series.max=-1": "Value must be at least 0",
+        "metrics.connections.max=0": "Value must be at least 1",
+        "metrics.connections.max.idle.ms=0": "Value must be at least 1",
     }
     for override, message in cases.items():
         proc = _serve(tmp_path, "--override", override)
