@@ -28,6 +28,7 @@ SUBCOMMANDS: dict[str, str] = {
     "delete-records": "client.cli.delete_records",
     "log-dirs": "client.cli.log_dirs",
     "groups": "client.cli.groups",
+    "transactions": "client.cli.transactions",
 }
 
 

@@ -1,7 +1,7 @@
 """Admin: create, delete, list and describe topics; list offsets; describe and alter configs;
 (``client/admin_cluster.py``) partitions, records, log dirs, leaders, reassignments, producers;
-and consumer groups (``client.group.admin``: list, describe, delete, committed offsets with lag,
-reset).
+(``client/admin_txn.py``) transactions: list, describe, abort a hanging one; and consumer
+groups (``client.group.admin``: list, describe, delete, committed offsets with lag, reset).
 
 ::
 
@@ -38,6 +38,7 @@ from client.admin_cluster import (
     ProducerState,
     ReplicaInfo,
 )
+from client.admin_txn import TransactionAdmin, TransactionDescription, TransactionListing
 from client.cluster import Cluster, TopicMetadata
 from client.conn import BrokerConnection
 from client.errors import KafkaConnectionError, KafkaError, error_for_code
@@ -49,7 +50,8 @@ __all__ = ["Admin", "NewTopic", "TopicDescription", "PartitionInfo", "ConfigEntr
            "ConfigSource", "ConfigSynonym", "AlterConfigOp", "AlterConfigOpType", "OffsetSpec", "OffsetAndTimestamp",
            "TopicPartition", "BrokerInfo", "ClusterDescription", "LogDirDescription", "ReplicaInfo",
            "PartitionReassignment", "ProducerState", "EpochEndOffset", "ElectionType",
-           "GroupListing", "GroupDescription", "MemberDescription", "GroupOffset"]
+           "GroupListing", "GroupDescription", "MemberDescription", "GroupOffset", "TransactionListing",
+           "TransactionDescription"]
 
 
 class NewTopic(NamedTuple):
@@ -151,7 +153,7 @@ def _resource(resource_type: ConfigResourceType | int | str, name: str | int) ->
     return ConfigResourceType(resource_type), str(name)
 
 
-class Admin(ClusterAdmin, GroupAdmin):
+class Admin(ClusterAdmin, GroupAdmin, TransactionAdmin):
     """Asyncio admin client. Options: ``client_id``, ``request_timeout_ms`` (default 30000),
     ``connect_timeout_ms`` (10000), ``retry_backoff_ms`` (100)."""
 

@@ -17,9 +17,15 @@ are fsync'd (group commit, see state.py).
 Versions: v0-2 normally carry magic 0/1 message sets (clients pinned to Kafka < 0.11): they
 are converted to one RecordBatch v2 on the way in (client/records/legacy.py: keys, values and
 timestamps kept, offsets assigned by the log, the producer's codec re-applied), as Kafka 3.x
-does, then appended like any batch. v3+ carry transactional_id: a transactional batch is
-accepted only for a partition its producer's Ongoing transaction added (INVALID_TXN_STATE,
-or TRANSACTION_ABORTABLE from v11, otherwise; see broker/txn/coordinator.py); v8+ answer a refused partition's reason in
+does, then appended like any batch. Transactional batches need the request's transactional_id
+(v3+): a request whose partitions' first batch is transactional (magic 2, attribute bit 4)
+without one — every v0-2 request, which has no such field — is refused whole, every partition
+answering TRANSACTIONAL_ID_AUTHORIZATION_FAILED and nothing written, as Kafka's
+``handleProduceRequest`` does before anything else (otherwise a made-up producer id would open
+a transaction no coordinator knows, holding the last stable offset back for ever). With one, a
+transactional batch is accepted only for a partition its producer's Ongoing transaction added
+(INVALID_TXN_STATE, or TRANSACTION_ABORTABLE from v11, otherwise; see
+broker/txn/coordinator.py); v8+ answer a refused partition's reason in
 ``error_message`` (``record_errors`` stays empty: a batch is refused whole, never record by
 record); v9+ are flexible; v10+ may carry KIP-951's leader hints (``current_leader``,
 ``node_endpoints``), which Kafka sends only with NOT_LEADER_OR_FOLLOWER — never the case with
@@ -33,7 +39,14 @@ import struct
 from typing import Any
 
 from client.protocol.api import ApiKey, ErrorCode
-from client.records.batch import ATTRIBUTES_OFFSET, PRODUCER_ID_OFFSET, TRANSACTIONAL_FLAG_MASK
+from client.records.batch import (
+    ATTRIBUTES_OFFSET,
+    CURRENT_MAGIC,
+    MAGIC_OFFSET,
+    PRODUCER_ID_OFFSET,
+    RECORD_BATCH_OVERHEAD,
+    TRANSACTIONAL_FLAG_MASK,
+)
 from client.records.compression import DecompressedSizeError
 from client.records.legacy import convert_legacy, is_legacy
 
@@ -47,7 +60,6 @@ API_KEY = ApiKey.PRODUCE
 #: where a RecordBatch keeps its attributes' low byte and its producer id and epoch
 _ATTRIBUTES_LOW = ATTRIBUTES_OFFSET + 1
 _PRODUCER = struct.Struct(">qh")
-_PRODUCER_END = PRODUCER_ID_OFFSET + _PRODUCER.size
 
 logger = logging.getLogger(__name__)
 
@@ -57,6 +69,22 @@ def _convert(records: Any, config: Any) -> bytearray:
         return convert_legacy(records, max_decompressed_size(config))
     except DecompressedSizeError as e:
         raise RecordTooLargeError(str(e)) from None
+
+
+def _is_transactional(records: Any) -> bool:
+    """Whether ``records`` starts with a transactional RecordBatch (v2): the first batch
+    decides, as Kafka's ``RequestUtils.hasTransactionalRecords`` looks at no other."""
+    return (records is not None and len(records) >= RECORD_BATCH_OVERHEAD and records[MAGIC_OFFSET] == CURRENT_MAGIC
+            and bool(records[_ATTRIBUTES_LOW] & TRANSACTIONAL_FLAG_MASK))
+
+
+def _refused_whole(request: dict[str, Any], code: int, message: str) -> dict[str, Any]:
+    """A response giving every partition of ``request`` ``code`` (Kafka's error response)."""
+    return {"throttle_time_ms": 0, "responses": [
+        {"name": t["name"], "partition_responses": [
+            {"index": p["index"], "error_code": code, "base_offset": -1, "log_append_time_ms": -1,
+             "log_start_offset": -1, "error_message": message} for p in t["partition_data"]]}
+        for t in request["topic_data"]]}
 
 
 def _verify_transactional(request: dict[str, Any], version: int, records: Any, topic: str, partition: int,
@@ -70,6 +98,15 @@ def _verify_transactional(request: dict[str, Any], version: int, records: Any, t
 
 def handle(request: dict[str, Any], version: int, state: Any) -> Any:
     acks = request["acks"]
+    if request.get("transactional_id") is None and any(
+            _is_transactional(p["records"]) for t in request["topic_data"] for p in t["partition_data"]):
+        state.log_limiter.info("transactional produce without transactional id", "TRANSACTIONAL_ID_AUTHORIZATION_FAILED",
+                               "produce v%d with transactional records but no transactional id rejected", version,
+                               logger=logger)
+        if acks == 0:
+            return CLOSE
+        return _refused_whole(request, ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
+                              "transactional records need the request's transactional id")
     bad_acks = acks not in (-1, 0, 1)
     responses = []
     waits = []  # (log, offset, partition response) for acks=-1
@@ -101,7 +138,7 @@ def handle(request: dict[str, Any], version: int, state: Any) -> Any:
                                        "produce to %s-%d rejected: the ISR of 1 is insufficient to satisfy the"
                                        " min.isr requirement of %d", name, p["index"], log.config.min_insync_replicas,
                                        logger=logger)
-            elif version >= 3 and len(records) > _PRODUCER_END and records[_ATTRIBUTES_LOW] & TRANSACTIONAL_FLAG_MASK and (
+            elif _is_transactional(records) and (
                     code := _verify_transactional(request, version, records, name, p["index"], state)):
                 resp["error_code"] = code
                 state.log_limiter.info(f"producers to {name}-{p['index']}", ErrorCode(code).name,

@@ -37,9 +37,12 @@ restart. Transitions, as Kafka's (clients that do not bump the epoch per transac
 
 Produce: a transactional batch is accepted only for a partition its transaction added
 (``verify_produce``): else INVALID_TXN_STATE (TRANSACTION_ABORTABLE from Produce v11), as
-Kafka's partition verification answers.
+Kafka's partition verification answers; one without a transactional id (every Produce v0-2)
+is refused before it gets here (broker/handlers/produce.py).
 
-Single node: the coordinator epoch is 0, markers are written locally (no WriteTxnMarkers).
+Single node: the coordinator epoch is 0, markers are written locally (no WriteTxnMarkers; the
+broker serves WriteTxnMarkers only for operators ending a hanging transaction, see
+broker/handlers/write_txn_markers.py).
 """
 
 from __future__ import annotations

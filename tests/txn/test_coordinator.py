@@ -13,7 +13,7 @@ from client.records import RecordBatchBuilder
 from client.records.batch import iter_batch_headers
 from client.records.record import iter_records
 from tests.broker_process import BrokerProcess
-from tests.server.wire import Conn, create_topic, fetch, list_offsets, partition_response, produce
+from tests.server.wire import Conn, batch, create_topic, fetch, list_offsets, partition_response, produce
 
 E = ErrorCode
 
@@ -277,3 +277,51 @@ def test_list_and_describe_transactions(broker: BrokerProcess) -> None:
         # none Ongoing for an hour (an Empty id has no start time, -1: Kafka lists it for any duration)
         assert listing(state_filters=["Ongoing"], duration_filter=3_600_000)["transaction_states"] == []
         assert len(listing(state_filters=["Ongoing"], duration_filter=0)["transaction_states"]) == 1
+
+
+def _leo_and_lso(c: Conn, topic: str) -> tuple[int, int, int]:
+    """(log end offset, high watermark, last stable offset) of ``topic``-0, from a read_committed Fetch."""
+    p, _ = read(c, topic, 1)
+    body = list_offsets(topic, 0, -1)
+    leo = int(partition_response(c.call(ApiKey.LIST_OFFSETS, 5, body), "partitions")["offset"])
+    return leo, p["high_watermark"], p["last_stable_offset"]
+
+
+def test_a_transactional_batch_without_a_verified_transaction_is_refused(broker: BrokerProcess) -> None:
+    """Issue 29 item 6: a transactional batch with a made-up producer id used to be accepted by
+    Produce v2 (no transactional_id field), leaving a transaction no coordinator knows, so the
+    last stable offset never moved again. Without a transactional id every partition of the
+    request is refused with TRANSACTIONAL_ID_AUTHORIZATION_FAILED (Kafka's handleProduceRequest);
+    with one, the coordinator's verification refuses a producer with no Ongoing transaction
+    holding the partition. Nothing is written either way."""
+    with Conn(broker.port) as c:
+        assert c.call(ApiKey.CREATE_TOPICS, 3, create_topic("hang", 2))["topics"][0]["error_code"] == 0
+        assert partition_response(c.call(ApiKey.PRODUCE, 7, produce("hang", 0, batch(2))))["error_code"] == 0
+        before = _leo_and_lso(c, "hang")
+        assert before == (2, 2, 2)
+        made_up = txn_batch(424242, 0, 0, [b"hang"])
+        for version in (0, 1, 2):
+            body = produce("hang", 0, made_up, acks=-1)
+            body["topic_data"][0]["partition_data"].append({"index": 1, "records": batch(1)})
+            r = c.call(ApiKey.PRODUCE, version, body)
+            codes = [p["error_code"] for p in r["responses"][0]["partition_responses"]]
+            assert codes == [E.TRANSACTIONAL_ID_AUTHORIZATION_FAILED] * 2, (version, codes)
+        # v3+ without a transactional id: the same
+        assert send(c, "hang", made_up, None)[0] == E.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+        assert send(c, "hang", made_up, None, version=11)[0] == E.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+        # acks=0: no answer can carry the error, so the connection is closed (as Kafka does)
+        with Conn(broker.port) as c0:
+            c0.send(ApiKey.PRODUCE, 2, produce("hang", 0, made_up, acks=0))
+            assert c0.is_closed_by_peer()
+        # v3+ with a transactional id: a made-up producer id, then the id's own producer with no
+        # transaction holding the partition (none begun; then one that added partition 1 only)
+        assert send(c, "hang", made_up, "ghost")[0] == E.INVALID_PRODUCER_ID_MAPPING
+        pid, epoch = init_ok(c, "real")
+        assert send(c, "hang", made_up, "real")[0] == E.INVALID_PRODUCER_ID_MAPPING
+        assert send(c, "hang", txn_batch(pid, epoch, 0, [b"x"]), "real")[0] == E.INVALID_TXN_STATE
+        assert add_partitions(c, "real", pid, epoch, "hang", [1]) == [0]
+        assert send(c, "hang", txn_batch(pid, epoch, 0, [b"x"]), "real", version=3)[0] == E.INVALID_TXN_STATE
+        assert _leo_and_lso(c, "hang") == before  # nothing written, nothing left open
+        # a batch that is not transactional still goes in through Produce v2
+        assert partition_response(c.call(ApiKey.PRODUCE, 2, produce("hang", 0, batch(1))))["error_code"] == 0
+        assert _leo_and_lso(c, "hang") == (3, 3, 3)
