@@ -72,8 +72,8 @@ class Member:
     responders of a parked JoinGroup/SyncGroup."""
 
     __slots__ = ("member_id", "group_instance_id", "client_id", "client_host", "rebalance_timeout_ms",
-                 "session_timeout_ms", "protocol_type", "protocols", "assignment", "awaiting_join",
-                 "awaiting_sync", "is_new")
+                 "session_timeout_ms", "protocol_type", "_protocols", "assignment", "_awaiting_join",
+                 "awaiting_sync", "is_new", "_group")
 
     def __init__(self, member_id: str, group_instance_id: str | None, client_id: str, client_host: str,
                  rebalance_timeout_ms: int, session_timeout_ms: int, protocol_type: str,
@@ -85,12 +85,39 @@ class Member:
         self.rebalance_timeout_ms = rebalance_timeout_ms
         self.session_timeout_ms = session_timeout_ms
         self.protocol_type = protocol_type
-        self.protocols = protocols
+        #: the group holding this member (``ClassicGroup.add``): it keeps counts of what its
+        #: members await and support, updated by the two setters below, so that a join costs
+        #: O(1) however large the group is
+        self._group: ClassicGroup | None = None
+        self._protocols = protocols
         self.assignment = b""
-        self.awaiting_join: Responder | None = None
+        self._awaiting_join: Responder | None = None
         self.awaiting_sync: Responder | None = None
         #: joined but not yet through a completed join phase: may expire while awaiting join
         self.is_new = False
+
+    @property
+    def protocols(self) -> list[tuple[str, bytes]]:
+        return self._protocols
+
+    @protocols.setter
+    def protocols(self, protocols: list[tuple[str, bytes]]) -> None:
+        g = self._group
+        if g is not None:
+            g._count_protocols(self._protocols, -1)
+            g._count_protocols(protocols, 1)
+        self._protocols = protocols
+
+    @property
+    def awaiting_join(self) -> Responder | None:
+        return self._awaiting_join
+
+    @awaiting_join.setter
+    def awaiting_join(self, responder: Responder | None) -> None:
+        g = self._group
+        if g is not None and (self._awaiting_join is None) != (responder is None):
+            g._awaiting_join_count += 1 if responder is not None else -1
+        self._awaiting_join = responder
 
     @property
     def protocol_names(self) -> list[str]:
@@ -120,9 +147,10 @@ class Member:
         return self.awaiting_join is not None or self.awaiting_sync is not None
 
     def complete_join(self, response: dict[str, Any]) -> bool:
-        r, self.awaiting_join = self.awaiting_join, None
+        r = self._awaiting_join
         if r is None:
             return False
+        self.awaiting_join = None
         r(response)
         return True
 
@@ -153,6 +181,8 @@ class ClassicGroup:
         self.protocol_name: str | None = None
         self.leader_id: str | None = None
         self.members: dict[str, Member] = {}
+        self._awaiting_join_count = 0  # members whose awaiting_join is set
+        self._protocol_counts: dict[str, int] = {}  # protocol name -> members naming it
         #: member ids handed out by MEMBER_ID_REQUIRED, not yet joined with them
         self.pending_members: set[str] = set()
         #: members of the current generation that have not sent their SyncGroup yet
@@ -191,11 +221,29 @@ class ClassicGroup:
         if self.leader_id is None:
             self.leader_id = member.member_id
         self.members[member.member_id] = member
+        member._group = self
+        self._count_protocols(member.protocols, 1)
+        if member.awaiting_join is not None:
+            self._awaiting_join_count += 1
         member.awaiting_join = responder
         self.pending_members.discard(member.member_id)
 
+    def _count_protocols(self, protocols: list[tuple[str, bytes]], delta: int) -> None:
+        counts = self._protocol_counts
+        for name in {name for name, _ in protocols}:
+            n = counts.get(name, 0) + delta
+            if n:
+                counts[name] = n
+            else:
+                counts.pop(name, None)
+
     def remove(self, member_id: str) -> None:
         member = self.members.pop(member_id, None)
+        if member is not None:
+            self._count_protocols(member.protocols, -1)
+            if member.awaiting_join is not None:
+                self._awaiting_join_count -= 1
+            member._group = None
         if member is not None and member.group_instance_id is not None:
             self.static_members.pop(member.group_instance_id, None)
         if self.leader_id == member_id:
@@ -232,7 +280,7 @@ class ClassicGroup:
 
     @property
     def num_awaiting_join(self) -> int:
-        return sum(1 for m in self.members.values() if m.awaiting_join is not None)
+        return self._awaiting_join_count
 
     def has_all_members_joined(self) -> bool:
         return self.num_awaiting_join == len(self.members) and not self.pending_members
@@ -257,11 +305,8 @@ class ClassicGroup:
     # -- protocols --
 
     def _candidates(self) -> set[str]:
-        counts: dict[str, int] = {}
-        for m in self.members.values():
-            for name in m.protocol_names:
-                counts[name] = counts.get(name, 0) + 1
-        return {name for name, c in counts.items() if c == len(self.members)}
+        n = len(self.members)
+        return {name for name, c in self._protocol_counts.items() if c == n}
 
     def supports_protocols(self, protocol_type: str, names: list[str]) -> bool:
         """Whether a member with these protocols may join: any type and protocol into an empty

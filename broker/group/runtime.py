@@ -24,6 +24,7 @@ starts: a member that does not come back within its session timeout is removed.
 from __future__ import annotations
 
 import asyncio
+import heapq
 import logging
 import time
 from collections.abc import Callable, Hashable, Mapping
@@ -56,33 +57,74 @@ logger = logging.getLogger("broker.group")
 
 
 class AsyncioTimer:
-    """``Timer`` on the running event loop: one ``call_later`` handle per key."""
+    """``Timer`` on the running event loop: one deadline per key, all of them in one heap
+    behind a single ``call_at`` handle for the earliest.
+
+    A group of N members reschedules N heartbeat deadlines at every rebalance; a loop handle
+    per key costs a TimerHandle, a cancel and a heap push in the loop's scheduler each time
+    (about 10 us), the heap here a tuple and a ``heappush`` (about 1 us). A rescheduled or
+    cancelled key leaves its old heap entry behind, recognised as stale by its sequence
+    number when it comes up (at most one live entry per key plus the stale ones, which are
+    dropped as they come due; the heap is rebuilt when stale entries outnumber live ones)."""
 
     def __init__(self) -> None:
-        self._handles: dict[Hashable, asyncio.TimerHandle] = {}
+        self._live: dict[Hashable, tuple[int, Callable[[], None]]] = {}  # key -> (sequence, fn)
+        self._heap: list[tuple[float, int, Hashable]] = []  # (deadline, sequence, key)
+        self._seq = 0
+        self._handle: asyncio.TimerHandle | None = None
+        self._armed_at = 0.0
 
     def schedule(self, key: Hashable, delay_ms: int, fn: Callable[[], None]) -> None:
-        old = self._handles.pop(key, None)
-        if old is not None:
-            old.cancel()
-        self._handles[key] = asyncio.get_running_loop().call_later(max(delay_ms, 0) / 1000, self._fire, key, fn)
+        loop = asyncio.get_running_loop()
+        self._seq += 1
+        deadline = loop.time() + max(delay_ms, 0) / 1000
+        self._live[key] = (self._seq, fn)
+        heapq.heappush(self._heap, (deadline, self._seq, key))
+        if self._handle is None or deadline < self._armed_at:
+            self._arm(loop, deadline)
+        elif len(self._heap) > 2 * len(self._live) + 64:
+            self._compact()
 
-    def _fire(self, key: Hashable, fn: Callable[[], None]) -> None:
-        self._handles.pop(key, None)
-        try:
-            fn()
-        except Exception:  # noqa: BLE001 - one group's bug must not stop the others' timers
-            logger.exception("group timer %s failed", key)
+    def _arm(self, loop: asyncio.AbstractEventLoop, deadline: float) -> None:
+        if self._handle is not None:
+            self._handle.cancel()
+        self._armed_at = deadline
+        self._handle = loop.call_at(deadline, self._fire)
+
+    def _compact(self) -> None:
+        live = self._live
+        self._heap = [e for e in self._heap if live.get(e[2], (None,))[0] == e[1]]
+        heapq.heapify(self._heap)
+
+    def _fire(self) -> None:
+        self._handle = None
+        loop = asyncio.get_running_loop()
+        now = loop.time()
+        heap, live = self._heap, self._live
+        while heap and heap[0][0] <= now:
+            _, seq, key = heapq.heappop(heap)
+            entry = live.get(key)
+            if entry is None or entry[0] != seq:
+                continue  # rescheduled or cancelled since
+            del live[key]
+            try:
+                entry[1]()
+            except Exception:  # noqa: BLE001 - one group's bug must not stop the others' timers
+                logger.exception("group timer %s failed", key)
+        while heap and live.get(heap[0][2], (None,))[0] != heap[0][1]:
+            heapq.heappop(heap)  # stale heads: do not wake up for them
+        if heap and (self._handle is None or heap[0][0] < self._armed_at):  # a callback may have armed later
+            self._arm(loop, heap[0][0])
 
     def cancel(self, key: Hashable) -> None:
-        h = self._handles.pop(key, None)
-        if h is not None:
-            h.cancel()
+        self._live.pop(key, None)
 
     def close(self) -> None:
-        for h in self._handles.values():
-            h.cancel()
-        self._handles.clear()
+        if self._handle is not None:
+            self._handle.cancel()
+            self._handle = None
+        self._live.clear()
+        self._heap.clear()
 
 
 def group_config(cfg: Any) -> GroupConfig:

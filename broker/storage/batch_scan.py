@@ -135,11 +135,12 @@ def scan_segment(records: FileRecords, start: int, *, min_offset: int, max_offse
                 if fields[3] != CURRENT_MAGIC:
                     raise RecordError(f"record batch magic {fields[3]} is not supported (only 2)")
         except RecordError as e:
-            # The length field is outside the CRC: trust it only when a valid batch (or the
-            # end of the file) follows, else look for the next batch from here.
+            # The length field is outside the CRC: trust it only when a valid batch starts
+            # right after, else look for the next batch from here (a length that reaches the
+            # end of the file exactly proves nothing: a shortened batch followed by others).
             nxt = pos + batch_size
-            if nxt != size and _resync(records, nxt, min(size, nxt + RECORDS_OFFSET), expected, max_offset,
-                                       whole_to=size) != nxt:
+            if nxt == size or _resync(records, nxt, min(size, nxt + RECORDS_OFFSET), expected, max_offset,
+                                      whole_to=size) != nxt:
                 found = _resync(records, pos + 1, size, expected, max_offset)
                 nxt = size if found is None else found
             yield SkippedBatch(records.path, pos, nxt - pos, base, expected, str(e))

@@ -35,8 +35,11 @@ the task writes), so a ``read_committed`` reader sees a task's rows all at once 
 1. ``init_transactions`` fences any older attempt of the same task still running (a zombie:
    its commit then fails) and aborts what it left open.
 2. Streaming: the task reads the group ``<prefix>``'s committed offset for partition
-   ``<partition id>`` of the pseudo-topic ``BATCH_MARKER_TOPIC`` (no such topic exists; Kafka
-   keeps group offsets for any name): the next micro-batch this task partition has to write.
+   ``<partition id>`` of the topic ``BATCH_MARKER_TOPIC``: the next micro-batch this task
+   partition has to write. The topic holds no records; it exists because Kafka (and this
+   broker) accept commits only for partitions that exist, so a task makes sure it has a
+   partition ``<partition id>`` (creating the topic, or adding partitions) before its first
+   commit; one such topic serves every query, as the offsets are per group.
    If it is past this batch id, this batch's rows for this partition are already committed —
    a replay after a failure — and the task writes nothing.
 3. Otherwise it begins a transaction, writes its rows, sends ``batch id + 1`` as that offset
@@ -248,7 +251,7 @@ def write_task(batches: Iterator[Any], o: SinkOptions, columns: frozenset[str],
         lt.run(task.producer.flush())
         task.check_done(everything=True)
         if prefix is not None:
-            lt.run(_commit(task.producer, prefix, partition_id, batch_id))
+            lt.run(_commit(task.producer, o, prefix, partition_id, batch_id))
         ok = True
     finally:
         if ok:
@@ -272,8 +275,35 @@ async def _committed_batch(o: SinkOptions, prefix: str, partition_id: int) -> in
     return om.offset if om is not None else 0
 
 
-async def _commit(p: Producer, prefix: str, partition_id: int, batch_id: int | None) -> None:
+async def _ensure_marker_partition(o: SinkOptions, partition_id: int) -> None:
+    """Make ``BATCH_MARKER_TOPIC`` have a partition ``partition_id``. Tasks race here: a
+    topic or partitions another task created first are fine."""
+    from client.admin import Admin
+    from client.errors import InvalidPartitionsError, TopicAlreadyExistsError, UnknownTopicOrPartitionError
+
+    async with Admin(o.bootstrap_servers, client_id="minibroker-spark-sink") as admin:
+        for _ in range(5):
+            try:
+                have = len((await admin.describe_topics([BATCH_MARKER_TOPIC], include_configs=False))
+                           [BATCH_MARKER_TOPIC].partitions)
+            except UnknownTopicOrPartitionError:
+                try:
+                    await admin.create_topic(BATCH_MARKER_TOPIC, partition_id + 1)
+                    return
+                except TopicAlreadyExistsError:
+                    continue
+            if have > partition_id:
+                return
+            try:
+                await admin.create_partitions({BATCH_MARKER_TOPIC: partition_id + 1})
+                return
+            except InvalidPartitionsError:
+                continue  # grown meanwhile by another task: look again
+
+
+async def _commit(p: Producer, o: SinkOptions, prefix: str, partition_id: int, batch_id: int | None) -> None:
     if batch_id is not None:
+        await _ensure_marker_partition(o, partition_id)
         await p.send_offsets_to_transaction(
             {(BATCH_MARKER_TOPIC, partition_id): OffsetAndMetadata(batch_id + 1, f"micro-batch {batch_id}")}, prefix)
     await p.commit_transaction()

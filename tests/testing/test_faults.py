@@ -59,7 +59,10 @@ def _batch(n: int = 1) -> bytes:
 def test_error_response_encodes_for_every_api_and_version(key: int) -> None:
     lo, hi = SUPPORTED_VERSIONS[key]
     request = {ApiKey.PRODUCE: produce("t", 3, b""), ApiKey.FETCH: fetch("t", 3, 0),
-               ApiKey.METADATA: metadata(["t"])}.get(key, {"topics": [{"name": "t", "partitions": [{"partition_index": 3}]}]})
+               ApiKey.METADATA: metadata(["t"]),
+               ApiKey.WRITE_TXN_MARKERS: {"markers": [{"producer_id": 0, "topics": [
+                   {"name": "t", "partition_indexes": [3]}]}]},
+               }.get(key, {"topics": [{"name": "t", "partitions": [{"partition_index": 3}]}]})
     for v in range(lo, hi + 1):
         body = error_response(key, v, request, NLOF)
         w = Writer()
