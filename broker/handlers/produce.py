@@ -141,7 +141,6 @@ def handle(request: dict[str, Any], version: int, state: Any) -> Any:
     failed = False
     jobs: list[_Job] = []
     tails = state.append_tails
-    loop = asyncio.get_running_loop()
     for topic in request["topic_data"]:
         name = topic["name"]
         parts = []
@@ -186,7 +185,7 @@ def handle(request: dict[str, Any], version: int, state: Any) -> Any:
                 if legacy or _compressed(records) or id(log) in tails:
                     # Inflating is the worker threads' job; the log's appends keep their order.
                     previous = tails.get(id(log))
-                    done = tails[id(log)] = loop.create_future()
+                    done = tails[id(log)] = asyncio.get_running_loop().create_future()
                     jobs.append(_Job(log, name, p["index"], records, legacy, resp, previous, done))
                     continue
                 try:
