@@ -138,6 +138,23 @@ def test_a_request_s_batches_share_request_max_decompressed_bytes(tmp_path) -> N
         assert b.stop() == 0, b.log_text()
 
 
+def test_broker_max_decompressed_bytes_bounds_a_batch_too(tmp_path) -> None:
+    """With broker.max.decompressed.bytes at 4 MiB, no batch may inflate past it (it could
+    never get its buffer): a batch inflating to 8 MiB is MESSAGE_TOO_LARGE naming it, one
+    inflating to 2 MiB is written."""
+    b = _broker(tmp_path, "broker.max.decompressed.bytes=4194304")
+    try:
+        with Conn(b.port, timeout=60) as c:
+            assert c.call(ApiKey.CREATE_TOPICS, 3, create_topic("pool", 1))["topics"][0]["error_code"] == 0
+            p = _part(c.call(P, 9, produce("pool", 0, zstd_bomb(8 << 20))))
+            assert p["error_code"] == ErrorCode.MESSAGE_TOO_LARGE, p
+            assert "broker.max.decompressed.bytes" in p["error_message"], p
+            p = _part(c.call(P, 9, produce("pool", 0, zstd_bomb(2 << 20))))
+            assert p["error_code"] == 0 and p["base_offset"] == 0, p
+    finally:
+        assert b.stop() == 0, b.log_text()
+
+
 def test_inflating_bombs_does_not_stall_other_clients(tmp_path) -> None:
     """One client sends a Produce request of 20 partitions, each a batch of valid records
     inflating to 60 MiB (2 MB on the wire); another client's ApiVersions are each answered
