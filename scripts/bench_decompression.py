@@ -9,6 +9,11 @@ Cases (``--case``):
   within 64 x the default ``max.message.bytes``).
 - ``raised``: a topic created with ``max.message.bytes=2147483647`` and one zstd batch whose
   records inflate to ``--inflate-mib`` MiB.
+- ``partitions``: one batch (``--inflate-mib``) in each of ``--partitions`` partitions of one
+  request.
+
+Each batch is one valid record whose value is zeros, so it passes every record check: only a
+bound on inflating stops it. ``--version`` sets the Produce version (7).
 
 Printed: the partition's error code, the slowest ApiVersions round trip while the bomb was
 handled (the loop stall another client sees), the broker's CPU seconds for the request, and its
@@ -130,7 +135,9 @@ def _cpu_seconds(pid: int) -> float:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--case", choices=["multi", "raised"], required=True)
+    ap.add_argument("--case", choices=["multi", "raised", "partitions"], required=True)
+    ap.add_argument("--partitions", type=int, default=20, help="partitions (partitions; default 20)")
+    ap.add_argument("--version", type=int, default=7, help="Produce version (default 7)")
     ap.add_argument("--batches", type=int, default=100, help="batches in the one partition (multi; default 100)")
     ap.add_argument("--inflate-mib", type=int, default=64, help="MiB each batch's records inflate to (default 64)")
     ap.add_argument("--override", action="append", default=[], help="broker property k=v (repeatable)")
@@ -144,8 +151,9 @@ def main() -> None:
         try:
             pid = b.pid
             admin = socket.create_connection(("127.0.0.1", b.port))
+            nparts = args.partitions if args.case == "partitions" else 1
             r = _call(admin, ApiKey.CREATE_TOPICS, 3, {
-                "topics": [{"name": "bomb", "num_partitions": 1, "replication_factor": 1, "assignments": [],
+                "topics": [{"name": "bomb", "num_partitions": nparts, "replication_factor": 1, "assignments": [],
                             "configs": configs}], "timeout_ms": 10000, "validate_only": False})
             assert r["topics"][0]["error_code"] == 0, r
             before = _status(pid)
@@ -171,19 +179,23 @@ def main() -> None:
             prober.start()
             time.sleep(0.3)
             t0 = time.perf_counter()
-            resp = _call(admin, ApiKey.PRODUCE, 7, {
+            resp = _call(admin, ApiKey.PRODUCE, args.version, {
                 "transactional_id": None, "acks": 1, "timeout_ms": 30000,
-                "topic_data": [{"name": "bomb", "partition_data": [{"index": 0, "records": records}]}]}, cid=2)
+                "topic_data": [{"name": "bomb", "partition_data": [{"index": i, "records": records}
+                                                                   for i in range(nparts)]}]}, cid=2)
             elapsed = time.perf_counter() - t0
             time.sleep(0.3)
             done.set()
             prober.join()
             cpu = _cpu_seconds(pid) - cpu0
             after = _status(pid)
-            p = resp["responses"][0]["partition_responses"][0]
-            print(f"case={args.case} request={len(records)} bytes batches={args.batches if args.case == 'multi' else 1}"
+            parts = resp["responses"][0]["partition_responses"]
+            print(f"case={args.case} Produce v{args.version} request={len(records) * nparts} bytes"
+                  f" batches={args.batches if args.case == 'multi' else 1} x {nparts} partitions"
                   f" inflate={args.inflate_mib} MiB each overrides={args.override}")
-            print(f"  error_code={p['error_code']} error_message={p.get('error_message')!r}")
+            codes = [p["error_code"] for p in parts]
+            print(f"  error_codes={codes if len(codes) < 5 else {c: codes.count(c) for c in set(codes)}}"
+                  f" first error_message={next((p.get('error_message') for p in parts if p['error_code']), None)!r}")
             print(f"  produce answered in {elapsed * 1000:.0f} ms; broker CPU {cpu:.2f} s")
             print(f"  other client's ApiVersions: max {max(latencies) * 1000:.1f} ms over {len(latencies)} requests")
             print(f"  broker VmRSS {before['VmRSS']} -> {after['VmRSS']} MiB, VmHWM {before['VmHWM']} ->"
