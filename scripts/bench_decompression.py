@@ -40,7 +40,7 @@ import cramjam
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from broker.testing.process import BrokerProcess  # noqa: E402
-from client.protocol.api import ApiKey  # noqa: E402
+from client.protocol.api import ApiKey, response_header_version  # noqa: E402
 from client.protocol.header import encode_request_header  # noqa: E402
 from client.protocol.messages import REQUESTS, RESPONSES  # noqa: E402
 from client.protocol.primitives import Reader, Writer  # noqa: E402
@@ -77,6 +77,8 @@ def _call(sock: socket.socket, key: int, version: int, body: dict, cid: int = 1)
     sock.sendall(_request(key, version, cid, body))
     r = Reader(_recv(sock))
     r.int32()
+    if response_header_version(key, version) >= 1:
+        r.tagged_fields()
     return RESPONSES[key].decode(r, version)
 
 
