@@ -14,6 +14,12 @@ INVALID_TIMESTAMP. acks=0: no response (the connection is closed if anything fai
 acks=1: answered after the append (page cache); acks=-1: answered once the appended offsets
 are fsync'd (group commit, see state.py).
 
+Compressed batches, and v0-2 message sets, are validated (inflated: storage/inflation.py
+bounds what that may cost, whatever the topic's ``max.message.bytes``) in the broker's inflate
+threads, not on the event loop, then appended on the loop; a log whose earlier append is still
+being validated makes later ones wait (``BrokerState.append_tails``), so each log takes
+appends in arrival order. An uncompressed batch is appended at once, as before.
+
 Versions: v0-2 normally carry magic 0/1 message sets (clients pinned to Kafka < 0.11): they
 are converted to one RecordBatch v2 on the way in (client/records/legacy.py: keys, values and
 timestamps kept, offsets assigned by the log, the producer's codec re-applied), as Kafka 3.x
