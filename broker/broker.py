@@ -309,6 +309,8 @@ class Broker:
             await self.state.txn.close()
         if self.state is not None and self.state.groups is not None:
             await self.state.groups.close()
+        if self.state is not None:  # produce batches still being inflated finish (their appends then fail)
+            await asyncio.get_running_loop().run_in_executor(None, self.state.inflate_executor.shutdown)
         if self.cleaner is not None:  # a cleaning in progress gives up (its swap may still run here)
             await asyncio.get_running_loop().run_in_executor(None, self.cleaner.shutdown)
         # wait for background flushes to finish before closing the logs

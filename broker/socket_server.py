@@ -398,6 +398,13 @@ class Connection:
         task = item.task
         if task.cancelled():
             raise _Close("connection closing with a long-poll Fetch in flight")
+        if task.exception() is None:  # an acks=0 Produce answered once its appends are done
+            result = task.result()
+            if result is NO_RESPONSE:
+                return b""
+            if result is CLOSE:
+                raise _Close("acks=0 produce request failed; closing as Kafka does so the producer notices",
+                             "acks=0 produce failed")
         try:
             return _encode(item.key, item.version, item.cid, task.result())
         except Exception as e:  # noqa: BLE001

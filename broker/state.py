@@ -10,6 +10,7 @@ which one fsync per file then covers for all of them. The event loop never fsync
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import logging
 import os
 from typing import Any
@@ -18,6 +19,7 @@ from .config import BrokerConfig
 from .dynamic_config import DynamicBrokerConfig
 from .log_limiter import LogLimiter
 from .storage.fileutil import atomic_write
+from .storage.inflation import InflationLimits
 from .storage.log import Log
 from .storage.log_manager import LogManager
 
@@ -61,6 +63,10 @@ class ProducerIdManager:
         return pid
 
 
+#: Worker threads inflating compressed produce batches (each holds at most one batch's buffer).
+INFLATE_THREADS = 2
+
+
 class BrokerState:
     def __init__(self, config: BrokerConfig, logs: LogManager, dynamic: DynamicBrokerConfig | None = None) -> None:
         self.config = config
@@ -83,6 +89,15 @@ class BrokerState:
         self.metrics: Any = None
         self._flushes: dict[int, asyncio.Future[Any]] = {}
         self._waiters: dict[tuple[str, int], set[asyncio.Future[None]]] = {}
+        #: the broker's decompression bounds (storage/inflation.py), which no topic config raises
+        self.inflation = InflationLimits.of(config.int("message.max.decompressed.bytes"),
+                                            config.int("request.max.decompressed.bytes"),
+                                            config.int("broker.max.decompressed.bytes"))
+        #: the threads that validate (inflate) compressed produce batches off the event loop
+        self.inflate_executor = concurrent.futures.ThreadPoolExecutor(INFLATE_THREADS, thread_name_prefix="inflate")
+        #: per log (by id): the last produce append still being validated off the loop; appends
+        #: to the log made after it wait for it, so a log takes appends in arrival order
+        self.append_tails: dict[int, asyncio.Future[None]] = {}
 
     # -- acks=all: group commit --
 

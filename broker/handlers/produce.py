@@ -14,10 +14,18 @@ INVALID_TIMESTAMP. acks=0: no response (the connection is closed if anything fai
 acks=1: answered after the append (page cache); acks=-1: answered once the appended offsets
 are fsync'd (group commit, see state.py).
 
+Compressed batches, and v0-2 message sets, are validated (inflated: storage/inflation.py
+bounds what that may cost, whatever the topic's ``max.message.bytes``) in the broker's inflate
+threads, not on the event loop, then appended on the loop; a log whose earlier append is still
+being validated makes later ones wait (``BrokerState.append_tails``), so each log takes
+appends in arrival order. An uncompressed batch is appended at once, as before.
+
 Versions: v0-2 normally carry magic 0/1 message sets (clients pinned to Kafka < 0.11): they
 are converted to one RecordBatch v2 on the way in (client/records/legacy.py: keys, values and
 timestamps kept, offsets assigned by the log, the producer's codec re-applied), as Kafka 3.x
-does, then appended like any batch. Transactional batches need the request's transactional_id
+does, then appended like any batch. v3+ carry exactly one batch per partition (Kafka's
+ProduceRequest rule: more is INVALID_RECORD for that partition, nothing written; v0-2 may
+carry several). Transactional batches need the request's transactional_id
 (v3+): a request whose partitions' first batch is transactional (magic 2, attribute bit 4)
 without one — every v0-2 request, which has no such field — is refused whole, every partition
 answering TRANSACTIONAL_ID_AUTHORIZATION_FAILED and nothing written, as Kafka's
@@ -34,13 +42,15 @@ one broker, so they are never sent.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import struct
-from typing import Any
+from typing import Any, NamedTuple
 
 from client.protocol.api import ApiKey, ErrorCode
 from client.records.batch import (
     ATTRIBUTES_OFFSET,
+    COMPRESSION_CODEC_MASK,
     CURRENT_MAGIC,
     MAGIC_OFFSET,
     PRODUCER_ID_OFFSET,
@@ -51,6 +61,7 @@ from client.records.compression import DecompressedSizeError
 from client.records.legacy import convert_legacy, is_legacy
 
 from ..storage.errors import RecordTooLargeError
+from ..storage.inflation import RequestInflation
 from ..storage.log_validator import max_decompressed_size
 from .common import CLOSE, NO_RESPONSE, error_code_of
 from .metadata import INTERNAL_TOPICS
@@ -60,15 +71,77 @@ API_KEY = ApiKey.PRODUCE
 #: where a RecordBatch keeps its attributes' low byte and its producer id and epoch
 _ATTRIBUTES_LOW = ATTRIBUTES_OFFSET + 1
 _PRODUCER = struct.Struct(">qh")
+_PRODUCER_END = PRODUCER_ID_OFFSET + _PRODUCER.size
+#: a batch's batchLength: int32 at byte 8, counting the bytes after it
+_BATCH_LENGTH = struct.Struct(">i")
+_BATCH_LENGTH_OFFSET = 8
+_BATCH_LENGTH_END = _BATCH_LENGTH_OFFSET + _BATCH_LENGTH.size
 
 logger = logging.getLogger(__name__)
 
 
-def _convert(records: Any, config: Any) -> bytearray:
+def _convert(records: Any, config: Any, inflation: RequestInflation) -> bytearray:
+    """A magic 0/1 message set as one v2 batch; its wrappers inflate within the request's
+    bound, the pool paying for all of it while it is converted."""
+    topic_bound = max_decompressed_size(config)
+    bound = inflation.bound(topic_bound)
+    inflation.acquire(bound)
     try:
-        return convert_legacy(records, max_decompressed_size(config))
+        return convert_legacy(records, bound)
     except DecompressedSizeError as e:
-        raise RecordTooLargeError(str(e)) from None
+        raise RecordTooLargeError(f"{e} ({inflation.describe(bound, topic_bound)})") from None
+    finally:
+        inflation.release(bound)
+
+
+def _compressed(records: Any) -> bool:
+    """Whether any v2 batch of ``records`` is compressed (its attributes' codec bits); walks
+    the batch headers only. A length that does not parse ends the walk (validation refuses it)."""
+    n = len(records)
+    pos = 0
+    while pos + _ATTRIBUTES_LOW < n:
+        if records[pos + _ATTRIBUTES_LOW] & COMPRESSION_CODEC_MASK:
+            return True
+        (length,) = _BATCH_LENGTH.unpack_from(records, pos + _BATCH_LENGTH_OFFSET)
+        if length <= 0:
+            return False
+        pos += _BATCH_LENGTH_END + length
+    return False
+
+
+class _Job(NamedTuple):
+    """A partition whose append is validated in a worker thread (see ``handle``)."""
+
+    log: Any
+    topic: str
+    partition: int
+    records: Any
+    legacy: bool
+    resp: dict[str, Any]
+    previous: asyncio.Future[None] | None  # the log's pending append before this one
+    done: asyncio.Future[None]  # resolved once this append is written or refused
+
+
+def _validate_jobs(jobs: list[_Job], inflation: RequestInflation) -> list[Any]:
+    """In a worker thread: each job's ``Log.validate_append`` result, or the exception it raised."""
+    out: list[Any] = []
+    for job in jobs:
+        try:
+            records = _convert(job.records, job.log.config, inflation) if job.legacy else job.records
+            out.append(job.log.validate_append(records, inflation=inflation))
+        except Exception as e:  # noqa: BLE001 - every failure becomes a partition error
+            out.append(e)
+    return out
+
+
+def _more_than_one_batch(records: Any) -> bool:
+    """Whether a v2 record set holds more than one batch: its first batch's batchLength (bytes
+    8-11) does not reach the end. A length that does not parse is left to validation
+    (CORRUPT_MESSAGE)."""
+    if len(records) < _BATCH_LENGTH_END:
+        return False
+    (length,) = _BATCH_LENGTH.unpack_from(records, _BATCH_LENGTH_OFFSET)
+    return 0 < length and _BATCH_LENGTH_END + length < len(records)
 
 
 def _is_transactional(records: Any) -> bool:
@@ -109,9 +182,10 @@ def handle(request: dict[str, Any], version: int, state: Any) -> Any:
                               "transactional records need the request's transactional id")
     bad_acks = acks not in (-1, 0, 1)
     responses = []
-    waits = []  # (log, offset, partition response) for acks=-1
+    waits: list[Any] = []  # (log, offset, partition response) for acks=-1
     failed = False
-    metrics = state.metrics
+    jobs: list[_Job] = []
+    tails = state.append_tails
     for topic in request["topic_data"]:
         name = topic["name"]
         parts = []
@@ -130,6 +204,13 @@ def handle(request: dict[str, Any], version: int, state: Any) -> Any:
                 resp["error_code"] = ErrorCode.CORRUPT_MESSAGE
             elif name in INTERNAL_TOPICS:  # written by the broker only, as in Kafka
                 resp["error_code"] = ErrorCode.INVALID_TOPIC_EXCEPTION
+            elif version >= 3 and _more_than_one_batch(records):
+                resp["error_code"] = ErrorCode.INVALID_RECORD
+                resp["error_message"] = (f"Produce requests with version {version} are only allowed to contain"
+                                         " exactly one record batch per partition")
+                state.log_limiter.info(f"producers to {name}-{p['index']}", "INVALID_RECORD",
+                                       "produce to %s-%d rejected: more than one record batch", name, p["index"],
+                                       logger=logger)
             elif acks == -1 and log.config.min_insync_replicas > 1:
                 # Kafka refuses acks=all before writing when the ISR (here: this broker alone)
                 # is smaller than min.insync.replicas.
@@ -145,39 +226,105 @@ def handle(request: dict[str, Any], version: int, state: Any) -> Any:
                                        "transactional produce to %s-%d rejected: %s", name, p["index"],
                                        ErrorCode(code).name, logger=logger)
             else:
+                legacy = version <= 2 and is_legacy(records)
+                if legacy or _compressed(records) or id(log) in tails:
+                    # Inflating is the worker threads' job; the log's appends keep their order.
+                    previous = tails.get(id(log))
+                    done = tails[id(log)] = asyncio.get_running_loop().create_future()
+                    jobs.append(_Job(log, name, p["index"], records, legacy, resp, previous, done))
+                    continue
                 try:
-                    if version <= 2 and is_legacy(records):
-                        records = _convert(records, log.config)
                     info = log.append(records)
                 except Exception as e:  # noqa: BLE001 - every failure becomes a partition error
-                    resp["error_code"] = error_code_of(e)
-                    resp["error_message"] = str(e) or None
-                    state.log_limiter.info(f"producers to {name}-{p['index']}", type(e).__name__,
-                                           "produce to %s-%d rejected: %s", name, p["index"], e, logger=logger)
+                    _refused(state, resp, name, p["index"], e)
                 else:
-                    resp["base_offset"] = info.first_offset
-                    resp["log_append_time_ms"] = info.log_append_time
-                    resp["log_start_offset"] = info.log_start_offset
-                    state.notify_append(name, p["index"])
-                    if metrics is not None:
-                        metrics.produced(name, info.num_records, info.valid_bytes)
-                    if acks == -1:
-                        waits.append((log, info.last_offset + 1, resp))
+                    _appended(state, resp, name, p["index"], log, info, acks, waits)
             if resp["error_code"]:
                 failed = True
         responses.append({"name": name, "partition_responses": parts})
     body = {"responses": responses, "throttle_time_ms": 0}
+    if jobs:
+        # A task of its own, not the reply's coroutine: it runs to the end (and releases the
+        # logs' tails) even when the connection goes and the reply is dropped.
+        work = asyncio.ensure_future(_append_off_loop(jobs, state, acks, waits))
+        return _reply(work, body, acks, failed, state, waits)
     if acks == 0:
         return CLOSE if failed else NO_RESPONSE
     if not waits:
         return body
+    return _after_fsync(body, state, waits)
 
-    async def after_fsync() -> dict[str, Any]:
-        for log, offset, resp in waits:
-            try:
-                await state.durable(log, offset)
-            except Exception as e:  # noqa: BLE001
-                resp["error_code"] = error_code_of(e)
+
+def _refused(state: Any, resp: dict[str, Any], topic: str, partition: int, e: Exception) -> None:
+    resp["error_code"] = error_code_of(e)
+    resp["error_message"] = str(e) or None
+    state.log_limiter.info(f"producers to {topic}-{partition}", type(e).__name__,
+                           "produce to %s-%d rejected: %s", topic, partition, e, logger=logger)
+
+
+def _appended(state: Any, resp: dict[str, Any], topic: str, partition: int, log: Any, info: Any, acks: int,
+              waits: list[Any]) -> None:
+    resp["base_offset"] = info.first_offset
+    resp["log_append_time_ms"] = info.log_append_time
+    resp["log_start_offset"] = info.log_start_offset
+    state.notify_append(topic, partition)
+    metrics = state.metrics
+    if metrics is not None:
+        metrics.produced(topic, info.num_records, info.valid_bytes)
+    if acks == -1:
+        waits.append((log, info.last_offset + 1, resp))
+
+
+async def _append_off_loop(jobs: list[_Job], state: Any, acks: int, waits: list[Any]) -> bool:
+    """Validate (inflate) the jobs' records in a worker thread, then append each on the loop
+    once the log's earlier append is done; True if any failed. Every job's ``done`` is resolved
+    whatever happens."""
+    tails = state.append_tails
+    failed = False
+    try:
+        loop = asyncio.get_running_loop()
+        results = await loop.run_in_executor(state.inflate_executor, _validate_jobs, jobs, state.inflation.request())
+        for job, result in zip(jobs, results):
+            if job.previous is not None and not job.previous.done():
+                await job.previous
+            if not isinstance(result, Exception):
+                try:
+                    info = job.log.append_validated(*result)
+                except Exception as e:  # noqa: BLE001 - every failure becomes a partition error
+                    result = e
+                else:
+                    _appended(state, job.resp, job.topic, job.partition, job.log, info, acks, waits)
+            if isinstance(result, Exception):
+                _refused(state, job.resp, job.topic, job.partition, result)
+                failed = True
+            _release(tails, job)
+    finally:
+        for job in jobs:
+            _release(tails, job)
+    return failed
+
+
+def _release(tails: dict[int, asyncio.Future[None]], job: _Job) -> None:
+    if not job.done.done():
+        job.done.set_result(None)
+    if tails.get(id(job.log)) is job.done:
+        del tails[id(job.log)]
+
+
+async def _reply(work: asyncio.Future[bool], body: dict[str, Any], acks: int, failed: bool, state: Any,
+                 waits: list[Any]) -> Any:
+    failed = await asyncio.shield(work) or failed
+    if acks == 0:
+        return CLOSE if failed else NO_RESPONSE
+    if not waits:
         return body
+    return await _after_fsync(body, state, waits)
 
-    return after_fsync()
+
+async def _after_fsync(body: dict[str, Any], state: Any, waits: list[Any]) -> dict[str, Any]:
+    for log, offset, resp in waits:
+        try:
+            await state.durable(log, offset)
+        except Exception as e:  # noqa: BLE001
+            resp["error_code"] = error_code_of(e)
+    return body

@@ -47,6 +47,7 @@ from .errors import (
 )
 from .file_records import FileSlice, TimestampAndOffset
 from .fileutil import fsync_path
+from .inflation import RequestInflation
 from .log_validator import BatchMetadata, offsets_as_given, recompress, validate_batches
 from .log_validator import assign_offsets as assign_offsets_to
 from .producer_state import (
@@ -397,7 +398,7 @@ class Log:
     # ---------------------------------------------------------------- append
 
     def append(self, records: bytes | bytearray | memoryview, *, assign_offsets: bool = True,
-               from_coordinator: bool = False) -> LogAppendInfo:
+               from_coordinator: bool = False, inflation: RequestInflation | None = None) -> LogAppendInfo:
         """Validate the producer batches in ``records`` (``log_validator``), assign offsets from
         the LEO, roll if needed and append them with one write. Raises a RecordError /
         StorageError (with the Kafka error code) and writes nothing if any batch is invalid.
@@ -409,7 +410,19 @@ class Log:
         ``from_coordinator``: batches the broker's coordinators write (transaction markers,
         transactional offset commits): control batches allowed, no sequence checks (Kafka's
         AppendOrigin.COORDINATOR). A marker ends its producer's open transaction here; an
-        ABORT marker of a transaction that wrote data gets a ``.txnindex`` entry."""
+        ABORT marker of a transaction that wrote data gets a ``.txnindex`` entry.
+
+        ``append`` is ``validate_append`` (no lock, no state: a worker thread may run it, as
+        the Produce handler does for compressed batches) then ``append_validated``."""
+        from_client = assign_offsets and not from_coordinator
+        buf, batches = self.validate_append(records, from_client=from_client, inflation=inflation)
+        return self.append_validated(buf, batches, assign_offsets=assign_offsets, from_client=from_client)
+
+    def validate_append(self, records: bytes | bytearray | memoryview, *, from_client: bool = True,
+                        inflation: RequestInflation | None = None) -> tuple[bytearray | memoryview, list[BatchMetadata]]:
+        """The validation half of ``append`` (``log_validator.validate_batches``, then
+        ``recompress`` for a topic with its own ``compression.type``): the buffer to write and
+        its batches. Reads only the config and the clock: safe off the event loop."""
         # Offsets are patched in place: a bytearray or writable memoryview (the request frame)
         # is used as is; read-only bytes are copied once.
         if isinstance(records, bytearray) or (isinstance(records, memoryview) and not records.readonly):
@@ -420,13 +433,19 @@ class Log:
         # The clock is read for validation only when timestamps are bounded (it is unused
         # otherwise); the append itself reads it again under the lock.
         bounded = cfg.timestamps_bounded
-        from_client = assign_offsets and not from_coordinator
-        batches = validate_batches(buf, cfg, from_producer=from_client, now_ms=self._now_ms() if bounded else 0)
+        batches = validate_batches(buf, cfg, from_producer=from_client, now_ms=self._now_ms() if bounded else 0,
+                                   inflation=inflation)
         if from_client and cfg.compression_type != "producer":  # recompress would keep them as they are
             rewritten = recompress(buf, batches, cfg)
             if rewritten is not None:
                 buf = rewritten
                 batches = validate_batches(buf, cfg, now_ms=self._now_ms() if bounded else 0)
+        return buf, batches
+
+    def append_validated(self, buf: bytearray | memoryview, batches: list[BatchMetadata], *,
+                         assign_offsets: bool = True, from_client: bool = True) -> LogAppendInfo:
+        """The writing half of ``append``: ``buf`` and ``batches`` from ``validate_append``."""
+        cfg = self.config
         has_producer = False  # a loop, not any(<generator>): most appends are one batch
         for b in batches:
             if b.producer_id >= 0:

@@ -18,7 +18,11 @@ writes nothing):
   producerId (INVALID_RECORD);
 - every record of a producer's batch parses (``client.records.validate.check_records``): a
   correct CRC only proves the bytes arrived as sent, not that they mean anything; a
-  compressed batch may inflate to at most 64 x ``max.message.bytes`` (MESSAGE_TOO_LARGE);
+  compressed batch may inflate to at most min(64 x ``max.message.bytes``,
+  ``message.max.decompressed.bytes``) and, given a ``RequestInflation``, to what its request
+  has left of ``request.max.decompressed.bytes`` (MESSAGE_TOO_LARGE; storage/inflation.py),
+  its buffers paid from the broker-wide ``broker.max.decompressed.bytes`` (REQUEST_TIMED_OUT
+  when there is no room within a second);
   on a compacted topic (``cleanup.policy`` with ``compact``) every record has a key
   (INVALID_RECORD, as Kafka: the cleaner could not tell which record of a key is the last);
 - a producer's batch is not marked LogAppendTime, unless the topic uses CreateTime and the
@@ -66,6 +70,8 @@ from client.records.validate import check_records
 
 from .config import LogConfig
 from .errors import InvalidTimestampError, RecordBatchTooLargeError, RecordTooLargeError
+from .inflation import DEFAULTS as INFLATION_DEFAULTS
+from .inflation import RequestInflation
 
 __all__ = ["BatchMetadata", "AssignedOffsets", "validate_batches", "assign_offsets", "batch_metadata",
            "recompress", "target_codec"]
@@ -119,11 +125,16 @@ class AssignedOffsets(NamedTuple):
 
 
 def max_decompressed_size(config: LogConfig) -> int:
-    """How large a producer's compressed records section may inflate: 64 x max.message.bytes
-    (64 MiB by default). Kafka has no such bound, but it never holds a whole inflated batch
-    (it streams the records); this broker decompresses a batch to walk its records, so the
-    bound is what keeps a 100 KB zstd batch of zeros from taking gigabytes."""
+    """How large a producer's compressed records section may inflate by its topic's config:
+    64 x max.message.bytes (64 MiB by default). Kafka has no such bound, but it never holds a
+    whole inflated batch (it streams the records); this broker decompresses a batch to walk its
+    records, so the bound is what keeps a 100 KB zstd batch of zeros from taking gigabytes. A
+    client can raise it (max.message.bytes is a topic config): the broker's own bounds
+    (storage/inflation.py) apply on top of it."""
     return 64 * config.max_message_bytes
+
+
+_MESSAGE_MAX = INFLATION_DEFAULTS["message.max.decompressed.bytes"]
 
 
 def batch_metadata(buf: bytes | bytearray | memoryview, pos: int) -> BatchMetadata:
@@ -135,11 +146,14 @@ def batch_metadata(buf: bytes | bytearray | memoryview, pos: int) -> BatchMetada
 
 
 def validate_batches(buf: bytes | bytearray | memoryview, config: LogConfig, *,
-                     from_producer: bool = True, now_ms: int = 0) -> list[BatchMetadata]:
+                     from_producer: bool = True, now_ms: int = 0,
+                     inflation: RequestInflation | None = None) -> list[BatchMetadata]:
     """Check every batch of ``buf`` (see the module docstring); ``from_producer=False`` is for
     batches that already carry their offsets (a follower-style append), whose records were
     checked when they were first written. ``now_ms`` is the broker's clock for the timestamp
-    bounds (read only when ``config.timestamps_bounded``)."""
+    bounds (read only when ``config.timestamps_bounded``). ``inflation``: the request's share
+    of the broker's decompression bounds (without it, a batch may inflate to
+    min(64 x max.message.bytes, the default ``message.max.decompressed.bytes``))."""
     n = len(buf)
     if n == 0:
         raise CorruptRecordError("empty record set")
@@ -147,7 +161,7 @@ def validate_batches(buf: bytes | bytearray | memoryview, config: LogConfig, *,
     bounded = from_producer and config.timestamps_bounded
     before, after = config.timestamp_before_max_ms, config.timestamp_after_max_ms
     max_message_bytes = config.max_message_bytes
-    max_inflated = max_decompressed_size(config)
+    topic_bound = max_decompressed_size(config)
     require_keys = config.compact
     batches: list[BatchMetadata] = []
     pos = 0
@@ -178,11 +192,16 @@ def validate_batches(buf: bytes | bytearray | memoryview, config: LogConfig, *,
                 # topic takes such a batch's timestamp (its maxTimestamp) as the records' CreateTime.
                 raise InvalidTimestampError("Invalid timestamp type in message. Producer should not set"
                                             " timestamp type to LogAppendTime.")
+            codec = attributes & COMPRESSION_CODEC_MASK
+            bound = (topic_bound if not codec else min(topic_bound, _MESSAGE_MAX) if inflation is None
+                     else inflation.bound(topic_bound))
             try:
-                deltas = check_records(buf, pos, size, count, attributes & COMPRESSION_CODEC_MASK, max_inflated,
-                                       require_keys=require_keys)
+                deltas = check_records(buf, pos, size, count, codec, bound, require_keys=require_keys,
+                                       memory=inflation)
             except DecompressedSizeError as e:
-                raise RecordTooLargeError(str(e)) from None
+                limit = ("64 x max.message.bytes" if bound >= topic_bound else "message.max.decompressed.bytes"
+                         if inflation is None else inflation.describe(bound, topic_bound))
+                raise RecordTooLargeError(f"{e} ({limit})") from None
             if bounded:
                 if attributes & TIMESTAMP_TYPE_MASK:  # every record has the batch's maxTimestamp
                     deltas = [0] * count

@@ -17,12 +17,16 @@ snappy (what librdkafka writes; every client reads it) and accept both framings 
 from __future__ import annotations
 
 import enum
+import mmap
 import struct
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Protocol
 
 import cramjam
 
-__all__ = ["Compression", "compress", "decompress", "UnsupportedCodecError", "DecompressedSizeError",
-           "DEFAULT_MAX_DECOMPRESSED"]
+__all__ = ["Compression", "compress", "decompress", "inflated", "UnsupportedCodecError", "DecompressedSizeError",
+           "DecompressionRefusedError", "InflateMemory", "DEFAULT_MAX_DECOMPRESSED"]
 
 XERIAL_MAGIC = b"\x82SNAPPY\x00"
 _XERIAL_HEADER_SIZE = 16  # magic (8) + version (4) + min compatible version (4)
@@ -166,3 +170,98 @@ def decompress(codec: Compression | int, data: bytes | bytearray | memoryview,
     except cramjam.DecompressionError as e:
         raise ValueError(f"cannot decompress {Compression(codec).name.lower()} records: {e}") from e
     raise UnsupportedCodecError(f"unsupported compression codec id {int(codec)}")
+
+
+class DecompressionRefusedError(Exception):
+    """An ``InflateMemory`` refused the memory a decompression needs (not a fault of the data)."""
+
+
+class InflateMemory(Protocol):
+    """Who pays for ``inflated``'s buffers: ``acquire(n)`` before n bytes are allocated (may
+    block; raises DecompressionRefusedError to refuse), ``release(n)`` once they are freed,
+    ``inflated(n)`` once a section inflated to n bytes."""
+
+    def acquire(self, n: int) -> None: ...
+
+    def release(self, n: int) -> None: ...
+
+    def inflated(self, n: int) -> None: ...
+
+
+@contextmanager
+def inflated(codec: Compression | int, data: bytes | bytearray | memoryview, max_size: int,
+             memory: InflateMemory | None = None) -> Iterator[memoryview]:
+    """The records section ``data`` decompressed, as a read-only view valid inside the block.
+
+    As ``decompress`` (same bound, same errors), but for a caller that walks the section and
+    drops it: the buffers are anonymous mappings (``mmap``), so allocating one costs nothing and
+    its pages are touched by the codec itself, which runs without the GIL (cramjam releases it);
+    nothing is copied after decompression; the pages go back to the system when the block
+    ends. gzip, lz4 and zstd grow the buffer 4x per attempt as ``decompress`` does; raw snappy
+    allocates its declared length. Every buffer is acquired from ``memory`` before it is mapped
+    and released when it is unmapped."""
+    if codec == Compression.NONE:
+        yield memoryview(data).toreadonly()
+        return
+    held = 0
+    buf: mmap.mmap | None = None
+
+    def take(size: int) -> mmap.mmap:
+        nonlocal held, buf
+        if memory is not None:
+            memory.acquire(size)
+            held += size
+        buf = mmap.mmap(-1, max(size, 1))
+        return buf
+
+    def drop() -> None:
+        nonlocal held, buf
+        if buf is not None:
+            buf.close()
+            buf = None
+        if memory is not None and held:
+            memory.release(held)
+        held = 0
+
+    try:
+        view = memoryview(data)
+        try:
+            if codec == Compression.SNAPPY:
+                if bytes(view[:8]) == XERIAL_MAGIC:  # rare (Java clients): chunked, via decompress
+                    take(max_size)
+                    out = _snappy_decompress(view, max_size)
+                    n = len(out)
+                    result = memoryview(out).toreadonly()
+                else:
+                    declared = cramjam.snappy.decompress_raw_len(view)
+                    if declared > max_size:
+                        raise _too_large(Compression.SNAPPY, declared, max_size)
+                    n = cramjam.snappy.decompress_raw_into(view, take(declared))
+                    result = memoryview(buf)[:n].toreadonly()  # type: ignore[arg-type]
+            elif codec in _STREAMS:
+                module = _STREAMS[Compression(codec)]
+                size = min(max(_FIRST_GUESS, 4 * len(view)), max_size)
+                while True:
+                    try:
+                        n = module.decompress_into(view, take(size))
+                        break
+                    except cramjam.DecompressionError as e:
+                        if "whole buffer" not in str(e):  # "failed to write whole buffer": out is full
+                            raise
+                        drop()
+                        if size >= max_size:
+                            raise _too_large(codec, -1, max_size) from None
+                        size = min(size * 4, max_size)
+                result = memoryview(buf)[:n].toreadonly()  # type: ignore[arg-type]
+            else:
+                raise UnsupportedCodecError(f"unsupported compression codec id {int(codec)}")
+        except cramjam.DecompressionError as e:
+            raise ValueError(f"cannot decompress {Compression(codec).name.lower()} records: {e}") from e
+        if memory is not None:
+            memory.inflated(n)
+        try:
+            yield result
+        finally:
+            result.release()
+    finally:
+        drop()

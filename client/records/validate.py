@@ -23,28 +23,36 @@ from __future__ import annotations
 
 from .batch import RECORDS_OFFSET, CorruptRecordError, InvalidRecordError
 from .columnar import decode_lists
-from .compression import DEFAULT_MAX_DECOMPRESSED, DecompressedSizeError, decompress
+from .compression import (
+    DEFAULT_MAX_DECOMPRESSED,
+    DecompressedSizeError,
+    DecompressionRefusedError,
+    InflateMemory,
+    inflated,
+)
 
 __all__ = ["check_records"]
 
 
 def check_records(buf: bytes | bytearray | memoryview, pos: int, size: int, count: int, codec: int,
-                  max_decompressed: int = DEFAULT_MAX_DECOMPRESSED, *, require_keys: bool = False) -> list[int]:
+                  max_decompressed: int = DEFAULT_MAX_DECOMPRESSED, *, require_keys: bool = False,
+                  memory: InflateMemory | None = None) -> list[int]:
     """Check the records of the (header-validated) batch ``buf[pos:pos + size]``; a compressed
-    one may inflate to at most ``max_decompressed`` bytes (DecompressedSizeError above). With
-    ``require_keys`` (a compacted topic) a record without a key is invalid too. Returns the
-    records' timestamp deltas (from the batch's baseTimestamp), in record order."""
+    one may inflate to at most ``max_decompressed`` bytes (DecompressedSizeError above), its
+    buffers paid from ``memory`` (``compression.inflated``; DecompressionRefusedError when it
+    refuses). With ``require_keys`` (a compacted topic) a record without a key is invalid too.
+    Returns the records' timestamp deltas (from the batch's baseTimestamp), in record order."""
     section = memoryview(buf)[pos + RECORDS_OFFSET:pos + size]
-    try:
-        data = decompress(codec, section, max_decompressed) if codec else section
-    except DecompressedSizeError:
-        raise
-    except Exception as e:  # noqa: BLE001 - each codec library has its own error for undecodable input
-        raise InvalidRecordError(f"record batch cannot be decompressed: {type(e).__name__}: {e}") from None
-    try:
-        decoded = decode_lists(data, count)  # type: ignore[arg-type]  # memoryview too
-    except CorruptRecordError as e:
-        raise InvalidRecordError(f"record batch has invalid records: {e}") from None
+    if not codec:
+        decoded = _decode(section, count)
+    else:
+        try:
+            with inflated(codec, section, max_decompressed, memory) as data:
+                decoded = _decode(data, count)
+        except (DecompressedSizeError, DecompressionRefusedError, InvalidRecordError):
+            raise
+        except Exception as e:  # noqa: BLE001 - each codec library has its own error for undecodable input
+            raise InvalidRecordError(f"record batch cannot be decompressed: {type(e).__name__}: {e}") from None
     offsets = decoded[0]
     if require_keys and None in decoded[2]:
         raise InvalidRecordError("Compacted topic cannot accept message without key")
@@ -53,3 +61,11 @@ def check_records(buf: bytes | bytearray | memoryview, pos: int, size: int, coun
         raise InvalidRecordError(f"record {first} of the batch has offset delta {offsets[first]}: inner record"
                                  " offsets must be 0, 1, 2, ...")
     return decoded[1]
+
+
+def _decode(data: memoryview, count: int) -> tuple[list[int], list[int], list[bytes | None], list[bytes | None],
+                                                   list[object]]:
+    try:
+        return decode_lists(data, count)  # type: ignore[arg-type,return-value]  # memoryview too
+    except CorruptRecordError as e:
+        raise InvalidRecordError(f"record batch has invalid records: {e}") from None
