@@ -69,3 +69,14 @@ def reply_when_ready(start: Callable[[Callable[[Any], None]], None]) -> Any:
 
 async def _wait(fut: asyncio.Future[Any]) -> Any:
     return await fut
+
+
+async def after_fsync(body: dict[str, Any], state: Any, waits: list[tuple[Any, int, dict[str, Any]]]) -> dict[str, Any]:
+    """``body`` once each (log, offset, partition answer) of ``waits`` is fsync'd up to the
+    offset (acks=all); a failed flush sets that partition's error code."""
+    for log, offset, resp in waits:
+        try:
+            await state.durable(log, offset)
+        except Exception as e:  # noqa: BLE001 - the partition answers with the error's code
+            resp["error_code"] = error_code_of(e)
+    return body

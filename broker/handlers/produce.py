@@ -63,7 +63,7 @@ from client.records.legacy import convert_legacy, is_legacy
 from ..storage.errors import RecordTooLargeError
 from ..storage.inflation import RequestInflation
 from ..storage.log_validator import max_decompressed_size
-from .common import CLOSE, NO_RESPONSE, error_code_of
+from .common import CLOSE, NO_RESPONSE, after_fsync, error_code_of
 from .metadata import INTERNAL_TOPICS
 
 API_KEY = ApiKey.PRODUCE
@@ -252,7 +252,7 @@ def handle(request: dict[str, Any], version: int, state: Any) -> Any:
         return CLOSE if failed else NO_RESPONSE
     if not waits:
         return body
-    return _after_fsync(body, state, waits)
+    return after_fsync(body, state, waits)
 
 
 def _refused(state: Any, resp: dict[str, Any], topic: str, partition: int, e: Exception) -> None:
@@ -318,13 +318,5 @@ async def _reply(work: asyncio.Future[bool], body: dict[str, Any], acks: int, fa
         return CLOSE if failed else NO_RESPONSE
     if not waits:
         return body
-    return await _after_fsync(body, state, waits)
+    return await after_fsync(body, state, waits)
 
-
-async def _after_fsync(body: dict[str, Any], state: Any, waits: list[Any]) -> dict[str, Any]:
-    for log, offset, resp in waits:
-        try:
-            await state.durable(log, offset)
-        except Exception as e:  # noqa: BLE001
-            resp["error_code"] = error_code_of(e)
-    return body

@@ -27,7 +27,7 @@ from client.protocol.api import ApiKey, ErrorCode
 from client.records.control import build_control_batch
 
 from ..group.records import CONSUMER_OFFSETS
-from .common import error_code_of
+from .common import after_fsync, error_code_of
 
 API_KEY = ApiKey.WRITE_TXN_MARKERS
 
@@ -84,13 +84,4 @@ def handle(request: dict[str, Any], version: int, state: Any) -> Any:
     body = {"markers": markers}
     if not waits:
         return body
-
-    async def after_fsync() -> dict[str, Any]:
-        for log, offset, resp in waits:
-            try:
-                await state.durable(log, offset)
-            except Exception as e:  # noqa: BLE001
-                resp["error_code"] = error_code_of(e)
-        return body
-
-    return after_fsync()
+    return after_fsync(body, state, waits)
