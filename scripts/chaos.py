@@ -1,28 +1,62 @@
 #!/usr/bin/env python3
-"""A soak under failure: producers (acks=all) and admin calls run against a broker that is
-SIGKILLed and restarted at random moments; at the end every acknowledged record must be in
-the log, in the order its producer had it acknowledged.
+"""A soak under failure: producers (acks=all), a consumer group, a transactional producer,
+read_committed readers and admin calls run against a broker that is SIGKILLed and restarted at
+random moments, with a byte of ``__consumer_offsets`` damaged on disk between some kills; at
+the end every acknowledged record must be in the log, in the order its producer had it
+acknowledged, and every acknowledged commit and transaction must have its effect.
 
     .venv/bin/python scripts/chaos.py --duration 120          # what CI runs (tests/broker)
     .venv/bin/python scripts/chaos.py --duration 1800 --seed 7 # a long one
 
 Load: one confluent-kafka producer (librdkafka, acks=all, ``enable.idempotence=true``) and one
 of ours (acks=all, ``enable_idempotence=True``, 1 request in flight), each writing values
-``<producer>-<sequence>`` to a 3-partition topic, plus an admin
-thread listing offsets and describing the topic. The broker (a ``python -m broker serve``
-process on a fixed port, data kept across restarts) is SIGKILLed every ``--kill-every``
-seconds on average (uniformly 0.5x-1.5x) and restarted at once.
+``<producer>-<sequence>`` to the 3-partition topic ``chaos``; a member of the group
+``chaos-group`` (confluent-kafka, ``enable.auto.commit=false``) consuming ``chaos`` and
+committing the offsets it processed synchronously; a transactional producer (confluent-kafka,
+``transaction.timeout.ms=10000``) writing transactions of 1-20 records to ``chaos-txn``, about
+30% aborted on purpose; a read_committed consumer (confluent-kafka) reading ``chaos-txn`` as
+it is written; plus an admin thread listing offsets and describing the topic. The broker (a
+``python -m broker serve`` process on a fixed port, data kept across restarts) is SIGKILLed
+every ``--kill-every`` seconds on average (uniformly 0.5x-1.5x) and restarted at once.
 
-Checks, on a last clean start: every acknowledged record is present; per producer and
-partition, acknowledged records appear in the log in sequence order; the log's offsets are
-contiguous; no value is in the log twice. Records written but not acknowledged (in flight at a
-kill) may or may not be there. A retried batch whose first attempt was written (its answer
-lost with the killed broker) is recognised by the broker from the producer's id, epoch and
-sequences, also after the restart (producer state rebuilt from the snapshot plus the log
+Checks on the records, on a last clean start: every acknowledged record is present; per
+producer and partition, acknowledged records appear in the log in sequence order; the log's
+offsets are contiguous; no value is in the log twice. Records written but not acknowledged (in
+flight at a kill) may or may not be there. A retried batch whose first attempt was written (its
+answer lost with the killed broker) is recognised by the broker from the producer's id, epoch
+and sequences, also after the restart (producer state rebuilt from the snapshot plus the log
 tail), and answered with its first offsets: a value in the log twice is a failure.
 ``--no-idempotence`` runs both producers without idempotence, where such retries are written
-twice: duplicates are then counted and reported, not failures. Exit status 1 on any lost or
-reordered acknowledged record, or on any duplicate with idempotent producers.
+twice: duplicates are then counted and reported, not failures.
+
+Checks on the group's commits: every commit the broker acknowledged is recorded (per
+partition, offset and time). After each restart, with no commit in flight, the group's
+committed offsets (OffsetFetch, our admin client) must be >= the last acknowledged commit
+(else a commit was lost) and >= what OffsetFetch answered after the previous restart (else it
+moved backwards). After the last clean start they must equal the last acknowledged commits.
+
+Checks on transactions: after the last clean start the last stable offset (ListOffsets with
+READ_COMMITTED, confluent-kafka's admin client) must reach the high watermark on every
+partition within transaction.timeout.ms + 20 s (else a transaction was left hanging); then our
+read_committed consumer reads ``chaos-txn`` from offset 0 to the last stable offset: every
+record of a transaction whose commit was acknowledged is read exactly once, no record of an
+aborted one is read, a transaction whose outcome the client could not know (an error during
+commit, then a new producer) is read whole or not at all, and no other value is read. The
+live read_committed consumer must have read no aborted record and none twice.
+
+Damage (issue 29, "a bad byte never costs more than its batch"): before every
+``--corrupt-every``-th restart (default 5; 0: never), while the broker is down, one bit of one
+byte in the CRC-covered part of one batch of a ``__consumer_offsets`` segment is flipped:
+alternately a batch picked uniformly among all of them and the batch holding the group's
+latest commit. The broker must start (else the run stops with a failure) and its log must name
+the damaged batch (its segment file and position). A damaged batch costs only itself: if it
+held the group's latest commit of a partition, the committed offset may fall back at that
+restart to the latest acknowledged commit no damaged batch held; that is counted as
+``commits_lost_to_injected_corruption``, not a failure. Any other loss is.
+
+Exit status 1 on any lost or reordered acknowledged record, any duplicate with idempotent
+producers, any commit lost or moved backwards, any failed transactional check above, any
+hanging transaction, a damaged batch the log does not name, or a broker that does not start.
 """
 
 from __future__ import annotations
