@@ -691,6 +691,7 @@ def main(argv: list[str] | None = None) -> int:
             if args.corrupt_every and kills % args.corrupt_every == 0:
                 corruption = inject_corruption(data_dir, rng, latest=(kills // args.corrupt_every) % 2 == 0, done=damaged)
                 corruptions += corruption is not None
+                acked_then = {p: commits.last(p) for p in range(PARTITIONS)}
             when = f"[{args.duration - (t_end - time.monotonic()):6.1f} s] kill {kills}"
             try:
                 broker.start(timeout=60)
@@ -715,7 +716,8 @@ def main(argv: list[str] | None = None) -> int:
                 finally:
                     commits.lock.release()
             damage = (f"; damaged {corruption.path} at byte {corruption.byte} (batch at {corruption.position},"
-                      f" holding the group's commits {corruption.commits or 'none'})" if corruption else "")
+                      f" holding the group's commits {corruption.commits or 'none'}; last acknowledged"
+                      f" {acked_then})" if corruption else "")
             print(f"{when}: restarted{damage};"
                   f" acknowledged so far {sum(len(v) for v in acks.by_producer.values())} records,"
                   f" {commits.requests_acked} commits, {len(txns.committed)} transactions", flush=True)
