@@ -692,6 +692,8 @@ def main(argv: list[str] | None = None) -> int:
                 corruption = inject_corruption(data_dir, rng, latest=(kills // args.corrupt_every) % 2 == 0, done=damaged)
                 corruptions += corruption is not None
                 acked_then = {p: commits.last(p) for p in range(PARTITIONS)}
+                requests_then = commits.requests_acked
+            since_kill = 0  # commits acknowledged between the kill and the check
             when = f"[{args.duration - (t_end - time.monotonic()):6.1f} s] kill {kills}"
             try:
                 broker.start(timeout=60)
@@ -712,12 +714,14 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"{when}: the group consumer's commit did not return in 120 s", file=sys.stderr)
             else:
                 try:
+                    since_kill = commits.requests_acked - requests_then if corruption else 0
                     commit_check.after_restart(fetch_committed(bootstrap), commits, corruption, when)
                 finally:
                     commits.lock.release()
             damage = (f"; damaged {corruption.path} at byte {corruption.byte} (batch at {corruption.position},"
                       f" holding the group's commits {corruption.commits or 'none'}; last acknowledged"
-                      f" {acked_then})" if corruption else "")
+                      f" {acked_then}, {since_kill} more acknowledged before the"
+                      " check)" if corruption else "")
             print(f"{when}: restarted{damage};"
                   f" acknowledged so far {sum(len(v) for v in acks.by_producer.values())} records,"
                   f" {commits.requests_acked} commits, {len(txns.committed)} transactions", flush=True)
