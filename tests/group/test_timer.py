@@ -41,8 +41,10 @@ def test_keys_fire_once_in_deadline_order_and_cancelled_ones_never() -> None:
         for k, at in fired:
             if k != -1:
                 assert at >= due[k] - 0.001  # never early (the loop's clock resolution aside)
+        # in deadline order: the test's deadlines are read just before each schedule call, the
+        # timer's just after, so two keys due within a few microseconds may swap
         order = [due[k] for k in keys if k != -1]
-        assert order == sorted(order)  # in deadline order
+        assert all(b >= a - 0.002 for a, b in zip(order, order[1:]))
         timer.close()
 
     asyncio.run(main())
