@@ -44,7 +44,7 @@ from client.records.batch import (
 
 from .file_records import FileRecords
 
-__all__ = ["SkippedBatch", "ValidBatch", "scan_segment"]
+__all__ = ["SkippedBatch", "ValidBatch", "scan_segment", "framing_holds"]
 
 _LEN = struct.Struct(">qi")   # baseOffset, batchLength
 _CRC = struct.Struct(">I")
@@ -191,3 +191,34 @@ def _crc_matches(records: FileRecords, window: bytes, cand: int, at: int, batch_
     else:
         body = records.read(at + ATTRIBUTES_OFFSET, batch_size - ATTRIBUTES_OFFSET)
     return bool(_crc32c.crc32c(body) == stored)
+
+
+def framing_holds(records: FileRecords, start: int, end: int, min_offset: int) -> bool:
+    """Whether ``[start, end)`` is whole batches with magic 2 and increasing base offsets (at
+    or above ``min_offset``): the fast path of a start-up framing walk, one length read per
+    batch and no CRC (``scan_segment`` says where and why when it does not hold)."""
+    unpack = _LEN.unpack_from
+    pos = start
+    last_base = min_offset - 1
+    while pos < end:
+        buf = records.read(pos, min(SCAN_CHUNK, end - pos))
+        n, off = len(buf), 0
+        while n - off >= RECORDS_OFFSET:
+            base, length = unpack(buf, off)
+            size = length + LOG_OVERHEAD
+            if size < RECORDS_OFFSET or pos + off + size > end or buf[off + MAGIC_OFFSET] != CURRENT_MAGIC \
+                    or base <= last_base:
+                return False
+            last_base = base
+            off += size
+        if off == 0:  # a batch larger than the chunk, or a tail too short for a header
+            if n < RECORDS_OFFSET:
+                return False
+            base, length = unpack(buf, 0)
+            size = length + LOG_OVERHEAD
+            if size < RECORDS_OFFSET or pos + size > end or buf[MAGIC_OFFSET] != CURRENT_MAGIC or base <= last_base:
+                return False
+            last_base = base
+            off = size
+        pos += off
+    return pos == end

