@@ -117,9 +117,11 @@ def handle(request: dict[str, Any], version: int, state: Any) -> Any:
 async def _create_then_answer(request: dict[str, Any], version: int, state: Any, new: list[tuple[str, int, dict[str, str]]],
                               invalid: set[str]) -> dict[str, Any]:
     reserved, refused = reserve_all(state.logs, new)
-    for name, e in refused.items():
-        if not isinstance(e, TopicExistsError):
-            logger.error("cannot auto-create topic %s: %s", name, e)
+    refused = {name: e for name, e in refused.items() if not isinstance(e, TopicExistsError)}
+    if refused:  # one line, however many (thousands past the open files budget)
+        name, e = next(iter(refused.items()))
+        logger.error("cannot auto-create %d topics (%s%s): %s", len(refused), name,
+                     " ..." if len(refused) > 1 else "", e)
     results = await create_reserved(state.logs, reserved)
     failed = sum(1 for e in results.values() if e is not None)
     logger.info("auto-created %d topics with %d partitions each%s", len(results) - failed, state.num_partitions,

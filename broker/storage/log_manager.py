@@ -170,6 +170,7 @@ class LogManager:
         #: partitions being made, held against the open files budget: topic -> partitions
         #: (``reserve_topic``; a growing topic under "<topic> (growing)", never a topic name)
         self._reserved: dict[str, int] = {}
+        self._reserved_total = 0  # sum(self._reserved.values()), kept by _reserve / _unreserve
         #: topics being given more partitions (``begin_partitions``): topic -> partitions to add
         self._growing: dict[str, int] = {}
         self._configs_generation = 0  # the last topic_configs_snapshot's number
@@ -476,17 +477,25 @@ class LogManager:
             raise TopicExistsError(f"Topic '{name}' already exists.")
         if not isinstance(partitions, int) or partitions < 1:
             raise ValueError(f"Number of partitions must be larger than 0, got {partitions}")
-        self.budget.check(len(self.logs) + len(self.offline) + sum(self._reserved.values()), partitions)
+        self.budget.check(len(self.logs) + len(self.offline) + self._reserved_total, partitions)
         overrides = {k: str(v) for k, v in (configs or {}).items()}
         config = self.default_config.with_overrides(overrides)  # raises InvalidConfigError
         info = TopicInfo(name, partitions, overrides, config)
         if validate_only:
             return info
-        self._reserved[name] = partitions
+        self._reserve(name, partitions)
         return info._replace(topic_id=new_topic_id())
 
     def release_topic(self, name: str) -> None:
-        self._reserved.pop(name, None)
+        self._unreserve(name)
+
+    def _reserve(self, key: str, partitions: int) -> None:
+        self._unreserve(key)
+        self._reserved[key] = partitions
+        self._reserved_total += partitions
+
+    def _unreserve(self, key: str) -> None:
+        self._reserved_total -= self._reserved.pop(key, 0)
 
     def make_logs(self, info: TopicInfo) -> list[Log]:
         """The reserved topic's empty logs, each with its ``partition.metadata``, and the data
@@ -503,7 +512,7 @@ class LogManager:
         off the loop first). On the owner's thread."""
         for info, _ in made:
             assert info.topic_id is not None
-            self._reserved.pop(info.name, None)
+            self._unreserve(info.name)
             self._committing.pop(info.name, None)
             self._set_topic_id(info.name, info.topic_id)
             self._topics[info.name] = info.overrides
@@ -578,11 +587,11 @@ class LogManager:
         if count < current:
             raise InvalidPartitionsError(f"The topic {name} currently has {current} partition(s); {count} would"
                                          " not be an increase.")
-        self.budget.check(len(self.logs) + len(self.offline) + sum(self._reserved.values()), count - current)
+        self.budget.check(len(self.logs) + len(self.offline) + self._reserved_total, count - current)
         if validate_only:
             return current
         self._growing[name] = count - current
-        self._reserved[f"{name} (growing)"] = count - current  # held against the budget while the logs are made
+        self._reserve(f"{name} (growing)", count - current)  # held against the budget while the logs are made
         self._partition_counts[name] = count
         self._write_topic_configs()  # the commit point
         return current
@@ -604,7 +613,7 @@ class LogManager:
         """The growth of ``name`` is over with ``count`` partitions made (fewer than recorded
         when making the logs failed: the recorded count goes back to it)."""
         self._growing.pop(name, None)
-        self._reserved.pop(f"{name} (growing)", None)
+        self._unreserve(f"{name} (growing)")
         if self._partition_counts.get(name, count) != count:
             self._partition_counts[name] = count
             self._write_topic_configs()
