@@ -49,7 +49,7 @@ from typing import Any
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
-from broker.testing.wire import CLOSED, Conn, create_topic, fetch, produce, request_bytes  # noqa: E402
+from broker.testing.wire import CLOSED, Conn, create_topic, decode_response, fetch, produce, request_bytes  # noqa: E402
 from client.protocol.api import ApiKey  # noqa: E402
 from client.records import build_batch  # noqa: E402
 from client.records.batch import iter_batch_headers  # noqa: E402
@@ -293,7 +293,8 @@ def item5(tree: str, work: str, _: Any) -> str:
 def item6(tree: str, work: str, _: Any) -> str:
     with broker(tree, os.path.join(work, "d6")) as b, Conn(b.port) as c:
         c.call(ApiKey.CREATE_TOPICS, 4, create_topic("t", 1))
-        batch = build_batch([(None, b"x")], producer_id=4242, producer_epoch=0, is_transactional=True)
+        batch = build_batch([(None, b"x")], producer_id=4242, producer_epoch=0, base_sequence=0,
+                            is_transactional=True)
         r = c.call(ApiKey.PRODUCE, 2, produce("t", 0, batch))
         code = r["responses"][0]["partition_responses"][0]["error_code"]
         fill(c, "t", 3)
@@ -382,10 +383,15 @@ def item10(tree: str, work: str, _: Any) -> str:
         frame = c.recv_frame()
         if frame is CLOSED:
             return "40,000-partition OffsetCommit: connection closed"
+        _, resp = decode_response(ApiKey.OFFSET_COMMIT, 2, frame)  # type: ignore[arg-type]
+        codes: dict[int, int] = {}
+        for p in resp["topics"][0]["partitions"]:
+            codes[p["error_code"]] = codes.get(p["error_code"], 0) + 1
         c2 = Conn(b.port)
         unknown = commit(c2, "g", "nope", {0: 1})[0]
         c2.close()
-        return f"40,000-partition OffsetCommit answered; a commit for an unknown topic answers {unknown}"
+        return (f"40,000-partition OffsetCommit (10 partitions exist) answered, error codes {codes}; a commit for an"
+                f" unknown topic answers {unknown}")
 
 
 def item11(tree: str, work: str, _: Any) -> str:
