@@ -49,7 +49,7 @@ from typing import Any
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
-from broker.testing.wire import CLOSED, Conn, create_topic, decode_response, fetch, produce, request_bytes  # noqa: E402
+from broker.testing.wire import CLOSED, Conn, create_topic, decode_response, fetch, pinger, produce, request_bytes  # noqa: E402
 from client.protocol.api import ApiKey  # noqa: E402
 from client.records import build_batch  # noqa: E402
 from client.records.batch import iter_batch_headers  # noqa: E402
@@ -130,32 +130,6 @@ def broker(tree: str, data: str, overrides: list[str] = ()) -> Iterator[Broker]:
         yield b
     finally:
         b.stop()
-
-
-@contextmanager
-def pinger(port: int) -> Iterator[list[float]]:
-    """Another client's ApiVersions every 10 ms; yields [the longest round trip in ms]."""
-    worst = [0.0]
-    stop = threading.Event()
-
-    def run() -> None:
-        try:
-            with Conn(port, timeout=300) as c:
-                while not stop.is_set():
-                    t = time.perf_counter()
-                    c.call(ApiKey.API_VERSIONS, 0, {})
-                    worst[0] = max(worst[0], (time.perf_counter() - t) * 1000)
-                    time.sleep(0.01)
-        except Exception:  # noqa: BLE001 - the broker went away: the figure so far stands
-            pass
-
-    th = threading.Thread(target=run, daemon=True)
-    th.start()
-    try:
-        yield worst
-    finally:
-        stop.set()
-        th.join(10)
 
 
 def commit(c: Conn, group: str, topic: str, offsets: dict[int, int], version: int = 2) -> list[int]:
@@ -262,7 +236,7 @@ def item4(tree: str, work: str, args: Any) -> str:
     data = os.path.join(work, "d4")
     n = args.topics
     with broker(tree, data) as b:
-        with pinger(b.port) as worst, Conn(b.port, timeout=900) as c:
+        with pinger(b.port) as pings, Conn(b.port, timeout=900) as c:
             t0 = time.perf_counter()
             try:
                 r = c.call(ApiKey.METADATA, 4, {"topics": [{"name": f"n{i}"} for i in range(n)],
@@ -278,7 +252,7 @@ def item4(tree: str, work: str, args: Any) -> str:
             restart = "restarts"
     except RuntimeError:
         restart = "does NOT restart"
-    return f"{made}/{n} created in {took:.1f} s; stall {worst[0]:.0f} ms; peak RSS {rss} MiB; {restart}"
+    return f"{made}/{n} created in {took:.1f} s; stall {pings.worst * 1000:.0f} ms; peak RSS {rss} MiB; {restart}"
 
 
 def item5(tree: str, work: str, _: Any) -> str:
@@ -336,12 +310,12 @@ def item7(tree: str, work: str, _: Any) -> str:
     with broker(tree, os.path.join(work, "d7")) as b, Conn(b.port, timeout=600) as c:
         c.call(ApiKey.CREATE_TOPICS, 4, create_topic("t", 1))
         bomb = _zstd_zeros_batch(64 << 20)
-        with pinger(b.port) as worst:
+        with pinger(b.port) as pings:
             t0 = time.perf_counter()
             r = c.call(ApiKey.PRODUCE, 7, produce("t", 0, bomb * 100))
             took = time.perf_counter() - t0
         code = r["responses"][0]["partition_responses"][0]["error_code"]
-        return f"answers {code} in {took:.1f} s; stall {worst[0]:.0f} ms; peak RSS {b.kib('VmHWM') // 1024} MiB"
+        return f"answers {code} in {took:.1f} s; stall {pings.worst * 1000:.0f} ms; peak RSS {b.kib('VmHWM') // 1024} MiB"
 
 
 def item8(tree: str, work: str, _: Any) -> str:
@@ -414,7 +388,7 @@ def item12(tree: str, work: str, _: Any) -> str:
         body = {"group_id": "flood", "session_timeout_ms": 30000, "rebalance_timeout_ms": 60000, "member_id": "",
                 "protocol_type": "consumer", "protocols": [{"name": "range", "metadata": b"\x00\x01"}]}
         socks = [socket.create_connection(("127.0.0.1", b.port)) for _ in range(conns)]
-        with pinger(b.port) as worst:
+        with pinger(b.port) as pings:
             t0 = time.perf_counter()
             for i in range(n):
                 socks[i % conns].sendall(request_bytes(ApiKey.JOIN_GROUP, 2, i + 1, body))
@@ -432,7 +406,7 @@ def item12(tree: str, work: str, _: Any) -> str:
             took = time.perf_counter() - t0
         for s in socks:
             s.close()
-    return f"{n} joins answered in {took:.1f} s; stall {worst[0]:.0f} ms"
+    return f"{n} joins answered in {took:.1f} s; stall {pings.worst * 1000:.0f} ms"
 
 
 ITEMS: dict[int, Callable[[str, str, Any], str]] = {

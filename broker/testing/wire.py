@@ -7,10 +7,13 @@ from __future__ import annotations
 import os
 import socket
 import struct
+import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
-from client.protocol.api import response_header_version
+from client.protocol.api import ApiKey, response_header_version
 from client.protocol.header import encode_request_header
 from client.protocol.messages import REQUESTS, RESPONSES
 from client.protocol.primitives import Reader, Writer
@@ -202,3 +205,40 @@ def wait_until(cond: Any, timeout: float = 5.0, interval: float = 0.02) -> bool:
             return True
         time.sleep(interval)
     return bool(cond())
+
+
+class Pings:
+    """What ``pinger`` saw: requests answered and the longest round trip, in seconds."""
+
+    def __init__(self) -> None:
+        self.answered = 0
+        self.worst = 0.0
+
+
+@contextmanager
+def pinger(port: int, interval: float = 0.01, timeout: float = 300.0) -> Iterator[Pings]:
+    """Another client on its own thread: an ApiVersions every ``interval`` s while the block
+    runs, to see how long a request being handled makes the other clients wait. A broker
+    that goes away ends it."""
+    pings = Pings()
+    stop = threading.Event()
+
+    def run() -> None:
+        try:
+            with Conn(port, timeout=timeout) as c:
+                while not stop.is_set():
+                    t = time.perf_counter()
+                    c.call(ApiKey.API_VERSIONS, 0, {})
+                    pings.worst = max(pings.worst, time.perf_counter() - t)
+                    pings.answered += 1
+                    time.sleep(interval)
+        except (OSError, AssertionError):
+            pass
+
+    th = threading.Thread(target=run, daemon=True)
+    th.start()
+    try:
+        yield pings
+    finally:
+        stop.set()
+        th.join(timeout)

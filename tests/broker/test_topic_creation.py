@@ -13,15 +13,13 @@ files budget of broker/storage/fd_budget.py), against broker processes:
 from __future__ import annotations
 
 import shutil
-import threading
-import time
 
 import pytest
 
 from broker.testing import BrokerProcess
+from broker.testing.wire import Conn, create_topic, pinger
 from client.protocol.api import ApiKey
 from client.protocol.api import ErrorCode as E
-from tests.server.wire import Conn, create_topic
 
 pytestmark = pytest.mark.slow
 
@@ -45,26 +43,9 @@ def metadata(c: Conn, names: list[str]) -> dict[str, int]:
 def test_a_metadata_request_for_many_new_topics_does_not_hold_up_others(tmp_path) -> None:
     names = [f"new-{i}" for i in range(600)]
     with BrokerProcess(str(tmp_path / "data")) as b:
-        worst, answered, stop = [0.0], [0], threading.Event()
-
-        def ping() -> None:
-            with Conn(b.port) as c:
-                while not stop.is_set():
-                    t = time.perf_counter()
-                    c.call(ApiKey.API_VERSIONS, 0, {})
-                    worst[0] = max(worst[0], time.perf_counter() - t)
-                    answered[0] += 1
-                    time.sleep(0.005)
-
-        pinger = threading.Thread(target=ping)
-        pinger.start()
-        try:
-            with Conn(b.port, timeout=120) as c:
-                assert metadata(c, names) == dict.fromkeys(names, 0)
-        finally:
-            stop.set()
-            pinger.join()
-        assert answered[0] > 3 and worst[0] < 1.0, (answered, worst)
+        with pinger(b.port, interval=0.005) as pings, Conn(b.port, timeout=120) as c:
+            assert metadata(c, names) == dict.fromkeys(names, 0)
+        assert pings.answered > 3 and pings.worst < 1.0, (pings.answered, pings.worst)
         log = b.log_text()
     assert "created 2" in log or "created 1" in log  # one line per chunk, not one per topic
     with BrokerProcess(str(tmp_path / "data")) as b, Conn(b.port) as c:

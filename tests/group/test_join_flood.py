@@ -8,13 +8,12 @@ from __future__ import annotations
 
 import socket
 import struct
-import threading
 import time
 
 import pytest
 
 from broker.testing import BrokerProcess
-from broker.testing.wire import Conn, request_bytes
+from broker.testing.wire import pinger, request_bytes
 from client.protocol.api import ApiKey
 
 pytestmark = pytest.mark.slow
@@ -26,41 +25,28 @@ def test_ten_thousand_members_join_one_group_without_holding_up_others(tmp_path)
     body = {"group_id": "flood", "session_timeout_ms": 30000, "rebalance_timeout_ms": 60000, "member_id": "",
             "protocol_type": "consumer", "protocols": [{"name": "range", "metadata": b"\x00\x01"}]}
     with BrokerProcess(str(tmp_path / "data"), ["group.initial.rebalance.delay.ms=3000"]) as b:
-        worst, stop = [0.0], threading.Event()
-
-        def ping() -> None:
-            with Conn(b.port) as c:
-                while not stop.is_set():
-                    t = time.perf_counter()
-                    c.call(ApiKey.API_VERSIONS, 0, {})
-                    worst[0] = max(worst[0], time.perf_counter() - t)
-                    time.sleep(0.01)
-
-        pinger = threading.Thread(target=ping)
-        pinger.start()
         socks = [socket.create_connection(("127.0.0.1", b.port)) for _ in range(CONNECTIONS)]
         answered = 0
         try:
-            deadline = time.monotonic() + 30
-            for i in range(MEMBERS):
-                socks[i % CONNECTIONS].sendall(request_bytes(ApiKey.JOIN_GROUP, 2, i + 1, body))
-            for s in socks:
-                buf, got = b"", 0
-                while got < MEMBERS // CONNECTIONS:
-                    s.settimeout(max(deadline - time.monotonic(), 0.001))
-                    chunk = s.recv(1 << 20)
-                    assert chunk, "the broker closed a connection"
-                    buf += chunk
-                    while len(buf) >= 4 and len(buf) >= 4 + struct.unpack_from(">i", buf)[0]:
-                        size = struct.unpack_from(">i", buf)[0]
-                        assert struct.unpack_from(">h", buf, 12)[0] == 0  # size, correlation id, throttle, error code
-                        buf = buf[4 + size:]
-                        got += 1
-                answered += got
+            with pinger(b.port) as pings:
+                deadline = time.monotonic() + 30
+                for i in range(MEMBERS):
+                    socks[i % CONNECTIONS].sendall(request_bytes(ApiKey.JOIN_GROUP, 2, i + 1, body))
+                for s in socks:
+                    buf, got = b"", 0
+                    while got < MEMBERS // CONNECTIONS:
+                        s.settimeout(max(deadline - time.monotonic(), 0.001))
+                        chunk = s.recv(1 << 20)
+                        assert chunk, "the broker closed a connection"
+                        buf += chunk
+                        while len(buf) >= 4 and len(buf) >= 4 + struct.unpack_from(">i", buf)[0]:
+                            size = struct.unpack_from(">i", buf)[0]
+                            assert struct.unpack_from(">h", buf, 12)[0] == 0  # size, correlation id, throttle, error code
+                            buf = buf[4 + size:]
+                            got += 1
+                    answered += got
         finally:
-            stop.set()
-            pinger.join()
             for s in socks:
                 s.close()
         assert answered == MEMBERS
-        assert worst[0] < 1.0, worst
+        assert pings.worst < 1.0, pings.worst
