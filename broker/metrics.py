@@ -89,7 +89,7 @@ from typing import Any, Protocol
 from prometheus_client import ProcessCollector
 from prometheus_client.registry import Collector
 
-from client.protocol.api import ApiKey, ErrorCode
+from client.protocol.api import ApiKey, error_name
 
 __all__ = ["BrokerMetrics", "Snapshot", "TopicStats", "count_errors", "SERIES_MAX"]
 
@@ -133,13 +133,6 @@ def _api_name(key: int) -> str:
         return ApiKey(key).name
     except ValueError:
         return str(key)
-
-
-def _error_name(code: int) -> str:
-    try:
-        return ErrorCode(code).name
-    except ValueError:
-        return str(code)
 
 
 def _produce_errors(body: dict[str, Any], out: dict[int, int]) -> None:
@@ -377,7 +370,7 @@ class Snapshot:
         name = "minibroker_request_errors_total"
         _family(out, name, "counter", "Error codes in responses (one per partition for partitioned APIs)")
         for (key, version, code), n in sorted(self.errors.items()):
-            out.append(f'{name}{{api="{_api_name(key)}",error="{_error_name(code)}",version="{version}"}} {float(n)!r}\n')
+            out.append(f'{name}{{api="{_api_name(key)}",error="{error_name(code)}",version="{version}"}} {float(n)!r}\n')
         name = "minibroker_request_duration_seconds"
         _family(out, name, "histogram", "Time from a request decoded to its response ready, by API")
         for key, (counts, seconds) in sorted(self.latency.items()):

@@ -43,7 +43,7 @@ from client.cluster import Cluster, TopicMetadata
 from client.conn import BrokerConnection
 from client.errors import KafkaConnectionError, KafkaError, error_for_code
 from client.group.admin import GroupAdmin, GroupDescription, GroupListing, GroupOffset, MemberDescription
-from client.protocol.api import ApiKey, ErrorCode
+from client.protocol.api import ApiKey, ErrorCode, error_name
 from client.structs import OffsetAndTimestamp, OffsetSpec, TopicPartition
 
 __all__ = ["Admin", "NewTopic", "TopicDescription", "PartitionInfo", "ConfigEntry", "ConfigResourceType",
@@ -137,7 +137,7 @@ class TopicDescription(NamedTuple):
 
 
 def _err(code: int, what: str, message: str | None = None) -> KafkaError:
-    name = ErrorCode(code).name if code in ErrorCode._value2member_map_ else str(code)
+    name = error_name(code)
     return error_for_code(code, f"{what}: {message or name}")
 
 

@@ -19,7 +19,7 @@ from typing import Any, NamedTuple
 from client.cluster import Cluster, TopicMetadata
 from client.conn import BrokerConnection
 from client.errors import KafkaError, error_for_code
-from client.protocol.api import ApiKey, ErrorCode
+from client.protocol.api import ApiKey, ErrorCode, error_name
 from client.structs import TopicPartition
 
 __all__ = ["ClusterAdmin", "BrokerInfo", "ClusterDescription", "LogDirDescription", "ReplicaInfo",
@@ -103,7 +103,7 @@ def _by_topic(partitions: Iterable[TP] | None, topic_field: str = "topic", parti
 
 def _raise(code: int, what: str, message: str | None = None) -> None:
     if code:
-        name = ErrorCode(code).name if code in ErrorCode._value2member_map_ else str(code)
+        name = error_name(code)
         raise error_for_code(code, f"{what}: {message or name}")
 
 
@@ -219,7 +219,7 @@ class ClusterAdmin(ABC):
             for p in t["partition_result"]:
                 code = p["error_code"]
                 out[TopicPartition(t["topic"], p["partition_id"])] = (
-                    error_for_code(code, p["error_message"] or ErrorCode(code).name) if code else None)
+                    error_for_code(code, p["error_message"] or error_name(code)) if code else None)
         return out
 
     async def list_partition_reassignments(self, partitions: Iterable[TP] | None = None

@@ -20,7 +20,7 @@ from typing import Any, NamedTuple
 
 from client.cluster import Cluster, TopicMetadata
 from client.errors import error_for_code
-from client.protocol.api import ApiKey, ErrorCode
+from client.protocol.api import ApiKey, ErrorCode, error_name
 from client.structs import TopicPartition
 
 __all__ = ["TransactionAdmin", "TransactionListing", "TransactionDescription"]
@@ -51,10 +51,6 @@ class TransactionDescription(NamedTuple):
     timeout_ms: int
     start_time_ms: int
     partitions: tuple[TopicPartition, ...]
-
-
-def _name(code: int) -> str:
-    return ErrorCode(code).name if code in ErrorCode._value2member_map_ else str(code)
 
 
 class TransactionAdmin(ABC):
@@ -101,7 +97,7 @@ class TransactionAdmin(ABC):
 
             code, resp = await self._retrying(ask)
             if code:
-                raise error_for_code(code, f"cannot list the transactions of broker {node}: {_name(code)}")
+                raise error_for_code(code, f"cannot list the transactions of broker {node}: {error_name(code)}")
             out += [TransactionListing(s["transactional_id"], s["producer_id"], s["transaction_state"], node)
                     for s in resp["transaction_states"]]
         return sorted(out)
@@ -123,7 +119,7 @@ class TransactionAdmin(ABC):
 
             code, (node, s) = await self._retrying(ask)
             if code:
-                raise error_for_code(code, f"cannot describe transactional id {txn_id!r}: {_name(code)}")
+                raise error_for_code(code, f"cannot describe transactional id {txn_id!r}: {error_name(code)}")
             out[txn_id] = TransactionDescription(
                 node, s["transaction_state"], s["producer_id"], s["producer_epoch"], s["transaction_timeout_ms"],
                 s["transaction_start_time_ms"],
@@ -152,6 +148,6 @@ class TransactionAdmin(ABC):
             raise error_for_code(ErrorCode.UNKNOWN_SERVER_ERROR, f"unexpected WriteTxnMarkers answer: {resp}")
         if codes[0]:
             raise error_for_code(codes[0], f"cannot abort the transaction of producer id {producer_id} on"
-                                           f" {tp.topic}-{tp.partition}: {_name(codes[0])}")
+                                           f" {tp.topic}-{tp.partition}: {error_name(codes[0])}")
 
 

@@ -20,7 +20,7 @@ from typing import Any
 
 from client.conn import BrokerConnection
 from client.errors import KafkaConnectionError, error_for_code
-from client.protocol.api import ApiKey, ErrorCode
+from client.protocol.api import ApiKey, ErrorCode, error_name
 
 __all__ = ["Cluster", "TopicMetadata", "parse_bootstrap"]
 
@@ -163,7 +163,7 @@ class Cluster:
         code = c["error_code"]
         if code:
             what = "group" if key_type == 0 else "transactional id"
-            name = ErrorCode(code).name if code in ErrorCode._value2member_map_ else str(code)
+            name = error_name(code)
             raise error_for_code(code, f"FindCoordinator for {what} {key!r}: {c.get('error_message') or name}")
         return c["node_id"], c["host"], c["port"]
 
@@ -224,7 +224,7 @@ class Cluster:
             if got is not None and got.error_code == 0 and got.partitions:
                 return got
             code = got.error_code if got is not None else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
-            err = error_for_code(code, f"topic {name!r}: {ErrorCode(code).name if code in ErrorCode._value2member_map_ else code}")
+            err = error_for_code(code, f"topic {name!r}: {error_name(code)}")
             if not err.retriable or time.monotonic() >= deadline:
                 raise err
             await asyncio.sleep(self.retry_backoff_ms / 1000)

@@ -56,7 +56,7 @@ from client.consumer_records import (
     whole_batches,
 )
 from client.errors import KafkaError, error_for_code
-from client.protocol.api import ApiKey, ErrorCode
+from client.protocol.api import ApiKey, ErrorCode, error_name
 from client.records.batch import RecordError
 from client.records.compression import DEFAULT_MAX_DECOMPRESSED
 from client.structs import OffsetAndTimestamp, OffsetSpec, TopicPartition
@@ -213,7 +213,7 @@ class Fetcher:
                         if code == 0:
                             out[tp] = OffsetAndTimestamp(p["offset"], p["timestamp"])
                             continue
-                        err = error_for_code(code, f"ListOffsets {tp.topic}-{tp.partition}: {_code_name(code)}")
+                        err = error_for_code(code, f"ListOffsets {tp.topic}-{tp.partition}: {error_name(code)}")
                         if not err.retriable:
                             raise err
                         retry[tp] = todo[tp]
@@ -364,7 +364,7 @@ class Fetcher:
             "forgotten_topics_data": [], "rack_id": ""},
             timeout=(self.request_timeout_ms + self.fetch_max_wait_ms) / 1000)
         if resp.get("error_code"):
-            raise error_for_code(resp["error_code"], f"fetch from node {node}: {_code_name(resp['error_code'])}")
+            raise error_for_code(resp["error_code"], f"fetch from node {node}: {error_name(resp['error_code'])}")
         sent_by_tp = {p.tp: (p, gen, offset) for p, gen, offset in sent}
         backoff = False
         first: list[PartitionState] = []
@@ -407,7 +407,7 @@ class Fetcher:
                                     p.tp.partition, self.auto_offset_reset)
                         p.clear_position()
                 else:
-                    err = error_for_code(code, f"fetch {p.tp.topic}-{p.tp.partition}: {_code_name(code)}")
+                    err = error_for_code(code, f"fetch {p.tp.topic}-{p.tp.partition}: {error_name(code)}")
                     if err.invalid_metadata:
                         self.cluster.invalidate(p.tp.topic)
                     if err.retriable:
@@ -548,8 +548,3 @@ class Fetcher:
         return cb
 
 
-def _code_name(code: int) -> str:
-    try:
-        return ErrorCode(code).name
-    except ValueError:
-        return f"error {code}"

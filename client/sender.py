@@ -58,7 +58,7 @@ from client.cluster import Cluster
 from client.conn import BrokerConnection
 from client.errors import ERRORS, KafkaError, KafkaTimeoutError, TransactionAbortedError, error_for_code
 from client.producer_batch import BatchResult, ProducerBatch
-from client.protocol.api import ApiKey, ErrorCode
+from client.protocol.api import ApiKey, ErrorCode, error_name
 from client.transaction_manager import TransactionManager
 from client.transactions import Transactions
 
@@ -376,7 +376,7 @@ class Sender:
                 elif code in _SEQUENCE_ERRORS and self._tm is not None and self._sequence_retry(b, code):
                     continue
                 else:
-                    name = ErrorCode(code).name if code in ErrorCode._value2member_map_ else str(code)
+                    name = error_name(code)
                     self._retry_or_fail(b, error_for_code(
                         code, f"{name} from {conn.host}:{conn.port} for {b.topic}-{b.partition}"))
         for b in by_tp.values():

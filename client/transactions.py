@@ -64,7 +64,7 @@ from client.errors import (
     error_for_code,
 )
 from client.producer_batch import ProducerBatch
-from client.protocol.api import ApiKey
+from client.protocol.api import ApiKey, error_name
 from client.protocol.api import ErrorCode as E
 from client.records.batch import TRANSACTIONAL_FLAG_MASK
 from client.structs import ConsumerGroupMetadata, OffsetAndMetadata, TopicPartition
@@ -97,10 +97,6 @@ class TxnState(enum.Enum):
     ABORTING = "ABORTING_TRANSACTION"
     ABORTABLE_ERROR = "ABORTABLE_ERROR"
     FATAL_ERROR = "FATAL_ERROR"
-
-
-def _name(code: int) -> str:
-    return E(code).name if code in E._value2member_map_ else f"error {code}"
 
 
 def _fenced(cause: BaseException | None, transactional_id: str) -> ProducerFencedError:
@@ -253,7 +249,7 @@ class Transactions:
                 code = code_of(resp) if code_of is not None else resp["error_code"]
                 if not code or code in accept:
                     return code, resp
-                err = error_for_code(code, f"{what} for transactional id {self.transactional_id!r}: {_name(code)}")
+                err = error_for_code(code, f"{what} for transactional id {self.transactional_id!r}: {error_name(code)}")
                 if code not in _RETRY:
                     raise self._fail(err)
                 if code in _MOVED:

@@ -75,7 +75,7 @@ import logging
 from collections.abc import Callable, Hashable, Iterable
 from typing import Any, NamedTuple, Protocol
 
-from client.protocol.api import ErrorCode
+from client.protocol.api import ErrorCode, error_name
 from client.protocol.primitives import DecodeError, Reader
 
 from .group import ClassicGroup, GroupError, GroupState, Member, Responder
@@ -219,7 +219,7 @@ class GroupCoordinator:
     def _log_write_failure(self, g: ClassicGroup, what: str) -> Callable[[int], None]:
         def done(code: int) -> None:
             if code:
-                logger.error("group %s: storing %s failed: %s", g.group_id, what, ErrorCode(code).name)
+                logger.error("group %s: storing %s failed: %s", g.group_id, what, error_name(code))
         return done
 
     # ------------------------------------------------------------------ JoinGroup

@@ -30,7 +30,7 @@ import uuid
 from collections.abc import Callable
 from typing import Any
 
-from client.protocol.api import ErrorCode
+from client.protocol.api import ErrorCode, error_name
 
 from .records import GroupMetadata, MemberMetadata, OffsetAndMetadata
 
@@ -41,7 +41,7 @@ class GroupError(Exception):
     """A request's answer is this error code (raised by validation, caught by the coordinator)."""
 
     def __init__(self, code: int, message: str = "") -> None:
-        super().__init__(message or ErrorCode(code).name)
+        super().__init__(message or error_name(code))
         self.code = int(code)
 
 

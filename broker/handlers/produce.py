@@ -47,7 +47,7 @@ import logging
 import struct
 from typing import Any, NamedTuple
 
-from client.protocol.api import ApiKey, ErrorCode
+from client.protocol.api import ApiKey, ErrorCode, error_name
 from client.records.batch import (
     ATTRIBUTES_OFFSET,
     COMPRESSION_CODEC_MASK,
@@ -222,9 +222,9 @@ def handle(request: dict[str, Any], version: int, state: Any) -> Any:
             elif _is_transactional(records) and (
                     code := _verify_transactional(request, version, records, name, p["index"], state)):
                 resp["error_code"] = code
-                state.log_limiter.info(f"producers to {name}-{p['index']}", ErrorCode(code).name,
+                state.log_limiter.info(f"producers to {name}-{p['index']}", error_name(code),
                                        "transactional produce to %s-%d rejected: %s", name, p["index"],
-                                       ErrorCode(code).name, logger=logger)
+                                       error_name(code), logger=logger)
             else:
                 legacy = version <= 2 and is_legacy(records)
                 if legacy or _compressed(records) or id(log) in tails:

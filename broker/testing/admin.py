@@ -9,7 +9,7 @@ import struct
 from collections.abc import Mapping
 from typing import Any
 
-from client.protocol.api import ApiKey, ErrorCode
+from client.protocol.api import ApiKey, error_name
 from client.protocol.header import encode_request_header
 from client.protocol.messages import REQUESTS, RESPONSES
 from client.protocol.primitives import Reader, Writer
@@ -54,7 +54,7 @@ def create_topic(bootstrap_servers: str, name: str, partitions: int = 1,
     resp = _roundtrip(bootstrap_servers, ApiKey.CREATE_TOPICS, _CREATE_TOPICS_VERSION, body, timeout)
     for t in resp["topics"]:
         if t["error_code"]:
-            raise AdminError(t["error_code"], f"cannot create topic {t['name']!r}: {ErrorCode(t['error_code']).name}"
+            raise AdminError(t["error_code"], f"cannot create topic {t['name']!r}: {error_name(t['error_code'])}"
                              f" {t.get('error_message') or ''}".rstrip())
 
 
@@ -63,4 +63,4 @@ def delete_topic(bootstrap_servers: str, name: str, timeout: float = 15.0) -> No
     resp = _roundtrip(bootstrap_servers, ApiKey.DELETE_TOPICS, _DELETE_TOPICS_VERSION, body, timeout)
     for t in resp["responses"]:
         if t["error_code"]:
-            raise AdminError(t["error_code"], f"cannot delete topic {t['name']!r}: {ErrorCode(t['error_code']).name}")
+            raise AdminError(t["error_code"], f"cannot delete topic {t['name']!r}: {error_name(t['error_code'])}")

@@ -38,7 +38,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from client.protocol.api import ApiKey, ErrorCode
+from client.protocol.api import ApiKey, ErrorCode, error_name
 
 __all__ = ["Fault", "FaultInjector", "FaultControl", "error_response", "request_partitions", "ACTIONS"]
 
@@ -99,7 +99,7 @@ class Fault:
     def to_json(self) -> dict[str, Any]:
         d = asdict(self)
         d["api"] = ApiKey(self.api).name
-        d["error"] = ErrorCode(self.error).name
+        d["error"] = error_name(self.error)
         return d
 
     @classmethod

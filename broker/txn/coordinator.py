@@ -54,6 +54,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from client.protocol.api import ErrorCode as E
+from client.protocol.api import error_name
 from client.protocol.primitives import DecodeError
 from client.records.control import build_control_batch
 from client.records.record import build_batch
@@ -154,7 +155,7 @@ class TransactionMetadata:
 
 class CoordinatorError(Exception):
     def __init__(self, code: int) -> None:
-        super().__init__(E(code).name)
+        super().__init__(error_name(code))
         self.code = int(code)
 
 

@@ -29,7 +29,7 @@ def run(args: argparse.Namespace) -> int:
 
     async def main() -> int:
         from client.admin import Admin
-        from client.protocol.api import ErrorCode
+        from client.protocol.api import error_name
 
         async with Admin(args.bootstrap_server, **client_options(args)) as admin:
             dirs = await admin.describe_log_dirs()
@@ -40,7 +40,7 @@ def run(args: argparse.Namespace) -> int:
                 parts = [{"partition": f"{tp.topic}-{tp.partition}", "size": r.size, "offsetLag": r.offset_lag,
                           "isFuture": r.is_future}
                          for tp, r in sorted(d.replicas.items()) if topics is None or tp.topic in topics]
-                error = None if d.error_code == 0 else ErrorCode(d.error_code).name
+                error = None if d.error_code == 0 else error_name(d.error_code)
                 log_dirs.append({"logDir": d.path, "error": error, "partitions": parts})
             brokers.append({"broker": node, "logDirs": log_dirs})
         sys.stdout.write(json.dumps({"version": 1, "brokers": brokers}, separators=(",", ":")) + "\n")

@@ -22,7 +22,7 @@ from client.cluster import Cluster
 from client.conn import BrokerConnection
 from client.errors import KafkaError, UnstableOffsetCommitError, error_for_code
 from client.group.protocol import CONSUMER_PROTOCOL_TYPE, decode_assignment, decode_subscription
-from client.protocol.api import ApiKey, ErrorCode
+from client.protocol.api import ApiKey, ErrorCode, error_name
 from client.protocol.primitives import DecodeError
 from client.structs import OffsetAndMetadata, OffsetAndTimestamp, OffsetSpec, TopicPartition
 
@@ -64,10 +64,6 @@ class GroupOffset(NamedTuple):
     metadata: str
     log_end_offset: int | None
     lag: int | None
-
-
-def _code_name(code: int) -> str:
-    return ErrorCode(code).name if code in ErrorCode._value2member_map_ else str(code)
 
 
 class GroupAdmin(ABC):
@@ -131,7 +127,7 @@ class GroupAdmin(ABC):
             v = conn.pick_version(ApiKey.LIST_GROUPS)
             resp = await conn.request(ApiKey.LIST_GROUPS, v, {"states_filter": wanted or [], "types_filter": []})
             if resp["error_code"]:
-                raise error_for_code(resp["error_code"], f"ListGroups: {_code_name(resp['error_code'])}")
+                raise error_for_code(resp["error_code"], f"ListGroups: {error_name(resp['error_code'])}")
             for g in resp["groups"]:
                 state = g.get("group_state", "")
                 if wanted is not None and v < 4 and state.lower() not in {s.lower() for s in wanted}:
@@ -149,7 +145,7 @@ class GroupAdmin(ABC):
                 code_of=lambda v, r: r["groups"][0]["error_code"])
             g = resp["groups"][0]
             if g["error_code"]:
-                raise error_for_code(g["error_code"], f"DescribeGroups {group!r}: {_code_name(g['error_code'])}")
+                raise error_for_code(g["error_code"], f"DescribeGroups {group!r}: {error_name(g['error_code'])}")
             members = []
             for m in g["members"]:
                 assignment: list[TopicPartition] = []
@@ -177,7 +173,7 @@ class GroupAdmin(ABC):
                                                 code_of=lambda v, r: r["results"][0]["error_code"])
             code = resp["results"][0]["error_code"]
             if code and first is None:
-                first = error_for_code(code, f"cannot delete group {group!r}: {_code_name(code)}")
+                first = error_for_code(code, f"cannot delete group {group!r}: {error_name(code)}")
         if first is not None:
             raise first
 
@@ -215,13 +211,13 @@ class GroupAdmin(ABC):
             code_of=code_of)
         code = code_of(v, resp)
         if code:
-            raise error_for_code(code, f"OffsetFetch for group {group!r}: {_code_name(code)}")
+            raise error_for_code(code, f"OffsetFetch for group {group!r}: {error_name(code)}")
         out = {}
         for t in (resp["groups"][0]["topics"] if v >= 8 else resp["topics"]):
             for p in t["partitions"]:
                 if p["error_code"]:
                     raise error_for_code(p["error_code"], f"OffsetFetch {group!r} {t['name']}-{p['partition_index']}:"
-                                                          f" {_code_name(p['error_code'])}")
+                                                          f" {error_name(p['error_code'])}")
                 if p["committed_offset"] >= 0:
                     out[TopicPartition(t["name"], p["partition_index"])] = OffsetAndMetadata(
                         p["committed_offset"], p["metadata"] or "", p.get("committed_leader_epoch", -1))
@@ -269,7 +265,7 @@ class GroupAdmin(ABC):
         if code:
             hint = " (the group has active members: stop them first)" if code in (
                 E.UNKNOWN_MEMBER_ID, E.ILLEGAL_GENERATION, E.REBALANCE_IN_PROGRESS) else ""
-            raise error_for_code(code, f"cannot alter the offsets of group {group!r}: {_code_name(code)}{hint}")
+            raise error_for_code(code, f"cannot alter the offsets of group {group!r}: {error_name(code)}{hint}")
 
     async def reset_group_offsets(self, group: str, partitions: Iterable[tuple[str, int]], *,
                                   to_earliest: bool = False, to_latest: bool = False, to_offset: int | None = None,
@@ -314,4 +310,4 @@ class GroupAdmin(ABC):
         code = resp["error_code"] or next(
             (p["error_code"] for t in resp["topics"] for p in t["partitions"] if p["error_code"]), 0)
         if code:
-            raise error_for_code(code, f"cannot delete offsets of group {group!r}: {_code_name(code)}")
+            raise error_for_code(code, f"cannot delete offsets of group {group!r}: {error_name(code)}")

@@ -81,7 +81,7 @@ from client.group.protocol import (
     encode_assignment,
     encode_subscription,
 )
-from client.protocol.api import ApiKey, ErrorCode
+from client.protocol.api import ApiKey, ErrorCode, error_name
 from client.protocol.primitives import DecodeError
 from client.structs import TopicPartition
 
@@ -114,13 +114,6 @@ class ConsumerRebalanceListener:
 
 class _Rejoin(Exception):
     """Start the join again (after the backoff)."""
-
-
-def _name(code: int) -> str:
-    try:
-        return ErrorCode(code).name
-    except ValueError:
-        return f"error {code}"
 
 
 class ConsumerCoordinator(GroupOffsets):
@@ -438,8 +431,8 @@ class ConsumerCoordinator(GroupOffsets):
         elif code in _COORDINATOR_GONE:
             self._coordinator = None
         elif code not in (E.REBALANCE_IN_PROGRESS, E.COORDINATOR_LOAD_IN_PROGRESS):
-            raise error_for_code(code, f"{what} for group {self.group_id!r}: {_name(code)}")
-        logger.info("group %s: %s answered %s; joining again", self.group_id, what, _name(code))
+            raise error_for_code(code, f"{what} for group {self.group_id!r}: {error_name(code)}")
+        logger.info("group %s: %s answered %s; joining again", self.group_id, what, error_name(code))
         self._rejoin_needed = True
         raise _Rejoin()
 
@@ -529,7 +522,7 @@ class ConsumerCoordinator(GroupOffsets):
                 logger.info("group %s: rebalance in progress; rejoining", self.group_id)
                 self.request_rejoin()
             elif code in (E.ILLEGAL_GENERATION, E.UNKNOWN_MEMBER_ID):
-                logger.info("group %s: heartbeat answered %s; rejoining", self.group_id, _name(code))
+                logger.info("group %s: heartbeat answered %s; rejoining", self.group_id, error_name(code))
                 self.generation = -1
                 if code == E.UNKNOWN_MEMBER_ID:
                     self.member_id = ""
@@ -537,7 +530,7 @@ class ConsumerCoordinator(GroupOffsets):
             elif code in _RETRY:
                 self._coordinator = None
             else:
-                self.error = error_for_code(code, f"Heartbeat for group {self.group_id!r}: {_name(code)}")
+                self.error = error_for_code(code, f"Heartbeat for group {self.group_id!r}: {error_name(code)}")
                 logger.error("group %s: %s", self.group_id, self.error)
                 self._wake_consumer()
 
@@ -555,7 +548,7 @@ class ConsumerCoordinator(GroupOffsets):
                 timeout=self.request_timeout_ms / 1000)
             code = resp["error_code"] or next((m["error_code"] for m in resp.get("members", []) if m["error_code"]), 0)
             if code:
-                logger.info("group %s: LeaveGroup answered %s", self.group_id, _name(code))
+                logger.info("group %s: LeaveGroup answered %s", self.group_id, error_name(code))
         except KafkaError as e:
             logger.info("group %s: LeaveGroup failed: %s", self.group_id, e)
 

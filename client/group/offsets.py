@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from client.errors import KafkaError, error_for_code
-from client.protocol.api import ApiKey, ErrorCode
+from client.protocol.api import ApiKey, ErrorCode, error_name
 from client.structs import OffsetAndMetadata, TopicPartition
 
 __all__ = ["GroupOffsets", "CommitFailedError"]
@@ -25,13 +25,6 @@ _RETRY = {E.COORDINATOR_LOAD_IN_PROGRESS, E.COORDINATOR_NOT_AVAILABLE, E.NOT_COO
 #: transactional commit is still pending answers UNSTABLE_OFFSET_COMMIT until its transaction
 #: ends, and is asked again; the offset handed out is then never one an abort takes back.
 _FETCH_RETRY = _RETRY | {E.UNSTABLE_OFFSET_COMMIT}
-
-
-def _name(code: int) -> str:
-    try:
-        return ErrorCode(code).name
-    except ValueError:
-        return f"error {code}"
 
 
 class CommitFailedError(KafkaError):
@@ -107,11 +100,11 @@ class GroupOffsets:
                 if code == E.UNKNOWN_MEMBER_ID:
                     self.member_id = ""
                 self.request_rejoin()
-                raise CommitFailedError(f"{what}: {_name(code)}: the group rebalanced and the partitions may"
+                raise CommitFailedError(f"{what}: {error_name(code)}: the group rebalanced and the partitions may"
                                         " belong to another member now; the consumer rejoins")
             if code == E.REBALANCE_IN_PROGRESS and not self._joining:
                 self.request_rejoin()
-            raise error_for_code(code, f"{what}: {_name(code)}")
+            raise error_for_code(code, f"{what}: {error_name(code)}")
 
     def positions_to_commit(self) -> dict[TopicPartition, OffsetAndMetadata]:
         """The consumer's positions that differ from what was last committed."""
@@ -166,7 +159,7 @@ class GroupOffsets:
                         self._coordinator = None
                     await asyncio.sleep(self.retry_backoff_ms / 1000)
                     continue
-                raise error_for_code(code, f"OffsetFetch for group {self.group_id!r}: {_name(code)}")
+                raise error_for_code(code, f"OffsetFetch for group {self.group_id!r}: {error_name(code)}")
             out: dict[TopicPartition, OffsetAndMetadata | None] = {tp: None for tp in tps}
             for t in rtopics:
                 for p in t["partitions"]:

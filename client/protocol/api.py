@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import enum
 
-__all__ = ["ApiKey", "ErrorCode", "SUPPORTED_VERSIONS", "FLEXIBLE_FROM", "request_header_version",
+__all__ = ["ApiKey", "ErrorCode", "error_name", "SUPPORTED_VERSIONS", "FLEXIBLE_FROM", "request_header_version",
            "response_header_version"]
 
 
@@ -295,6 +295,15 @@ class ErrorCode(enum.IntEnum):
     INVALID_VOTER_KEY = 125
     DUPLICATE_VOTER = 126
     VOTER_NOT_FOUND = 127
+
+
+def error_name(code: int) -> str:
+    """Kafka's name of an error code (``UNKNOWN_TOPIC_OR_PARTITION``), or the number itself for
+    a code this version does not know (a newer broker's)."""
+    try:
+        return ErrorCode(code).name
+    except ValueError:
+        return str(code)
 
 
 def _supported_versions() -> None:

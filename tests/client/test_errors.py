@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import client.errors as errors
 from broker.storage import errors as storage_errors
-from client.protocol.api import ErrorCode
+from client.protocol.api import ErrorCode, error_name
 from client.records import batch
 
 
@@ -13,7 +13,7 @@ def test_one_written_out_class_per_error_code() -> None:
     codes = {int(c) for c in ErrorCode if c != ErrorCode.NONE}
     assert set(errors.ERRORS) == codes
     for code, cls in errors.ERRORS.items():
-        name = "".join(p.capitalize() for p in ErrorCode(code).name.split("_")) + "Error"
+        name = "".join(p.capitalize() for p in error_name(code).split("_")) + "Error"
         assert cls.__name__ == name and getattr(errors, name) is cls and cls.code == code
         assert issubclass(cls, errors.KafkaError) and name in errors.__all__
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from client.protocol.api import ApiKey, ErrorCode
+from client.protocol.api import ApiKey, ErrorCode, error_name
 from client.records import RecordBatchBuilder
 from client.records.batch import iter_batch_headers
 from client.records.record import iter_records
@@ -31,7 +31,7 @@ def init_ok(c: Conn, txn_id: str, timeout_ms: int = 60000) -> tuple[int, int]:
         if r["error_code"] != E.CONCURRENT_TRANSACTIONS or time.monotonic() > deadline:
             break
         time.sleep(0.05)
-    assert r["error_code"] == 0, E(r["error_code"]).name
+    assert r["error_code"] == 0, error_name(r["error_code"])
     return r["producer_id"], r["producer_epoch"]
 
 
