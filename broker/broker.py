@@ -40,6 +40,7 @@ from collections.abc import Callable
 from time import perf_counter
 from typing import Any
 
+from client.clock import now_ms
 from client.protocol.api import ApiKey
 
 from .config import BrokerConfig
@@ -273,7 +274,7 @@ class Broker:
 
     def _housekeeping(self) -> None:
         assert self.logs is not None
-        now = int(time.time() * 1000)
+        now = now_ms()
         expired: list[LogSegment] = []
         for log in list(self.logs.logs.values()):
             expired += log.pop_expired_files(now)

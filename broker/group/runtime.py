@@ -26,10 +26,10 @@ from __future__ import annotations
 import asyncio
 import heapq
 import logging
-import time
 from collections.abc import Callable, Hashable, Mapping
 from typing import Any
 
+from client.clock import now_ms
 from client.protocol.primitives import DecodeError
 from client.records.control import ABORT, COMMIT, ControlRecord, parse_control_key
 from client.records.record import build_batch
@@ -144,7 +144,7 @@ class GroupRuntime:
         self.state = state
         cfg = state.config
         self.timer = AsyncioTimer()
-        self.coordinator = GroupCoordinator(group_config(cfg), self.timer, self._write, lambda: int(time.time() * 1000))
+        self.coordinator = GroupCoordinator(group_config(cfg), self.timer, self._write, now_ms)
         self.segment_bytes = cfg.int("offsets.topic.segment.bytes")
         self.load_buffer_size = cfg.int("offsets.load.buffer.size")
         self._durable_tasks: set[asyncio.Future[Any]] = set()

@@ -20,9 +20,9 @@ until every written marker is fsync'd (Kafka appends them with acks=-1).
 from __future__ import annotations
 
 import logging
-import time
 from typing import Any
 
+from client.clock import now_ms
 from client.protocol.api import ApiKey, ErrorCode
 from client.records.control import build_control_batch
 
@@ -52,7 +52,7 @@ def _write(state: Any, topic: str, partition: int, marker: dict[str, Any], waits
         return
     open_at = entry.current_txn_first_offset if entry is not None else -1
     try:
-        info = log.append(build_control_batch(pid, epoch, commit, coordinator_epoch, int(time.time() * 1000)),
+        info = log.append(build_control_batch(pid, epoch, commit, coordinator_epoch, now_ms()),
                           from_coordinator=True)
     except Exception as e:  # noqa: BLE001 - every failure becomes a partition error
         resp["error_code"] = error_code_of(e)

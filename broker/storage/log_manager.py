@@ -43,11 +43,11 @@ import os
 import re
 import shutil
 import threading
-import time
 import uuid
 from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
 
+from client.clock import now_ms
 from client.protocol.api import ErrorCode
 
 from .checkpoint import (
@@ -151,7 +151,7 @@ class LogManager:
         default_config: LogConfig | None = None,
         *,
         node_id: int = 0,
-        now_ms: Callable[[], int] = lambda: int(time.time() * 1000),
+        now_ms: Callable[[], int] = now_ms,
         flush_scheduler: Callable[[Log], None] | None = None,
         producer_id_expiration_ms: int = DEFAULT_PRODUCER_ID_EXPIRATION_MS,
     ) -> None:

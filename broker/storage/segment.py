@@ -24,10 +24,10 @@ from __future__ import annotations
 import logging
 import os
 import struct
-import time
 from collections.abc import Iterator, Sequence
 from typing import NamedTuple
 
+from client.clock import now_ms
 from client.records.batch import (
     LAST_OFFSET_DELTA_OFFSET,
     LOG_OVERHEAD,
@@ -120,7 +120,7 @@ class LogSegment:
         self.base_offset = base_offset
         self.index_interval_bytes = index_interval_bytes
         self.rolling_jitter_ms = rolling_jitter_ms
-        self.created_ms = int(time.time() * 1000) if created_ms is None else created_ms
+        self.created_ms = now_ms() if created_ms is None else created_ms
         self.bytes_since_last_index_entry = 0
         self._rolling_based_timestamp: int | None = None
         self._max_ts_and_offset = _UNKNOWN  # loaded lazily from the time index
@@ -514,7 +514,7 @@ class LogSegment:
         truncated = 0 if mapping is None else self.log.truncate_to(mapping.position)
         self.txn_index.truncate_to(offset)
         if self.log.size == 0:
-            self.created_ms = int(time.time() * 1000)
+            self.created_ms = now_ms()
             self._rolling_based_timestamp = None
         self.bytes_since_last_index_entry = 0
         if self.max_timestamp_so_far >= 0:

@@ -49,10 +49,10 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import time
 from collections.abc import Iterable
 from typing import Any
 
+from client.clock import now_ms
 from client.protocol.api import ErrorCode as E
 from client.protocol.api import error_name
 from client.protocol.primitives import DecodeError
@@ -84,10 +84,6 @@ MAX_EPOCH = 32767
 COORDINATOR_EPOCH = 0
 #: seconds between attempts to write a marker that failed (a full disk, a closed log)
 MARKER_RETRY_S = 0.5
-
-
-def _now_ms() -> int:
-    return int(time.time() * 1000)
 
 
 class TxnConfig:
@@ -163,7 +159,7 @@ class TransactionCoordinator:
     """Bound to the broker's state: its LogManager, producer ids, durability and the group
     coordinator (pending transactional offsets). Runs on the event loop."""
 
-    def __init__(self, state: Any, clock: Any = _now_ms) -> None:
+    def __init__(self, state: Any, clock: Any = now_ms) -> None:
         self.state = state
         self.config = TxnConfig(state.config)
         self.clock = clock

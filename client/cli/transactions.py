@@ -27,9 +27,10 @@ from __future__ import annotations
 
 import argparse
 import sys
-import time
 from collections.abc import Sequence
 from typing import Any
+
+from client.clock import now_ms
 
 from . import DEFAULT_BOOTSTRAP, add_common, client_options, fail, positive_int, run_client
 
@@ -110,7 +111,7 @@ async def _list(admin: Any, args: argparse.Namespace) -> str:
 
 async def _describe(admin: Any, args: argparse.Namespace) -> str:
     d = (await admin.describe_transactions([args.transactional_id]))[args.transactional_id]
-    now = int(time.time() * 1000)
+    now = now_ms()
     row = [str(d.coordinator_id), args.transactional_id, str(d.producer_id), str(d.producer_epoch), d.state,
            str(d.timeout_ms), _opt(d.start_time_ms), _opt(now - d.start_time_ms if d.start_time_ms >= 0 else -1),
            ",".join(f"{tp.topic}-{tp.partition}" for tp in d.partitions)]
@@ -146,7 +147,7 @@ async def find_hanging(admin: Any, *, broker_id: int | None, topic: str | None, 
     candidates: list[tuple[Any, Any]] = []
     for i in range(0, len(partitions), MAX_BATCH_SIZE):
         states = await admin.describe_producers(partitions[i:i + MAX_BATCH_SIZE])
-        now = int(time.time() * 1000)
+        now = now_ms()
         candidates += [(tp, s) for tp in partitions[i:i + MAX_BATCH_SIZE] for s in states.get(tp, [])
                        if s.current_txn_start_offset >= 0 and now - s.last_timestamp > max_timeout_ms]
     if not candidates:
@@ -172,7 +173,7 @@ async def find_hanging(admin: Any, *, broker_id: int | None, topic: str | None, 
 async def _find_hanging(admin: Any, args: argparse.Namespace) -> str:
     hanging = await find_hanging(admin, broker_id=args.broker_id, topic=args.topic, partition=args.partition,
                                  max_timeout_ms=args.max_transaction_timeout * 60_000)
-    now = int(time.time() * 1000)
+    now = now_ms()
     rows = [[tp.topic, str(tp.partition), str(s.producer_id), str(s.producer_epoch), str(s.coordinator_epoch),
              str(s.current_txn_start_offset), str(s.last_timestamp), str((now - s.last_timestamp) // 60_000)]
             for tp, s in hanging]

@@ -14,8 +14,8 @@ them, with the fetch response's aborted transactions, to drop aborted records.
 from __future__ import annotations
 
 import struct
-import time
 
+from ..clock import now_ms
 from .record import RecordBatchBuilder
 
 __all__ = ["ABORT", "COMMIT", "ControlRecord", "build_control_batch", "parse_control_key", "parse_control_value"]
@@ -66,5 +66,5 @@ def build_control_batch(producer_id: int, producer_epoch: int, commit: bool, coo
                            is_transactional=True, is_control=True, partition_leader_epoch=leader_epoch)
     key = _KEY.pack(CONTROL_KEY_VERSION, COMMIT if commit else ABORT)
     value = _VALUE.pack(END_TXN_MARKER_VERSION, coordinator_epoch)
-    b.append(value, key, (), timestamp_ms if timestamp_ms is not None else int(time.time() * 1000))
+    b.append(value, key, (), timestamp_ms if timestamp_ms is not None else now_ms())
     return b.build()

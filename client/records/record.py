@@ -20,10 +20,10 @@ block that forms bytes 61..end of the batch.
 from __future__ import annotations
 
 import struct
-import time
 from collections.abc import Iterable, Iterator, Sequence
 from typing import NamedTuple
 
+from ..clock import now_ms
 from .batch import (
     _HEADER,
     ATTRIBUTES_OFFSET,
@@ -117,7 +117,7 @@ class RecordBatchBuilder:
         offset_delta: int | None = None,
     ) -> None:
         if timestamp is None:
-            timestamp = int(time.time() * 1000)
+            timestamp = now_ms()
         if self._base_timestamp is None:
             self._base_timestamp = timestamp
         if offset_delta is None:

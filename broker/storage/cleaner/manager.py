@@ -49,6 +49,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from client.clock import now_ms
+
 from ..checkpoint import read_offset_checkpoint, write_offset_checkpoint
 from ..errors import LogCleaningAbortedError
 from ..log import Log
@@ -157,7 +159,7 @@ class LogCleaner:
     (tests, tools; in process mode with a worker process of that thread's own)."""
 
     def __init__(self, config: CleanerConfig, log_dir: str, logs: Callable[[], Mapping[TopicPartition, Log]], *,
-                 now_ms: Callable[[], int] = lambda: int(time.time() * 1000),
+                 now_ms: Callable[[], int] = now_ms,
                  run_swap: Callable[[Callable[[], Any]], Any] = run_inline,
                  pause_at: Callable[[str], None] | None = None,
                  gil_slice_s: float = GIL_SLICE_S) -> None:
