@@ -38,24 +38,27 @@ import threading
 import time
 from collections.abc import Callable
 from time import perf_counter
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from client.clock import now_ms
 from client.protocol.api import ApiKey
 
 from .config import BrokerConfig
 from .dynamic_config import DynamicBrokerConfig
-from .group.runtime import GroupRuntime
 from .http_listener import HttpListener, Response
-from .socket_server import BrokerServer, handle_request
+from .request_context import RequestContext
+from .socket_server import BrokerServer, Connection, RequestHook, handle_request
 from .state import BrokerState
 from .storage.cleaner import CleanerConfig, LogCleaner
 from .storage.log import Log
 from .storage.log_manager import LogManager, prepare_log_dir
 from .storage.segment import LogSegment
-from .txn.coordinator import TransactionCoordinator
 
 __all__ = ["Broker"]
+
+if TYPE_CHECKING:
+    from .metrics import BrokerMetrics
+    from .testing.faults import FaultInjector
 
 logger = logging.getLogger("broker")
 
@@ -64,12 +67,12 @@ class Broker:
     """``faults``: a FaultInjector to consult (in-process test brokers pass one); one is made
     when ``fault.injection.listener`` is set."""
 
-    def __init__(self, config: BrokerConfig, faults: Any = None) -> None:
+    def __init__(self, config: BrokerConfig, faults: FaultInjector | None = None) -> None:
         self.config = config
         self.logs: LogManager | None = None
         self.state: BrokerState | None = None
         self.server: BrokerServer | None = None
-        self.metrics: Any = None
+        self.metrics: BrokerMetrics | None = None
         self.faults = faults
         self.http: list[HttpListener] = []
         #: what /healthz waits for: names added before start-up work, removed when it is done
@@ -104,8 +107,6 @@ class Broker:
                                                      run_swap=self._run_on_loop)
             self.cleaner.start()
         self.state = BrokerState(cfg, self.logs, dynamic)
-        self.state.groups = GroupRuntime(self.state)
-        self.state.txn = TransactionCoordinator(self.state)
         host, port = cfg.listener
         self.server = BrokerServer(self.state, host, port)
         await self.server.start()
@@ -153,7 +154,7 @@ class Broker:
         if faults_at is not None and self.faults is None:
             from .testing.faults import FaultInjector
             self.faults = FaultInjector()
-        if faults_at is not None:
+        if faults_at is not None and self.faults is not None:
             self.http.append(HttpListener("fault injection", *faults_at, {**routes, "/faults": self.faults.http_route}))
         for listener in self.http:
             await listener.start()
@@ -185,6 +186,7 @@ class Broker:
 
     async def _metrics_route(self, method: str, body: bytes) -> Response:
         from prometheus_client import CONTENT_TYPE_LATEST
+        assert self.metrics is not None  # the route exists only with metrics on
         return 200, CONTENT_TYPE_LATEST, await self.metrics.scrape()
 
     def _install_hook(self, faults_armed: bool) -> None:
@@ -194,31 +196,31 @@ class Broker:
         assert self.server is not None and self.state is not None
         metrics, state = self.metrics, self.state
         faults = self.faults if faults_armed else None
-        if metrics is None and faults is None:
-            self.server.request_hook = None
-            return
+        hook: RequestHook | None = None
+        if faults is not None:
+            injector = faults
 
-        def with_faults(conn: Any, key: int, version: int, cid: int, request: dict[str, Any]) -> Any:
-            if key == ApiKey.FETCH and version >= 13:  # topics by id: name them for rules naming a topic
-                for t in request["topics"]:
-                    t["topic"] = state.logs.topic_name(t["topic_id"]) or ""
-            return faults.intercept(conn, key, version, request,
-                                    lambda req: handle_request(key, version, cid, req, state))
+            def with_faults(conn: Connection, ctx: RequestContext, request: dict[str, Any]) -> Any:
+                key, version = ctx.api_key, ctx.api_version
+                if key == ApiKey.FETCH and version >= 13:  # topics by id: name them for rules naming a topic
+                    for t in request["topics"]:
+                        t["topic"] = state.logs.topic_name(t["topic_id"]) or ""
+                return injector.intercept(conn, key, version, request, lambda req: handle_request(ctx, req))
 
-        handle = handle_request if faults is None else None
+            hook = with_faults
+        if metrics is not None:
+            timed, inner = metrics, hook
 
-        def with_metrics(conn: Any, key: int, version: int, cid: int, request: dict[str, Any]) -> Any:
-            t0 = perf_counter()
-            if handle is not None:
-                result = handle(key, version, cid, request, state)
-            else:
-                result = with_faults(conn, key, version, cid, request)
-            if type(result) is not dict and asyncio.iscoroutine(result):
-                return _timed(metrics, key, version, t0, result)
-            metrics.request_done(key, version, result, perf_counter() - t0)
-            return result
+            def with_metrics(conn: Connection, ctx: RequestContext, request: dict[str, Any]) -> Any:
+                t0 = perf_counter()
+                result = handle_request(ctx, request) if inner is None else inner(conn, ctx, request)
+                if type(result) is not dict and asyncio.iscoroutine(result):
+                    return _timed(timed, ctx.api_key, ctx.api_version, t0, result)
+                timed.request_done(ctx.api_key, ctx.api_version, result, perf_counter() - t0)
+                return result
 
-        self.server.request_hook = with_faults if metrics is None else with_metrics
+            hook = with_metrics
+        self.server.request_hook = hook
 
     async def _every(self, seconds: float, fn: Callable[[], Any]) -> None:
         while True:
@@ -265,7 +267,7 @@ class Broker:
         fut = loop.run_in_executor(None, log.flush, up_to)
         key = id(log)
 
-        def done(f: asyncio.Future[None]) -> None:
+        def done(f: asyncio.Future[int]) -> None:
             self._flushing.discard(key)
             if f.exception() is not None:
                 logger.error("flush of %s failed: %s", log, f.exception())

@@ -12,6 +12,7 @@ surrounding whitespace stripped.
 
 from __future__ import annotations
 
+import builtins
 import logging
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -330,7 +331,7 @@ class BrokerConfig:
                 out[d.broker_name] = str(v).lower() if isinstance(v, bool) else str(v)
         return dict(sorted(out.items()))
 
-    def int(self, key: str) -> int:
+    def int(self, key: str) -> builtins.int:
         try:
             return int(self.props[key])
         except ValueError:
@@ -343,23 +344,23 @@ class BrokerConfig:
         return v == "true"
 
     @property
-    def listener(self) -> tuple[str, int]:
+    def listener(self) -> tuple[str, builtins.int]:
         return parse_listener(self.props["listeners"], "listeners")
 
     @property
-    def advertised_listener(self) -> tuple[str, int]:
+    def advertised_listener(self) -> tuple[str, builtins.int]:
         if self.props.get("advertised.listeners"):
             return parse_listener(self.props["advertised.listeners"], "advertised.listeners")
         host, port = self.listener
         return ("127.0.0.1" if host in ("0.0.0.0", "", "::") else host), port
 
     @property
-    def metrics_listener(self) -> tuple[str, int] | None:
+    def metrics_listener(self) -> tuple[str, builtins.int] | None:
         """``metrics.listeners`` as (host, port), or None when metrics are off."""
         return self._http_listener("metrics.listeners")
 
     @property
-    def fault_injection_listener(self) -> tuple[str, int] | None:
+    def fault_injection_listener(self) -> tuple[str, builtins.int] | None:
         """``fault.injection.listener`` as (host, port), or None (the default: no fault
         injection). Loopback addresses only: it lets its caller break the broker's answers."""
         hp = self._http_listener("fault.injection.listener")
@@ -367,12 +368,12 @@ class BrokerConfig:
             raise ConfigError(f"fault.injection.listener must be on a loopback address, got {hp[0]!r}")
         return hp
 
-    def _http_listener(self, key: str) -> tuple[str, int] | None:
+    def _http_listener(self, key: str) -> tuple[str, builtins.int] | None:
         value = self.props.get(key, "").strip()
         return parse_listener(value, key, "http", "127.0.0.1") if value else None
 
     @property
-    def node_id(self) -> int:
+    def node_id(self) -> builtins.int:
         return int(self.props["broker.id"]) if self.props.get("broker.id") else self.int("node.id")
 
     @property

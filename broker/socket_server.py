@@ -69,12 +69,12 @@ from client.protocol.messages import REQUESTS, RESPONSES
 from client.protocol.primitives import DecodeError, Writer
 
 from .handlers import CLOSE, HANDLERS, NO_RESPONSE, FetchReply
-from .handlers import fetch as fetch_handler
 from .log_limiter import LogLimiter
+from .request_context import RequestContext, Session
 from .state import BrokerState
 from .storage.file_records import FileSlice
 
-__all__ = ["BrokerServer", "SENDFILE_STATS", "handle_request"]
+__all__ = ["BrokerServer", "Connection", "RequestHook", "SENDFILE_STATS", "handle_request"]
 
 #: Linux delays the ACK of received bytes (up to ~40 ms) while it has nothing to send back; a
 #: client with Nagle on (librdkafka's default) holds its next small request until the previous
@@ -101,18 +101,17 @@ _SLICE = 0.002
 #: only frames longer than the budget get one (no cost per small request).
 MAX_REQUEST_ELEMENTS = 200_000
 _SIZE = struct.Struct(">i")
-#: plain ints: comparing with them spares the enum class attribute lookup per request
-_FETCH, _JOIN_GROUP = int(ApiKey.FETCH), int(ApiKey.JOIN_GROUP)
+
+#: ``hook(connection, context, request)``: see ``BrokerServer.request_hook``
+RequestHook = Callable[["Connection", RequestContext, dict[str, Any]], Any]
 
 #: Counters of the zero-copy path (tests prove fetch bytes go through os.sendfile).
 SENDFILE_STATS = {"calls": 0, "bytes": 0}
 
 
-def handle_request(key: int, version: int, cid: int, request: dict[str, Any], state: BrokerState) -> Any:
+def handle_request(ctx: RequestContext, request: dict[str, Any]) -> Any:
     """The handler's answer to one request (what a request hook calls for the real work)."""
-    if key == ApiKey.FETCH:
-        return fetch_handler.handle(request, version, state, cid)
-    return HANDLERS[key](request, version, state)
+    return HANDLERS[ctx.api_key](ctx, request)
 
 
 class _Close(Exception):
@@ -151,7 +150,9 @@ class Connection:
         self.fd = sock.fileno()
         self.peer = peer
         #: the peer's address without the port: the key of its log lines' rate limit
-        self.host = peer.rpartition(":")[0]
+        self.host, _, port = peer.rpartition(":")
+        #: who is at the other end (the principal, once authentication exists): every request's context holds it
+        self.session = Session(self.host, int(port or 0))
         self.loop = asyncio.get_running_loop()
         self.decoder = FrameDecoder(server.max_request_size)
         #: replies in request order: bytes (a whole frame), a deque of wire parts (bytes,
@@ -273,16 +274,12 @@ class Connection:
             raise _Close(f"malformed {ApiKey(key).name} v{version} request body: {e}", "malformed body") from None
         if reader.remaining:
             logger.debug("%d trailing bytes after %s v%d from %s", reader.remaining, ApiKey(key).name, version, self.peer)
-        if key == _JOIN_GROUP:  # the member's client id and host are part of the group's state
-            request["_client_id"] = header.client_id or ""
-            request["_client_host"] = "/" + self.peer.rpartition(":")[0]
+        ctx = RequestContext(self.server.state, key, version, cid, header.client_id or "", self.session)
         hook = self.server.request_hook
         if hook is not None:
-            result = hook(self, key, version, cid, request)
-        elif key == _FETCH:
-            result = fetch_handler.handle(request, version, self.server.state, cid)
+            result = hook(self, ctx, request)
         else:
-            result = HANDLERS[key](request, version, self.server.state)
+            result = HANDLERS[key](ctx, request)
         if result is NO_RESPONSE:
             return
         if result is CLOSE:
@@ -535,10 +532,10 @@ class BrokerServer:
         self.accepted = 0
         #: the log lines a peer can trigger, per peer host and cause (log_limiter.py)
         self.log_limiter = LogLimiter(logger)
-        #: None, or ``hook(connection, api_key, version, correlation_id, request)`` called instead
+        #: None, or ``hook(connection, context, request)`` called instead
         #: of the handler for every decoded request (metrics, fault injection; see
         #: ``handle_request``); returns what a handler returns.
-        self.request_hook: Callable[[Connection, int, int, int, dict[str, Any]], Any] | None = None
+        self.request_hook: RequestHook | None = None
         self._listener: socket.socket | None = None
         self._accept_task: asyncio.Task[None] | None = None
         self._idle_task: asyncio.Task[None] | None = None

@@ -11,17 +11,23 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import functools
 import logging
 import os
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .config import BrokerConfig
 from .dynamic_config import DynamicBrokerConfig
+from .group.runtime import GroupRuntime
 from .log_limiter import LogLimiter
 from .storage.fileutil import atomic_write
 from .storage.inflation import InflationLimits
 from .storage.log import Log
 from .storage.log_manager import LogManager
+from .txn.coordinator import TransactionCoordinator
+
+if TYPE_CHECKING:
+    from .metrics import BrokerMetrics
 
 __all__ = ["BrokerState", "ProducerIdManager"]
 
@@ -81,12 +87,12 @@ class BrokerState:
         self.num_partitions = config.int("num.partitions")
         self.auto_create_topics = config.bool("auto.create.topics.enable")
         self.producer_ids = ProducerIdManager(logs.log_dir)
-        #: the group coordinator (broker/group/runtime.py), set by Broker.start
-        self.groups: Any = None
-        #: the transaction coordinator (broker/txn/coordinator.py), set by Broker.start
-        self.txn: Any = None
+        #: the group coordinator bound to this state (broker/group/runtime.py); loads at Broker.start
+        self.groups = GroupRuntime(self)
+        #: the transaction coordinator (broker/txn/); loads at Broker.start
+        self.txn = TransactionCoordinator(self)
         #: BrokerMetrics when ``metrics.listeners`` is set, else None (handlers test for None)
-        self.metrics: Any = None
+        self.metrics: BrokerMetrics | None = None
         self._flushes: dict[int, asyncio.Future[Any]] = {}
         self._waiters: dict[tuple[str, int], set[asyncio.Future[None]]] = {}
         #: the broker's decompression bounds (storage/inflation.py), which no topic config raises
@@ -112,8 +118,12 @@ class BrokerState:
             if fut is None or fut.done():
                 fut = loop.run_in_executor(None, log.flush)
                 self._flushes[key] = fut
-                fut.add_done_callback(lambda f, k=key: self._flushes.pop(k, None) if self._flushes.get(k) is f else None)
+                fut.add_done_callback(functools.partial(self._flush_done, key))
             await asyncio.shield(fut)
+
+    def _flush_done(self, key: int, fut: asyncio.Future[Any]) -> None:
+        if self._flushes.get(key) is fut:
+            del self._flushes[key]
 
     # -- fetch long-poll --
 

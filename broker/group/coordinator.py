@@ -237,7 +237,7 @@ class GroupCoordinator:
         try:
             self.check_loaded(group_id)
         except GroupError as e:
-            return respond(_join_error(e.code, member_id))
+            return respond(_join_error(e.error_code, member_id))
         rebalance = req["rebalance_timeout_ms"]
         req = {**req, "rebalance_timeout_ms": session if rebalance < 0 else rebalance,
                "protocols": [(p["name"], bytes(p["metadata"])) for p in req["protocols"]],
@@ -304,7 +304,7 @@ class GroupCoordinator:
         try:
             m = g.validate_member(member_id, req.get("group_instance_id"))
         except GroupError as e:
-            return respond(_join_error(e.code, member_id))
+            return respond(_join_error(e.error_code, member_id))
         if g.is_in(PREPARING):
             return self._update_member(g, m, req, respond)
         if g.is_in(COMPLETING):
@@ -505,7 +505,7 @@ class GroupCoordinator:
         try:
             self.check_loaded(group_id)
         except GroupError as e:
-            return respond(_sync_error(e.code))
+            return respond(_sync_error(e.error_code))
         g = self.groups.get(group_id)
         if g is None or g.is_in(EMPTY):
             return respond(_sync_error(E.UNKNOWN_MEMBER_ID))
@@ -514,7 +514,7 @@ class GroupCoordinator:
         try:
             m = g.validate_member(member_id, req.get("group_instance_id"))
         except GroupError as e:
-            return respond(_sync_error(e.code))
+            return respond(_sync_error(e.error_code))
         if req["generation_id"] != g.generation_id:
             return respond(_sync_error(E.ILLEGAL_GENERATION))
         ptype, pname = req.get("protocol_type"), req.get("protocol_name")
@@ -581,7 +581,7 @@ class GroupCoordinator:
             if req["generation_id"] != g.generation_id:
                 return int(E.ILLEGAL_GENERATION)
         except GroupError as e:
-            return e.code
+            return e.error_code
         if g.is_in(EMPTY):
             return int(E.UNKNOWN_MEMBER_ID)
         self._reschedule_heartbeat(g, m)
@@ -593,7 +593,7 @@ class GroupCoordinator:
         try:
             self.check_loaded(group_id)
         except GroupError as e:
-            return e.code, []
+            return e.error_code, []
         g = self.groups.get(group_id)
         if g is None:
             return int(E.UNKNOWN_MEMBER_ID), []
@@ -621,7 +621,7 @@ class GroupCoordinator:
                     self._remove_member(g, mid)
                     left.append(mid)
                 except GroupError as e:
-                    result["error_code"] = e.code
+                    result["error_code"] = e.error_code
             results.append(result)
         if left:
             logger.info("group %s: members %s left", group_id, left)
@@ -653,7 +653,7 @@ class GroupCoordinator:
                 g = self._get_or_create(group_id)
             self._validate_commit(g, member_id, instance_id, generation)
         except GroupError as e:
-            return e.code, {}
+            return e.error_code, {}
         if g.is_in(STABLE, PREPARING) and member_id in g.members:
             self._reschedule_heartbeat(g, g.members[member_id])
         errors, records, updates = self._offset_records(group_id, req)
@@ -720,7 +720,7 @@ class GroupCoordinator:
                 if generation != g.generation_id:
                     raise GroupError(E.ILLEGAL_GENERATION)
         except GroupError as e:
-            return e.code, {}
+            return e.error_code, {}
         errors, records, updates = self._offset_records(group_id, req)
         if not records:
             on_durable(0)
@@ -769,7 +769,7 @@ class GroupCoordinator:
         try:
             self.check_loaded(group_id)
         except GroupError as e:
-            return e.code, []
+            return e.error_code, []
         g = self.groups.get(group_id)
         offsets = g.offsets if g is not None and not g.is_in(DEAD) else {}
         if topics is None:
@@ -786,7 +786,7 @@ class GroupCoordinator:
         try:
             self.check_loaded(group_id)
         except GroupError as e:
-            return e.code, []
+            return e.error_code, []
         g = self.groups.get(group_id)
         if g is None or g.is_in(DEAD):
             return int(E.GROUP_ID_NOT_FOUND), []
@@ -836,7 +836,7 @@ class GroupCoordinator:
         try:
             self.check_loaded(group_id)
         except GroupError as e:
-            return {**base, "error_code": e.code}
+            return {**base, "error_code": e.error_code}
         g = self.groups.get(group_id)
         if g is None:
             return base
@@ -855,7 +855,7 @@ class GroupCoordinator:
         try:
             self.check_loaded(group_id)
         except GroupError as e:
-            return e.code
+            return e.error_code
         g = self.groups.get(group_id)
         if g is None or g.is_in(DEAD):
             return int(E.GROUP_ID_NOT_FOUND)

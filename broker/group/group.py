@@ -30,19 +30,19 @@ import uuid
 from collections.abc import Callable
 from typing import Any
 
-from client.protocol.api import ErrorCode, error_name
+from client.protocol.api import ErrorCode
 
+from ..errors import ApiError
 from .records import GroupMetadata, MemberMetadata, OffsetAndMetadata
 
 __all__ = ["GroupState", "Member", "ClassicGroup", "GroupError"]
 
 
-class GroupError(Exception):
+class GroupError(ApiError):
     """A request's answer is this error code (raised by validation, caught by the coordinator)."""
 
     def __init__(self, code: int, message: str = "") -> None:
-        super().__init__(message or error_name(code))
-        self.code = int(code)
+        super().__init__(message, error_code=code)
 
 
 class GroupState(enum.Enum):

@@ -35,7 +35,7 @@ from client.records.control import ABORT, COMMIT, ControlRecord, parse_control_k
 from client.records.record import build_batch
 
 from ..coordinator_loader import CoordinatorLoader
-from ..handlers.common import error_code_of
+from ..errors import error_code_of
 from ..storage.errors import TopicExistsError
 from ..storage.log import Log
 from ..storage.record_reader import LoggedRecord

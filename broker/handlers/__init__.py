@@ -1,4 +1,6 @@
-"""One module per Kafka API: ``API_KEY`` and ``handle(request, version, state)``.
+"""One module per Kafka API: ``API_KEY`` and ``handle(ctx, request)`` — ``ctx`` the request's
+``RequestContext`` (its header's version, correlation id and client id, the connection's
+session, the ``BrokerState``), ``request`` the decoded body.
 
 A handler returns the response body as a dict (encoded by the server with the API's schema),
 a coroutine that produces one (a request that must wait: acks=all, Fetch long-poll), a
@@ -18,12 +20,14 @@ import pkgutil
 from collections.abc import Callable
 from typing import Any
 
-from client.protocol.api import SUPPORTED_VERSIONS, ApiKey
+from client.protocol.api import SUPPORTED_VERSIONS
 
+from ..request_context import RequestContext
 from .common import CLOSE, NO_RESPONSE, FetchReply
 
-Handler = Callable[[dict[str, Any], int, Any], Any]
-HANDLERS: dict[ApiKey, Handler] = {}
+Handler = Callable[[RequestContext, dict[str, Any]], Any]
+#: API key (a plain int: the server looks up each request's) -> its handler
+HANDLERS: dict[int, Handler] = {}
 
 
 def _collect() -> None:
@@ -33,7 +37,7 @@ def _collect() -> None:
         if key is not None:
             if key in HANDLERS:
                 raise ImportError(f"two handlers for {key.name}")
-            HANDLERS[key] = module.handle
+            HANDLERS[int(key)] = module.handle
     if set(HANDLERS) != set(SUPPORTED_VERSIONS):
         raise ImportError(f"APIs with a handler {sorted(HANDLERS)} != APIs with a schema {sorted(SUPPORTED_VERSIONS)}")
 

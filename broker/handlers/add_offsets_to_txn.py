@@ -7,13 +7,15 @@ from typing import Any
 
 from client.protocol.api import ApiKey, ErrorCode
 
+from ..errors import error_code_of
 from ..group.records import CONSUMER_OFFSETS
-from .common import error_code_of
+from ..request_context import RequestContext
 
 API_KEY = ApiKey.ADD_OFFSETS_TO_TXN
 
 
-def handle(request: dict[str, Any], version: int, state: Any) -> Any:
+def handle(ctx: RequestContext, request: dict[str, Any]) -> Any:
+    state, version = ctx.state, ctx.api_version
     if not request["group_id"]:
         return {"throttle_time_ms": 0, "error_code": ErrorCode.INVALID_GROUP_ID}
     try:

@@ -9,6 +9,8 @@ from typing import Any
 
 from client.protocol.api import ApiKey, ErrorCode
 
+from ..request_context import RequestContext
+
 API_KEY = ApiKey.ADD_PARTITIONS_TO_TXN
 
 
@@ -19,7 +21,8 @@ def _response(request: dict[str, Any], code_of: Any) -> dict[str, Any]:
         for t in request["v3_and_below_topics"]]}
 
 
-def handle(request: dict[str, Any], version: int, state: Any) -> Any:
+def handle(ctx: RequestContext, request: dict[str, Any]) -> Any:
+    state, version = ctx.state, ctx.api_version
     wanted = [(t["name"], p) for t in request["v3_and_below_topics"] for p in t["partitions"]]
     missing = {tp for tp in wanted if state.logs.get_log(*tp) is None}
     if missing:

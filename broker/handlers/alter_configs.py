@@ -8,6 +8,7 @@ from typing import Any
 
 from client.protocol.api import ApiKey, ErrorCode
 
+from ..request_context import RequestContext
 from .config_change import Change, RequestError, alter
 
 API_KEY = ApiKey.ALTER_CONFIGS
@@ -21,5 +22,6 @@ def _change(resource: dict[str, Any]) -> Change:
     return lambda current, rtype: dict(values)
 
 
-def handle(request: dict[str, Any], version: int, state: Any) -> dict[str, Any]:
+def handle(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
+    state = ctx.state
     return alter(request, state, _change)

@@ -11,10 +11,13 @@ from typing import Any
 
 from client.protocol.api import ApiKey, ErrorCode
 
+from ..request_context import RequestContext
+from ..state import BrokerState
+
 API_KEY = ApiKey.ALTER_PARTITION_REASSIGNMENTS
 
 
-def _check(state: Any, topics: dict[str, Any], name: str, partition: int,
+def _check(state: BrokerState, topics: dict[str, Any], name: str, partition: int,
            replicas: list[int] | None) -> tuple[int, str | None]:
     info = topics.get(name)
     if info is None:
@@ -36,7 +39,8 @@ def _check(state: Any, topics: dict[str, Any], name: str, partition: int,
     return 0, None
 
 
-def handle(request: dict[str, Any], version: int, state: Any) -> dict[str, Any]:
+def handle(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
+    state = ctx.state
     topics = state.logs.topics()
     responses = []
     for t in request["topics"]:

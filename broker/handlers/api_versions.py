@@ -9,11 +9,13 @@ from typing import Any
 
 from client.protocol.api import SUPPORTED_VERSIONS, ApiKey
 
+from ..request_context import RequestContext
+
 API_KEY = ApiKey.API_VERSIONS
 
 _KEYS = [{"api_key": int(k), "min_version": lo, "max_version": hi}
          for k, (lo, hi) in sorted(SUPPORTED_VERSIONS.items())]
 
 
-def handle(request: dict[str, Any], version: int, state: Any) -> dict[str, Any]:
+def handle(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
     return {"error_code": 0, "api_keys": _KEYS, "throttle_time_ms": 0}

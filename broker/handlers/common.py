@@ -9,10 +9,8 @@ import weakref
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
-from client.protocol.api import ErrorCode
-from client.records.batch import RecordError
-
-from ..storage.errors import StorageError
+from ..errors import error_code_of
+from ..state import BrokerState
 from ..storage.file_records import FileSlice
 
 logger = logging.getLogger("broker.handlers")
@@ -36,17 +34,6 @@ class FetchReply(NamedTuple):
 
     parts: list[bytes | FileSlice]
     size: int
-
-
-def error_code_of(exc: BaseException) -> int:
-    """The Kafka error code for a storage or record exception (UNKNOWN_SERVER_ERROR otherwise)."""
-    if isinstance(exc, (RecordError, StorageError)):
-        return int(exc.error_code)
-    if isinstance(exc, OSError):
-        logger.error("I/O error: %s", exc)
-        return int(ErrorCode.KAFKA_STORAGE_ERROR)
-    logger.exception("unexpected error", exc_info=exc)
-    return int(ErrorCode.UNKNOWN_SERVER_ERROR)
 
 
 def reply_when_ready(start: Callable[[Callable[[Any], None]], None]) -> Any:
@@ -115,7 +102,7 @@ async def _wait(fut: asyncio.Future[Any]) -> Any:
     return await fut
 
 
-async def after_fsync(body: dict[str, Any], state: Any, waits: list[tuple[Any, int, dict[str, Any]]]) -> dict[str, Any]:
+async def after_fsync(body: dict[str, Any], state: BrokerState, waits: list[tuple[Any, int, dict[str, Any]]]) -> dict[str, Any]:
     """``body`` once each (log, offset, partition answer) of ``waits`` is fsync'd up to the
     offset (acks=all); a failed flush sets that partition's error code."""
     for log, offset, resp in waits:

@@ -21,6 +21,8 @@ from typing import Any
 from client.protocol.api import ErrorCode
 
 from ..dynamic_config import DynamicConfigError
+from ..errors import ApiError
+from ..state import BrokerState
 from ..storage.errors import StorageError
 from ..storage.log_manager import validate_topic_name
 from .metadata import INTERNAL_TOPICS
@@ -33,13 +35,14 @@ TOPIC, BROKER = 2, 4
 Change = Callable[[dict[str, str], int], dict[str, str]]
 
 
-class RequestError(Exception):
+class RequestError(ApiError):
+    """One resource of a configs request fails with ``error_code`` and ``message``."""
+
     def __init__(self, error_code: int, message: str) -> None:
-        super().__init__(message)
-        self.error_code = error_code
+        super().__init__(message, error_code=error_code)
 
 
-def alter(request: dict[str, Any], state: Any, change_for: Callable[[dict[str, Any]], Change]) -> dict[str, Any]:
+def alter(request: dict[str, Any], state: BrokerState, change_for: Callable[[dict[str, Any]], Change]) -> dict[str, Any]:
     """Apply every resource of an alter request; ``change_for(resource)`` gives the function
     that turns the resource's current configs into its new ones."""
     keys = [(r["resource_type"], r["resource_name"]) for r in request["resources"]]
@@ -70,7 +73,7 @@ def alter(request: dict[str, Any], state: Any, change_for: Callable[[dict[str, A
     return {"throttle_time_ms": 0, "responses": responses}
 
 
-def _alter_topic(state: Any, name: str, change: Change, validate_only: bool) -> None:
+def _alter_topic(state: BrokerState, name: str, change: Change, validate_only: bool) -> None:
     validate_topic_name(name)
     info = state.logs.topic(name)
     if info is None:
@@ -81,7 +84,7 @@ def _alter_topic(state: Any, name: str, change: Change, validate_only: bool) -> 
     state.logs.alter_topic_config(name, new, validate_only=validate_only)
 
 
-def _check_internal(state: Any, name: str, overrides: dict[str, str]) -> None:
+def _check_internal(state: BrokerState, name: str, overrides: dict[str, str]) -> None:
     """An internal topic's effective ``cleanup.policy`` must stay ``compact`` without ``delete``:
     retention would otherwise delete groups' offsets and transactions' states."""
     try:
@@ -95,7 +98,7 @@ def _check_internal(state: Any, name: str, overrides: dict[str, str]) -> None:
                            " state).")
 
 
-def _alter_broker(state: Any, name: str, change: Change, validate_only: bool) -> None:
+def _alter_broker(state: BrokerState, name: str, change: Change, validate_only: bool) -> None:
     dynamic = state.dynamic
     try:
         per_broker = dynamic.check_resource(name)

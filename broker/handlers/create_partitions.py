@@ -17,6 +17,8 @@ from typing import Any
 
 from client.protocol.api import ApiKey, ErrorCode
 
+from ..request_context import RequestContext
+from ..state import BrokerState
 from ..storage.errors import StorageError
 from .metadata import INTERNAL_TOPICS
 from .topic_creation import CHUNK_PARTITIONS, INLINE_PARTITIONS
@@ -45,7 +47,8 @@ def _check_assignments(assignments: list[dict[str, Any]] | None, current: int, c
     return None
 
 
-def handle(request: dict[str, Any], version: int, state: Any) -> Any:
+def handle(ctx: RequestContext, request: dict[str, Any]) -> Any:
+    state = ctx.state
     names = [t["name"] for t in request["topics"]]
     results = []
     grows: list[tuple[str, int, int]] = []  # (topic, current, count) to grow off the loop
@@ -82,7 +85,7 @@ def handle(request: dict[str, Any], version: int, state: Any) -> Any:
     return {"throttle_time_ms": 0, "results": results}
 
 
-async def _grow_off_loop(state: Any, grows: list[tuple[str, int, int]], by_name: dict[str, dict[str, Any]],
+async def _grow_off_loop(state: BrokerState, grows: list[tuple[str, int, int]], by_name: dict[str, dict[str, Any]],
                          results: list[dict[str, Any]]) -> dict[str, Any]:
     """Make the new partitions of each topic ``CHUNK_PARTITIONS`` at a time in a worker thread,
     adding each chunk on the loop as it is made (they appear in Metadata as they come)."""

@@ -17,6 +17,8 @@ from typing import Any
 
 from client.protocol.api import ApiKey, ErrorCode
 
+from ..request_context import RequestContext
+from ..state import BrokerState
 from ..storage.errors import StorageError
 from ..storage.log_manager import TopicInfo
 from .describe_configs import wire_entry
@@ -28,9 +30,10 @@ API_KEY = ApiKey.CREATE_TOPICS
 logger = logging.getLogger(__name__)
 
 
-def handle(request: dict[str, Any], version: int, state: Any) -> Any:
+def handle(ctx: RequestContext, request: dict[str, Any]) -> Any:
     """The answer, or (for more than ``INLINE_PARTITIONS`` new partitions) a coroutine that
     creates the topics off the loop first (``topic_creation``)."""
+    state, version = ctx.state, ctx.api_version
     out = []
     names = [t["name"] for t in request["topics"]]
     to_create: list[tuple[dict[str, Any], int, dict[str, str]]] = []
@@ -76,7 +79,7 @@ def handle(request: dict[str, Any], version: int, state: Any) -> Any:
     return {"throttle_time_ms": 0, "topics": out}
 
 
-async def _create_off_loop(state: Any, version: int, to_create: list[tuple[dict[str, Any], int, dict[str, str]]],
+async def _create_off_loop(state: BrokerState, version: int, to_create: list[tuple[dict[str, Any], int, dict[str, str]]],
                            out: list[dict[str, Any]]) -> dict[str, Any]:
     reserved, refused = reserve_all(state.logs, [(r["name"], n, c) for r, n, c in to_create])
     by_name = {r["name"]: r for r, _, _ in to_create}
@@ -84,15 +87,15 @@ async def _create_off_loop(state: Any, version: int, to_create: list[tuple[dict[
         _settle(by_name[name], e.error_code if isinstance(e, StorageError) else ErrorCode.INVALID_PARTITIONS, str(e))
     errors = await create_reserved(state.logs, reserved)
     for info in reserved:
-        e = errors.get(info.name)
-        if e is not None:
-            _settle(by_name[info.name], e.error_code, str(e))
+        failed = errors.get(info.name)
+        if failed is not None:
+            _settle(by_name[info.name], failed.error_code, str(failed))
         else:
             _created(state, version, by_name[info.name], info)
     return {"throttle_time_ms": 0, "topics": out}
 
 
-def _created(state: Any, version: int, result: dict[str, Any], info: TopicInfo) -> None:
+def _created(state: BrokerState, version: int, result: dict[str, Any], info: TopicInfo) -> None:
     result.update(topic_id=info.topic_id, num_partitions=info.partitions, replication_factor=1)
     if version >= 5:
         entries = state.dynamic.describe_topic(info.overrides, info.config)

@@ -5,9 +5,12 @@ are durable."""
 from __future__ import annotations
 
 import asyncio
+import functools
 from typing import Any
 
 from client.protocol.api import ApiKey
+
+from ..request_context import RequestContext
 
 API_KEY = ApiKey.DELETE_GROUPS
 
@@ -19,14 +22,20 @@ async def _answer(results: list[dict[str, Any]], waits: list[asyncio.Future[int]
     return {"throttle_time_ms": 0, "results": results}
 
 
-def handle(request: dict[str, Any], version: int, state: Any) -> Any:
+def _settle(fut: asyncio.Future[int], code: int) -> None:
+    if not fut.done():
+        fut.set_result(code)
+
+
+def handle(ctx: RequestContext, request: dict[str, Any]) -> Any:
+    state = ctx.state
     coordinator = state.groups.coordinator
     loop = asyncio.get_running_loop()
     results = []
     waits: list[asyncio.Future[int]] = []
     for group_id in request["groups_names"]:
         fut: asyncio.Future[int] = loop.create_future()
-        code = coordinator.delete_group(group_id, lambda c, f=fut: f.done() or f.set_result(c))
+        code = coordinator.delete_group(group_id, functools.partial(_settle, fut))
         if code == 0:
             waits.append(fut)
         results.append({"group_id": group_id, "error_code": code})

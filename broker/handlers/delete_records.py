@@ -21,7 +21,9 @@ from typing import Any
 
 from client.protocol.api import ApiKey, ErrorCode
 
-from .common import error_code_of
+from ..errors import error_code_of
+from ..request_context import RequestContext
+from ..state import BrokerState
 from .metadata import INTERNAL_TOPICS
 
 API_KEY = ApiKey.DELETE_RECORDS
@@ -31,7 +33,7 @@ logger = logging.getLogger(__name__)
 HIGH_WATERMARK = -1
 
 
-def _delete(state: Any, topic: str, partition: int, offset: int) -> tuple[int, int]:
+def _delete(state: BrokerState, topic: str, partition: int, offset: int) -> tuple[int, int]:
     """(error code, low watermark) for one partition."""
     log = state.logs.get_log(topic, partition)
     if log is None:
@@ -53,7 +55,8 @@ def _delete(state: Any, topic: str, partition: int, offset: int) -> tuple[int, i
     return 0, start
 
 
-def handle(request: dict[str, Any], version: int, state: Any) -> Any:
+def handle(ctx: RequestContext, request: dict[str, Any]) -> Any:
+    state = ctx.state
     topics = []
     changed = False
     for t in request["topics"]:

@@ -10,7 +10,9 @@ from typing import Any
 
 from client.protocol.api import ApiKey, ErrorCode
 
-from .common import error_code_of
+from ..errors import error_code_of
+from ..request_context import RequestContext
+from ..state import BrokerState
 from .metadata import INTERNAL_TOPICS
 
 API_KEY = ApiKey.DELETE_TOPICS
@@ -18,7 +20,7 @@ API_KEY = ApiKey.DELETE_TOPICS
 ZERO_UUID = uuid.UUID(int=0)
 
 
-def _delete(state: Any, name: str) -> tuple[int, str | None]:
+def _delete(state: BrokerState, name: str) -> tuple[int, str | None]:
     if name not in state.logs.partition_counts():
         return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, "This server does not host this topic-partition."
     if name in INTERNAL_TOPICS:
@@ -30,7 +32,8 @@ def _delete(state: Any, name: str) -> tuple[int, str | None]:
     return 0, None
 
 
-def handle(request: dict[str, Any], version: int, state: Any) -> dict[str, Any]:
+def handle(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
+    state, version = ctx.state, ctx.api_version
     if version < 6:
         wanted = [{"name": n, "topic_id": ZERO_UUID} for n in request["topic_names"]]
     else:

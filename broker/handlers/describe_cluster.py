@@ -10,6 +10,8 @@ from typing import Any
 
 from client.protocol.api import ApiKey, ErrorCode
 
+from ..request_context import RequestContext
+
 API_KEY = ApiKey.DESCRIBE_CLUSTER
 
 BROKER_ENDPOINT = 1
@@ -18,7 +20,8 @@ CLUSTER_OPERATIONS = sum(1 << op for op in (5, 7, 8, 9, 10, 11, 12))
 NOT_REQUESTED = -2147483648
 
 
-def handle(request: dict[str, Any], version: int, state: Any) -> dict[str, Any]:
+def handle(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
+    state = ctx.state
     body: dict[str, Any] = {"throttle_time_ms": 0, "error_code": 0, "error_message": None,
                             "endpoint_type": BROKER_ENDPOINT, "cluster_id": state.cluster_id,
                             "controller_id": state.node_id,

@@ -15,8 +15,11 @@ from typing import Any
 from client.protocol.api import ApiKey, ErrorCode
 
 from ..dynamic_config import ConfigSourceId, Entry
+from ..request_context import RequestContext
+from ..state import BrokerState
 from ..storage.errors import InvalidTopicError
 from ..storage.log_manager import validate_topic_name
+from .config_change import RequestError
 
 API_KEY = ApiKey.DESCRIBE_CONFIGS
 
@@ -30,30 +33,25 @@ def wire_entry(e: Entry, synonyms: bool, documentation: bool) -> dict[str, Any]:
             "config_type": e.config_type, "documentation": e.documentation if documentation else None}
 
 
-def _entries(state: Any, rtype: int, rname: str) -> list[Entry]:
+def _entries(state: BrokerState, rtype: int, rname: str) -> list[Entry]:
     if rtype == TOPIC:
         validate_topic_name(rname)
         info = state.logs.topic(rname)
         if info is None:
-            raise _Failure(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"Topic {rname} does not exist")
-        return state.dynamic.describe_topic(info.overrides, info.config)  # type: ignore[no-any-return]
+            raise RequestError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"Topic {rname} does not exist")
+        return state.dynamic.describe_topic(info.overrides, info.config)
     if rtype == BROKER:
         if rname and not rname.lstrip("-").isdigit():
-            raise _Failure(ErrorCode.INVALID_REQUEST, f"Broker id must be an integer, but it is: {rname}")
+            raise RequestError(ErrorCode.INVALID_REQUEST, f"Broker id must be an integer, but it is: {rname}")
         if rname and int(rname) != state.node_id:
-            raise _Failure(ErrorCode.INVALID_REQUEST,
+            raise RequestError(ErrorCode.INVALID_REQUEST,
                            f"Unexpected broker id, expected {state.node_id} or empty string, but received {rname}")
-        return state.dynamic.describe_broker(bool(rname))  # type: ignore[no-any-return]
-    raise _Failure(ErrorCode.INVALID_REQUEST, f"Unsupported resource type: {rtype}")
+        return state.dynamic.describe_broker(bool(rname))
+    raise RequestError(ErrorCode.INVALID_REQUEST, f"Unsupported resource type: {rtype}")
 
 
-class _Failure(Exception):
-    def __init__(self, error_code: int, message: str) -> None:
-        super().__init__(message)
-        self.error_code = error_code
-
-
-def handle(request: dict[str, Any], version: int, state: Any) -> dict[str, Any]:
+def handle(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
+    state = ctx.state
     synonyms = bool(request.get("include_synonyms"))
     documentation = bool(request.get("include_documentation"))
     results = []
@@ -65,7 +63,7 @@ def handle(request: dict[str, Any], version: int, state: Any) -> dict[str, Any]:
             entries = _entries(state, rtype, rname)
         except InvalidTopicError as e:
             res["error_code"], res["error_message"] = ErrorCode.INVALID_TOPIC_EXCEPTION, str(e)
-        except _Failure as e:
+        except RequestError as e:
             res["error_code"], res["error_message"] = e.error_code, str(e)
         else:
             res["configs"] = [wire_entry(e, synonyms, documentation) for e in entries if not keys or e.name in keys]

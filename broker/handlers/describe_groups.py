@@ -9,9 +9,12 @@ from typing import Any
 
 from client.protocol.api import ApiKey
 
+from ..request_context import RequestContext
+
 API_KEY = ApiKey.DESCRIBE_GROUPS
 
 
-def handle(request: dict[str, Any], version: int, state: Any) -> dict[str, Any]:
+def handle(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
+    state = ctx.state
     coordinator = state.groups.coordinator
     return {"throttle_time_ms": 0, "groups": [coordinator.describe_group(g) for g in request["groups"]]}

@@ -13,10 +13,13 @@ from typing import Any
 
 from client.protocol.api import ApiKey, ErrorCode
 
+from ..request_context import RequestContext
+
 API_KEY = ApiKey.DESCRIBE_LOG_DIRS
 
 
-def handle(request: dict[str, Any], version: int, state: Any) -> dict[str, Any]:
+def handle(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
+    state = ctx.state
     logs = state.logs.logs
     if request["topics"] is None:
         wanted = sorted(logs)

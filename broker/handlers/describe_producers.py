@@ -9,10 +9,13 @@ from typing import Any
 
 from client.protocol.api import ApiKey, ErrorCode
 
+from ..request_context import RequestContext
+
 API_KEY = ApiKey.DESCRIBE_PRODUCERS
 
 
-def handle(request: dict[str, Any], version: int, state: Any) -> dict[str, Any]:
+def handle(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
+    state = ctx.state
     topics = []
     for t in request["topics"]:
         parts = []

@@ -9,9 +9,12 @@ from typing import Any
 
 from client.protocol.api import ApiKey
 
+from ..request_context import RequestContext
+
 API_KEY = ApiKey.DESCRIBE_TRANSACTIONS
 
 
-def handle(request: dict[str, Any], version: int, state: Any) -> dict[str, Any]:
+def handle(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
+    state = ctx.state
     return {"throttle_time_ms": 0,
             "transaction_states": [state.txn.describe(t) for t in request["transactional_ids"]]}

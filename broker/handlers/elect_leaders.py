@@ -12,15 +12,18 @@ from typing import Any
 
 from client.protocol.api import ApiKey, ErrorCode
 
+from ..request_context import RequestContext
+
 API_KEY = ApiKey.ELECT_LEADERS
 
 
-def handle(request: dict[str, Any], version: int, state: Any) -> dict[str, Any]:
+def handle(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
+    state = ctx.state
     election_type = request.get("election_type", 0)
     if election_type not in (0, 1):
         return {"throttle_time_ms": 0, "error_code": ErrorCode.INVALID_REQUEST, "replica_election_results": []}
     topics = state.logs.topics()
-    results = []
+    results: list[dict[str, Any]] = []
     if request["topic_partitions"] is None:
         results = [{"topic": name, "partition_result": []} for name in topics]
     else:

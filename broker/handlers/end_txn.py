@@ -7,10 +7,13 @@ from typing import Any
 
 from client.protocol.api import ApiKey, ErrorCode
 
+from ..request_context import RequestContext
+
 API_KEY = ApiKey.END_TXN
 
 
-def handle(request: dict[str, Any], version: int, state: Any) -> Any:
+def handle(ctx: RequestContext, request: dict[str, Any]) -> Any:
+    state, version = ctx.state, ctx.api_version
     async def end() -> dict[str, Any]:
         code = await state.txn.end_txn(request["transactional_id"], request["producer_id"],
                                        request["producer_epoch"], request["committed"])

@@ -56,9 +56,12 @@ from typing import Any
 
 from client.protocol.api import ApiKey, ErrorCode
 
+from ..errors import error_code_of
+from ..request_context import RequestContext
+from ..state import BrokerState
 from ..storage.errors import OffsetOutOfRangeError
 from ..storage.file_records import FileSlice
-from .common import FetchReply, error_code_of
+from .common import FetchReply
 
 API_KEY = ApiKey.FETCH
 
@@ -105,7 +108,7 @@ def _partition_error(p: dict[str, Any], log: Any) -> int:
     return 0
 
 
-def _read_all(request: dict[str, Any], version: int, state: Any) -> tuple[Result, int, bool]:
+def _read_all(request: dict[str, Any], version: int, state: BrokerState) -> tuple[Result, int, bool]:
     """Read every partition: the answer, the total record bytes, and whether any partition had
     an error."""
     read_committed = request.get("isolation_level", 0) == 1
@@ -117,7 +120,7 @@ def _read_all(request: dict[str, Any], version: int, state: Any) -> tuple[Result
     by_id = version >= TOPIC_IDS_FROM
     for t in request["topics"]:
         topic_id = t["topic_id"] if by_id else None
-        name = state.logs.topic_name(topic_id) if by_id else t["topic"]
+        name = state.logs.topic_name(t["topic_id"]) if by_id else t["topic"]
         parts: list[Part] = []
         if name is None:
             out.append(("", topic_id, [(p["partition"], ErrorCode.UNKNOWN_TOPIC_ID, -1, -1, [], -1, -1, _NO_ABORTED)
@@ -234,7 +237,7 @@ def _encode(result: Result, version: int, correlation_id: int, read_committed: b
     return FetchReply(parts, size)
 
 
-def _metrics(state: Any, version: int, result: Result) -> None:
+def _metrics(state: BrokerState, version: int, result: Result) -> None:
     if state.metrics is not None:
         state.metrics.fetched(version, [(name, plist) for name, _, plist in result if name])
 
@@ -245,7 +248,9 @@ def _expire(fut: asyncio.Future[None]) -> None:
         fut.set_result(None)
 
 
-def handle(request: dict[str, Any], version: int, state: Any, correlation_id: int = 0) -> Any:
+def handle(ctx: RequestContext, request: dict[str, Any]) -> Any:
+    state, version = ctx.state, ctx.api_version
+    correlation_id = ctx.correlation_id
     read_committed = request.get("isolation_level", 0) == 1
     if request["session_epoch"] not in _FULL_FETCH_EPOCHS:
         return _encode([], version, correlation_id, read_committed, ErrorCode.FETCH_SESSION_ID_NOT_FOUND)

@@ -15,7 +15,9 @@ from typing import Any
 
 from client.protocol.api import ApiKey, ErrorCode
 
-from .common import error_code_of
+from ..errors import error_code_of
+from ..request_context import RequestContext
+from ..state import BrokerState
 
 API_KEY = ApiKey.FIND_COORDINATOR
 
@@ -26,7 +28,7 @@ TRANSACTION = 1
 SHARE = 2
 
 
-def _lookup(key: str, key_type: int, state: Any, version: int) -> dict[str, Any]:
+def _lookup(key: str, key_type: int, state: BrokerState, version: int) -> dict[str, Any]:
     def error(code: int, message: str) -> dict[str, Any]:
         return {"key": key, "error_code": int(code), "error_message": message, "node_id": -1, "host": "", "port": -1}
 
@@ -48,7 +50,8 @@ def _lookup(key: str, key_type: int, state: Any, version: int) -> dict[str, Any]
             "port": state.port}
 
 
-def handle(request: dict[str, Any], version: int, state: Any) -> dict[str, Any]:
+def handle(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
+    state, version = ctx.state, ctx.api_version
     key_type = request.get("key_type", GROUP)
     if version >= 4:
         return {"throttle_time_ms": 0,

@@ -11,6 +11,7 @@ from typing import Any
 
 from client.protocol.api import ApiKey, ErrorCode
 
+from ..request_context import RequestContext
 from ..storage.config import BROKER_SYNONYMS, TOPIC_CONFIGS, ConfigDef
 from .config_change import TOPIC, Change, RequestError, alter
 
@@ -59,5 +60,6 @@ def _change(resource: dict[str, Any]) -> Change:
     return apply
 
 
-def handle(request: dict[str, Any], version: int, state: Any) -> dict[str, Any]:
+def handle(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
+    state = ctx.state
     return alter(request, state, _change)

@@ -13,10 +13,13 @@ from typing import Any
 
 from client.protocol.api import ApiKey
 
+from ..request_context import RequestContext
+
 API_KEY = ApiKey.INIT_PRODUCER_ID
 
 
-def handle(request: dict[str, Any], version: int, state: Any) -> Any:
+def handle(ctx: RequestContext, request: dict[str, Any]) -> Any:
+    state = ctx.state
     txn_id = request["transactional_id"]
     if txn_id is None:
         return {"throttle_time_ms": 0, "error_code": 0, "producer_id": state.producer_ids.next_id(),

@@ -8,14 +8,15 @@ from typing import Any
 
 from client.protocol.api import ApiKey
 
+from ..request_context import RequestContext
 from .common import reply_when_ready
 
 API_KEY = ApiKey.JOIN_GROUP
 
 
-def handle(request: dict[str, Any], version: int, state: Any) -> Any:
-    client_id = request.pop("_client_id", "")
-    client_host = request.pop("_client_host", "")
+def handle(ctx: RequestContext, request: dict[str, Any]) -> Any:
+    state, version = ctx.state, ctx.api_version
+    client_id, client_host = ctx.client_id, "/" + ctx.client_host  # Kafka's member host: "/" + the address
 
     def start(respond: Any) -> None:
         def answer(body: dict[str, Any]) -> None:

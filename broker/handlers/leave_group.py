@@ -8,10 +8,13 @@ from typing import Any
 
 from client.protocol.api import ApiKey
 
+from ..request_context import RequestContext
+
 API_KEY = ApiKey.LEAVE_GROUP
 
 
-def handle(request: dict[str, Any], version: int, state: Any) -> dict[str, Any]:
+def handle(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
+    state, version = ctx.state, ctx.api_version
     coordinator = state.groups.coordinator
     if version < 3:
         code, results = coordinator.leave_group(request["group_id"], [{"member_id": request["member_id"]}])

@@ -7,10 +7,13 @@ from typing import Any
 
 from client.protocol.api import ApiKey
 
+from ..request_context import RequestContext
+
 API_KEY = ApiKey.LIST_GROUPS
 
 
-def handle(request: dict[str, Any], version: int, state: Any) -> dict[str, Any]:
+def handle(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
+    state = ctx.state
     groups = state.groups.coordinator.list_groups(request.get("states_filter") or (),
                                                   request.get("types_filter") or ())
     return {"throttle_time_ms": 0, "error_code": 0, "groups": groups}

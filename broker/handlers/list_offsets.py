@@ -17,15 +17,17 @@ from typing import Any
 
 from client.protocol.api import ApiKey, ErrorCode
 
+from ..errors import error_code_of
+from ..request_context import RequestContext
+from ..state import BrokerState
 from ..storage.log import LATEST_TIMESTAMP
-from .common import error_code_of
 
 API_KEY = ApiKey.LIST_OFFSETS
 
 LEADER_EPOCH = 0
 
 
-def _answer(state: Any, name: str, p: dict[str, Any], read_committed: bool) -> dict[str, Any]:
+def _answer(state: BrokerState, name: str, p: dict[str, Any], read_committed: bool) -> dict[str, Any]:
     resp = {"partition_index": p["partition_index"], "error_code": 0, "timestamp": -1, "offset": -1,
             "leader_epoch": -1}
     log = state.logs.get_log(name, p["partition_index"])
@@ -53,7 +55,8 @@ def _answer(state: Any, name: str, p: dict[str, Any], read_committed: bool) -> d
     return resp
 
 
-def handle(request: dict[str, Any], version: int, state: Any) -> dict[str, Any]:
+def handle(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
+    state = ctx.state
     read_committed = request.get("isolation_level", 0) == 1
     topics = [{"name": t["name"], "partitions": [_answer(state, t["name"], p, read_committed)
                                                  for p in t["partitions"]]}

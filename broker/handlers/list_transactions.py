@@ -9,10 +9,13 @@ from typing import Any
 
 from client.protocol.api import ApiKey
 
+from ..request_context import RequestContext
+
 API_KEY = ApiKey.LIST_TRANSACTIONS
 
 
-def handle(request: dict[str, Any], version: int, state: Any) -> dict[str, Any]:
+def handle(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
+    state = ctx.state
     code, unknown, found = state.txn.list_transactions(request["state_filters"], request["producer_id_filters"],
                                                        request.get("duration_filter", -1))
     return {"throttle_time_ms": 0, "error_code": code, "unknown_state_filters": unknown,

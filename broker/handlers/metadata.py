@@ -25,6 +25,8 @@ from typing import Any
 from client.protocol.api import ApiKey, ErrorCode
 from client.protocol.messages.metadata import AUTHORIZED_OPERATIONS_OMITTED
 
+from ..request_context import RequestContext
+from ..state import BrokerState
 from ..storage.errors import InvalidTopicError, StorageError, TopicExistsError
 from ..storage.log_manager import validate_topic_name
 from .describe_cluster import CLUSTER_OPERATIONS
@@ -43,7 +45,7 @@ ZERO_UUID = uuid.UUID(int=0)
 logger = logging.getLogger(__name__)
 
 
-def _partition(state: Any, name: str, p: int, node: int) -> dict[str, Any]:
+def _partition(state: BrokerState, name: str, p: int, node: int) -> dict[str, Any]:
     if state.logs.is_offline(name, p):  # its only replica could not be loaded: no leader, as Kafka says it
         return {"error_code": ErrorCode.LEADER_NOT_AVAILABLE, "partition_index": p, "leader_id": -1,
                 "leader_epoch": LEADER_EPOCH, "replica_nodes": [node], "isr_nodes": [], "offline_replicas": [node]}
@@ -51,13 +53,13 @@ def _partition(state: Any, name: str, p: int, node: int) -> dict[str, Any]:
             "replica_nodes": [node], "isr_nodes": [node], "offline_replicas": []}
 
 
-def internal_coordinator(state: Any, name: str) -> Any:
+def internal_coordinator(state: BrokerState, name: str) -> Any:
     """The coordinator that owns internal topic ``name`` (its ``ensure_topic`` creates the topic
     with the coordinator's layout)."""
     return state.groups if name == "__consumer_offsets" else state.txn
 
 
-def _topic(state: Any, name: str, partitions: int, topic_id: uuid.UUID | None, ops: int) -> dict[str, Any]:
+def _topic(state: BrokerState, name: str, partitions: int, topic_id: uuid.UUID | None, ops: int) -> dict[str, Any]:
     node = state.node_id
     return {
         "error_code": 0, "name": name, "topic_id": topic_id or ZERO_UUID, "is_internal": name in INTERNAL_TOPICS,
@@ -71,9 +73,10 @@ def _error(code: int, name: str | None, topic_id: uuid.UUID = ZERO_UUID) -> dict
             "topic_authorized_operations": AUTHORIZED_OPERATIONS_OMITTED}
 
 
-def handle(request: dict[str, Any], version: int, state: Any) -> Any:
+def handle(ctx: RequestContext, request: dict[str, Any]) -> Any:
     """The answer, or (when many topics are to be auto-created) a coroutine that creates them
     off the loop first (``topic_creation``)."""
+    state, version = ctx.state, ctx.api_version
     logs = state.logs
     counts = logs.partition_counts()  # a topic's partitions, without building every topic's config
     wanted = request["topics"]
@@ -82,7 +85,7 @@ def handle(request: dict[str, Any], version: int, state: Any) -> Any:
     allow_create = state.auto_create_topics and request["allow_auto_topic_creation"]
     invalid: set[str] = set()
     if allow_create:
-        new = []
+        new: list[tuple[str, int, dict[str, str]]] = []
         for t in wanted:
             name = t["name"]
             if name is None or (t["topic_id"] or ZERO_UUID) != ZERO_UUID or name in counts:
@@ -114,7 +117,7 @@ def handle(request: dict[str, Any], version: int, state: Any) -> Any:
     return _answer(request, version, state, wanted, invalid)
 
 
-async def _create_then_answer(request: dict[str, Any], version: int, state: Any, new: list[tuple[str, int, dict[str, str]]],
+async def _create_then_answer(request: dict[str, Any], version: int, state: BrokerState, new: list[tuple[str, int, dict[str, str]]],
                               invalid: set[str]) -> dict[str, Any]:
     reserved, refused = reserve_all(state.logs, new)
     refused = {name: e for name, e in refused.items() if not isinstance(e, TopicExistsError)}
@@ -130,7 +133,7 @@ async def _create_then_answer(request: dict[str, Any], version: int, state: Any,
     return _answer(request, version, state, wanted, invalid)
 
 
-def _answer(request: dict[str, Any], version: int, state: Any, wanted: list[dict[str, Any]],
+def _answer(request: dict[str, Any], version: int, state: BrokerState, wanted: list[dict[str, Any]],
             invalid: set[str]) -> dict[str, Any]:
     logs = state.logs
     counts = logs.partition_counts()

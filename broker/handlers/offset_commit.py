@@ -13,6 +13,8 @@ from typing import Any
 
 from client.protocol.api import ApiKey, ErrorCode
 
+from ..request_context import RequestContext
+from ..state import BrokerState
 from .common import reply_when_ready
 
 API_KEY = ApiKey.OFFSET_COMMIT
@@ -29,7 +31,7 @@ def _response(request: dict[str, Any], errors: Errors, default: int) -> dict[str
         for t in request["topics"]]}
 
 
-def split_unknown(request: dict[str, Any], state: Any) -> tuple[dict[str, Any], Errors]:
+def split_unknown(request: dict[str, Any], state: BrokerState) -> tuple[dict[str, Any], Errors]:
     """(the request without the partitions that do not exist, UNKNOWN_TOPIC_OR_PARTITION for
     each of those); the request itself when every partition exists."""
     counts = state.logs.partition_counts()
@@ -74,7 +76,8 @@ def reply_after_commit(request: dict[str, Any], commit: Any, unknown: Errors | N
     return reply_when_ready(start)
 
 
-def handle(request: dict[str, Any], version: int, state: Any) -> Any:
+def handle(ctx: RequestContext, request: dict[str, Any]) -> Any:
+    state, version = ctx.state, ctx.api_version
     known, unknown = split_unknown(request, state)
     if not known["topics"]:
         return _response(request, unknown, 0)

@@ -9,10 +9,13 @@ from typing import Any
 
 from client.protocol.api import ApiKey
 
+from ..request_context import RequestContext
+
 API_KEY = ApiKey.OFFSET_DELETE
 
 
-def handle(request: dict[str, Any], version: int, state: Any) -> dict[str, Any]:
+def handle(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
+    state = ctx.state
     wanted = [(t["name"], [p["partition_index"] for p in t["partitions"]]) for t in request["topics"]]
     code, result = state.groups.coordinator.delete_offsets(request["group_id"], wanted)
     return {"error_code": code, "throttle_time_ms": 0, "topics": [

@@ -15,16 +15,19 @@ from typing import Any
 
 from client.protocol.api import ApiKey, ErrorCode
 
+from ..request_context import RequestContext
+from ..state import BrokerState
+
 API_KEY = ApiKey.OFFSET_FETCH
 
 
-def _fetch(state: Any, group_id: str, topics: list[dict[str, Any]] | None,
+def _fetch(state: BrokerState, group_id: str, topics: list[dict[str, Any]] | None,
            require_stable: bool = False) -> tuple[int, list[dict[str, Any]]]:
     wanted = None if topics is None else [(t["name"], list(t["partition_indexes"])) for t in topics]
     code, found = state.groups.coordinator.fetch_offsets(group_id, wanted)
     if code and wanted is not None:
         found = [(t, [(p, None) for p in parts]) for t, parts in wanted]
-    out = []
+    out: list[dict[str, Any]] = []
     for topic, parts in found:
         out.append({"name": topic, "partitions": [
             {"partition_index": p, "committed_offset": om.offset if om is not None else -1,
@@ -40,7 +43,8 @@ def _fetch(state: Any, group_id: str, topics: list[dict[str, Any]] | None,
     return code, out
 
 
-def handle(request: dict[str, Any], version: int, state: Any) -> dict[str, Any]:
+def handle(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
+    state, version = ctx.state, ctx.api_version
     if version >= 8:
         groups = []
         for g in request["groups"]:

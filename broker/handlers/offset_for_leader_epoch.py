@@ -13,13 +13,16 @@ from typing import Any
 
 from client.protocol.api import ApiKey, ErrorCode
 
+from ..request_context import RequestContext
+
 API_KEY = ApiKey.OFFSET_FOR_LEADER_EPOCH
 
 LEADER_EPOCH = 0
 UNDEFINED = -1
 
 
-def handle(request: dict[str, Any], version: int, state: Any) -> dict[str, Any]:
+def handle(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
+    state = ctx.state
     topics = []
     for t in request["topics"]:
         parts = []

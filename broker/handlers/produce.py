@@ -60,10 +60,13 @@ from client.records.batch import (
 from client.records.compression import DecompressedSizeError
 from client.records.legacy import convert_legacy, is_legacy
 
+from ..errors import error_code_of
+from ..request_context import RequestContext
+from ..state import BrokerState
 from ..storage.errors import RecordTooLargeError
 from ..storage.inflation import RequestInflation
 from ..storage.log_validator import max_decompressed_size
-from .common import CLOSE, NO_RESPONSE, after_fsync, error_code_of
+from .common import CLOSE, NO_RESPONSE, after_fsync
 from .metadata import INTERNAL_TOPICS
 
 API_KEY = ApiKey.PRODUCE
@@ -161,7 +164,7 @@ def _refused_whole(request: dict[str, Any], code: int, message: str) -> dict[str
 
 
 def _verify_transactional(request: dict[str, Any], version: int, records: Any, topic: str, partition: int,
-                          state: Any) -> int:
+                          state: BrokerState) -> int:
     """A transactional batch must come from the producer of an Ongoing transaction that added
     this partition (Kafka's partition verification); the first batch's producer id and epoch
     decide, as in Kafka."""
@@ -169,7 +172,8 @@ def _verify_transactional(request: dict[str, Any], version: int, records: Any, t
     return int(state.txn.verify_produce(request.get("transactional_id"), pid, epoch, topic, partition, version))
 
 
-def handle(request: dict[str, Any], version: int, state: Any) -> Any:
+def handle(ctx: RequestContext, request: dict[str, Any]) -> Any:
+    state, version = ctx.state, ctx.api_version
     acks = request["acks"]
     if request.get("transactional_id") is None and any(
             _is_transactional(p["records"]) for t in request["topic_data"] for p in t["partition_data"]):
@@ -255,14 +259,14 @@ def handle(request: dict[str, Any], version: int, state: Any) -> Any:
     return after_fsync(body, state, waits)
 
 
-def _refused(state: Any, resp: dict[str, Any], topic: str, partition: int, e: Exception) -> None:
+def _refused(state: BrokerState, resp: dict[str, Any], topic: str, partition: int, e: Exception) -> None:
     resp["error_code"] = error_code_of(e)
     resp["error_message"] = str(e) or None
     state.log_limiter.info(f"producers to {topic}-{partition}", type(e).__name__,
                            "produce to %s-%d rejected: %s", topic, partition, e, logger=logger)
 
 
-def _appended(state: Any, resp: dict[str, Any], topic: str, partition: int, log: Any, info: Any, acks: int,
+def _appended(state: BrokerState, resp: dict[str, Any], topic: str, partition: int, log: Any, info: Any, acks: int,
               waits: list[Any]) -> None:
     resp["base_offset"] = info.first_offset
     resp["log_append_time_ms"] = info.log_append_time
@@ -275,7 +279,7 @@ def _appended(state: Any, resp: dict[str, Any], topic: str, partition: int, log:
         waits.append((log, info.last_offset + 1, resp))
 
 
-async def _append_off_loop(jobs: list[_Job], state: Any, acks: int, waits: list[Any]) -> bool:
+async def _append_off_loop(jobs: list[_Job], state: BrokerState, acks: int, waits: list[Any]) -> bool:
     """Validate (inflate) the jobs' records in a worker thread, then append each on the loop
     once the log's earlier append is done; True if any failed. Every job's ``done`` is resolved
     whatever happens."""
@@ -311,7 +315,7 @@ def _release(tails: dict[int, asyncio.Future[None]], job: _Job) -> None:
         del tails[id(job.log)]
 
 
-async def _reply(work: asyncio.Future[bool], body: dict[str, Any], acks: int, failed: bool, state: Any,
+async def _reply(work: asyncio.Future[bool], body: dict[str, Any], acks: int, failed: bool, state: BrokerState,
                  waits: list[Any]) -> Any:
     failed = await asyncio.shield(work) or failed
     if acks == 0:

@@ -7,12 +7,14 @@ from typing import Any
 
 from client.protocol.api import ApiKey
 
+from ..request_context import RequestContext
 from .common import reply_when_ready
 
 API_KEY = ApiKey.SYNC_GROUP
 
 
-def handle(request: dict[str, Any], version: int, state: Any) -> Any:
+def handle(ctx: RequestContext, request: dict[str, Any]) -> Any:
+    state = ctx.state
     def start(respond: Any) -> None:
         state.groups.coordinator.sync_group(request, lambda body: respond({"throttle_time_ms": 0, **body}))
 

@@ -14,12 +14,14 @@ from typing import Any
 from client.protocol.api import ApiKey, ErrorCode
 
 from ..group.records import CONSUMER_OFFSETS
+from ..request_context import RequestContext
+from ..state import BrokerState
 from .offset_commit import _response, reply_after_commit, split_unknown
 
 API_KEY = ApiKey.TXN_OFFSET_COMMIT
 
 
-def _txn_error(request: dict[str, Any], version: int, state: Any) -> int:
+def _txn_error(request: dict[str, Any], version: int, state: BrokerState) -> int:
     if state.txn.loading:
         return int(ErrorCode.COORDINATOR_LOAD_IN_PROGRESS)
     partition = state.groups.coordinator.partition_for(request["group_id"])
@@ -32,7 +34,8 @@ def _txn_error(request: dict[str, Any], version: int, state: Any) -> int:
     return int(code)
 
 
-def handle(request: dict[str, Any], version: int, state: Any) -> Any:
+def handle(ctx: RequestContext, request: dict[str, Any]) -> Any:
+    state, version = ctx.state, ctx.api_version
     known, unknown = split_unknown(request, state)
     if not known["topics"]:
         return _response(request, unknown, 0)

@@ -26,15 +26,18 @@ from client.clock import now_ms
 from client.protocol.api import ApiKey, ErrorCode
 from client.records.control import build_control_batch
 
+from ..errors import error_code_of
 from ..group.records import CONSUMER_OFFSETS
-from .common import after_fsync, error_code_of
+from ..request_context import RequestContext
+from ..state import BrokerState
+from .common import after_fsync
 
 API_KEY = ApiKey.WRITE_TXN_MARKERS
 
 logger = logging.getLogger(__name__)
 
 
-def _write(state: Any, topic: str, partition: int, marker: dict[str, Any], waits: list[tuple[Any, int, dict[str, Any]]],
+def _write(state: BrokerState, topic: str, partition: int, marker: dict[str, Any], waits: list[tuple[Any, int, dict[str, Any]]],
            resp: dict[str, Any]) -> None:
     """Append ``marker`` to ``topic-partition``, setting ``resp["error_code"]`` on refusal."""
     log = state.logs.get_log(topic, partition)
@@ -68,7 +71,8 @@ def _write(state: Any, topic: str, partition: int, marker: dict[str, Any], waits
     waits.append((log, info.last_offset + 1, resp))
 
 
-def handle(request: dict[str, Any], version: int, state: Any) -> Any:
+def handle(ctx: RequestContext, request: dict[str, Any]) -> Any:
+    state = ctx.state
     markers = []
     waits: list[tuple[Any, int, dict[str, Any]]] = []
     for marker in request["markers"]:

@@ -8,11 +8,11 @@ from __future__ import annotations
 
 from client.protocol.api import ErrorCode
 
+from ..errors import ApiError
 
-class StorageError(Exception):
+
+class StorageError(ApiError):
     """Base class of storage failures. ``error_code`` is the Kafka wire error code."""
-
-    error_code: int = ErrorCode.UNKNOWN_SERVER_ERROR
 
 
 class CorruptIndexError(StorageError):

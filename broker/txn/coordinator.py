@@ -54,12 +54,12 @@ from typing import Any
 
 from client.clock import now_ms
 from client.protocol.api import ErrorCode as E
-from client.protocol.api import error_name
 from client.protocol.primitives import DecodeError
 from client.records.control import build_control_batch
 from client.records.record import build_batch
 
 from ..coordinator_loader import CoordinatorLoader
+from ..errors import ApiError
 from ..group.records import CONSUMER_OFFSETS
 from ..storage.errors import TopicExistsError
 from ..storage.record_reader import LoggedRecord
@@ -149,10 +149,11 @@ class TransactionMetadata:
                 "topics": [{"topic": t, "partitions": ps} for t, ps in by_topic.items()]}
 
 
-class CoordinatorError(Exception):
+class CoordinatorError(ApiError):
+    """A transactional request's answer is this error code."""
+
     def __init__(self, code: int) -> None:
-        super().__init__(error_name(code))
-        self.code = int(code)
+        super().__init__(error_code=code)
 
 
 class TransactionCoordinator:
@@ -240,7 +241,7 @@ class TransactionCoordinator:
         try:
             return (0, *await self._init_producer_id(transactional_id, timeout_ms, expected_pid, expected_epoch))
         except CoordinatorError as e:
-            return e.code, NO_PRODUCER_ID, NO_PRODUCER_EPOCH
+            return e.error_code, NO_PRODUCER_ID, NO_PRODUCER_EPOCH
 
     async def _init_producer_id(self, txn_id: str, timeout_ms: int, expected_pid: int,
                                 expected_epoch: int) -> tuple[int, int]:
@@ -306,7 +307,7 @@ class TransactionCoordinator:
             start = m.start_ms if m.state == TxnState.ONGOING else self.clock()
             await self._transit(m, TxnState.ONGOING, partitions=m.partitions | wanted, start_ms=start)
         except CoordinatorError as e:
-            return e.code
+            return e.error_code
         return 0
 
     def verify_produce(self, txn_id: str | None, producer_id: int, epoch: int, topic: str, partition: int,
@@ -340,7 +341,7 @@ class TransactionCoordinator:
                 raise CoordinatorError(E.CONCURRENT_TRANSACTIONS)
             raise CoordinatorError(E.INVALID_TXN_STATE)
         except CoordinatorError as e:
-            return e.code
+            return e.error_code
 
     async def _end(self, m: TransactionMetadata, commit: bool) -> None:
         """Write Prepare*, then (in the background) the markers and Complete*."""
