@@ -113,7 +113,8 @@ class Cluster:
         backoff = self.retry_backoff_ms / 1000
         errors: list[str] = []
         while True:
-            candidates = [(("node", n), h, p) for n, (h, p) in self.brokers.items()]
+            candidates: list[tuple[tuple[str | int, ...], str, int]] = [
+                (("node", n), h, p) for n, (h, p) in self.brokers.items()]
             candidates += [(("bootstrap", h, p), h, p) for h, p in self.bootstrap]
             for key, _host, _port in candidates:
                 conn = self._conns.get(key)

@@ -77,8 +77,8 @@ class ColumnBatch:
     __slots__ = ("topic", "partition", "timestamp_type", "next_offset", "offsets", "timestamps", "keys",
                  "values", "headers")
 
-    def __init__(self, topic: str, partition: int, timestamp_type: int, next_offset: int, offsets: array,
-                 timestamps: array, keys: BinaryColumn, values: BinaryColumn, headers: list[tuple[Header, ...]]) -> None:
+    def __init__(self, topic: str, partition: int, timestamp_type: int, next_offset: int, offsets: array[int],
+                 timestamps: array[int], keys: BinaryColumn, values: BinaryColumn, headers: list[tuple[Header, ...]]) -> None:
         self.topic = topic
         self.partition = partition
         self.timestamp_type = timestamp_type

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable, Coroutine
 from typing import Any
 
 DEFAULT_BOOTSTRAP = "127.0.0.1:9092"
@@ -71,7 +71,7 @@ def fail(prog: str, message: str) -> int:
     return 1
 
 
-def run_client(prog: str, args: argparse.Namespace, main: Callable[[], Awaitable[int]],
+def run_client(prog: str, args: argparse.Namespace, main: Callable[[], Coroutine[Any, Any, int]],
                interrupted_status: int = 130) -> int:
     """Run ``main()`` on an event loop; KafkaError and OSError become one line on stderr."""
     import asyncio

@@ -121,6 +121,7 @@ def run(args: argparse.Namespace) -> int:
         import time
 
         from client.consumer import Consumer
+        from client.structs import TopicPartition
 
         out = sys.stdout.buffer
         limit = args.max_messages
@@ -134,7 +135,7 @@ def run(args: argparse.Namespace) -> int:
                     return fail("consume", f"topic {args.topic!r} has no partition {args.partition}"
                                            f" (it has {len(partitions)})")
                 partitions = [args.partition]
-            tps = [(args.topic, p) for p in partitions]
+            tps = [TopicPartition(args.topic, p) for p in partitions]
             consumer.assign(tps)
             if args.from_beginning:
                 await consumer.seek_to_beginning()
@@ -171,10 +172,10 @@ def run(args: argparse.Namespace) -> int:
                         break
                     continue
                 idle_since = time.monotonic()
-                lines = []
+                lines: list[bytes] = []
                 for records in got.values():
                     if args.exit_at_end:
-                        end = ends[(records[0].topic, records[0].partition)]
+                        end = ends[TopicPartition(records[0].topic, records[0].partition)]
                         records = [r for r in records if r.offset < end]
                     lines.extend(map(fmt, records))
                 out.write(b"".join(lines))

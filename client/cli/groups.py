@@ -98,8 +98,8 @@ def run(args: argparse.Namespace) -> int:
                                       (args.group, _node(desc.coordinator), desc.protocol or "-", desc.state,
                                        str(len(desc.members)))]))
                 elif args.members:
-                    rows = [("GROUP", "CONSUMER-ID", "GROUP-INSTANCE-ID", "HOST", "CLIENT-ID", "#PARTITIONS",
-                             "ASSIGNMENT")]
+                    rows: list[tuple[str, ...]] = [("GROUP", "CONSUMER-ID", "GROUP-INSTANCE-ID", "HOST", "CLIENT-ID",
+                                                    "#PARTITIONS", "ASSIGNMENT")]
                     for m in desc.members:
                         rows.append((args.group, m.member_id, m.group_instance_id or "-", m.client_host, m.client_id,
                                      str(len(m.assignment)),
@@ -121,12 +121,13 @@ def run(args: argparse.Namespace) -> int:
                              "HOST", "CLIENT-ID")]
                     for tp in sorted(set(offsets) | set(owner), key=lambda x: (x.topic, x.partition)):
                         o = offsets.get(TopicPartition(*tp))
-                        m = owner.get(tp)
+                        member = owner.get(tp)
                         end = o.log_end_offset if o is not None else ends.get(tp)
                         rows.append((args.group, tp.topic, str(tp.partition), "-" if o is None else str(o.committed),
                                      "-" if end is None else str(end),
                                      "-" if o is None or o.lag is None else str(o.lag),
-                                     m.member_id if m else "-", m.client_host if m else "-", m.client_id if m else "-"))
+                                     member.member_id if member else "-", member.client_host if member else "-",
+                                     member.client_id if member else "-"))
                     if not desc.members:
                         out.write(f"\nConsumer group '{args.group}' has no active members.\n\n")
                     out.write(_table(rows))

@@ -114,7 +114,7 @@ class BinaryColumn(Sequence["bytes | None"]):
         nulls = [i - start for i in range(start, stop) if self.is_null(i)]
         return BinaryColumn(data, new, _validity(stop - start, nulls), len(nulls))
 
-    def to_arrow(self):  # type: ignore[no-untyped-def]
+    def to_arrow(self) -> Any:
         """A ``pyarrow.BinaryArray`` over the same buffers (pyarrow imported here, lazily)."""
         import pyarrow as pa
 

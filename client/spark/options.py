@@ -367,7 +367,7 @@ def parse_options(options: Mapping[str, str], streaming: bool = False) -> Source
     if not given:
         raise ValueError(f"One of the following options must be specified for Kafka source: {names}. "
                          "See the docs for more details.")
-    kw: dict = {}
+    kw: dict[str, Any] = {}
     key = given[0]
     value = opts[key]
     if key == "assign":

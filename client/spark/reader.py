@@ -58,7 +58,7 @@ from pyspark.sql.types import StructType
 from client.admin import Admin
 from client.consumer import Consumer
 from client.consumer_records import ColumnBatch
-from client.errors import OffsetOutOfRangeError  # type: ignore[attr-defined]
+from client.errors import OffsetOutOfRangeError
 from client.spark.options import (
     EARLIEST,
     LATEST,
@@ -71,7 +71,7 @@ from client.spark.options import (
     SourceOptions,
 )
 from client.spark.ranges import OffsetRange, split_ranges
-from client.structs import TopicPartition
+from client.structs import OffsetSpec, TopicPartition
 from client.sync import LoopThread
 
 __all__ = ["MinibrokerBatchReader", "RangePartition", "plan_ranges", "read_range", "DataLossError",
@@ -131,7 +131,8 @@ async def _resolve(admin: Admin, tps: list[tuple[str, int]], bound: Bound, name:
         specs = dict(given)
         if isinstance(bound, PartitionTimestamps):
             timestamps = specs
-    lookup = {TopicPartition(*tp): s for tp, s in specs.items() if s < 0 or tp in timestamps}
+    lookup: dict[TopicPartition | tuple[str, int], OffsetSpec | int] = {
+        TopicPartition(*tp): s for tp, s in specs.items() if s < 0 or tp in timestamps}
     got = await admin.list_offsets(lookup, isolation_level=isolation) if lookup else {}
     out = {}
     missing = []

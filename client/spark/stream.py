@@ -129,7 +129,7 @@ class MinibrokerStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
 
         return self._offsets(self._call(go), LATEST)
 
-    def initialOffset(self) -> dict:
+    def initialOffset(self) -> dict[str, Any]:
         o = self.options
 
         async def go(admin: Admin) -> Offsets:
@@ -147,10 +147,10 @@ class MinibrokerStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
         mot = self.options.max_offsets_per_trigger
         return ReadMaxRows(mot) if mot else ReadAllAvailable()
 
-    def reportLatestOffset(self) -> dict | None:
+    def reportLatestOffset(self) -> dict[str, Any] | None:
         return to_json(self._latest) if self._latest else None
 
-    def latestOffset(self, start: dict, limit: ReadLimit) -> dict:
+    def latestOffset(self, start: dict[str, Any], limit: ReadLimit) -> dict[str, Any]:
         begin = from_json(start)
         latest = self._latest_offsets()
         self._latest = latest
@@ -170,7 +170,7 @@ class MinibrokerStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
         # Partitions that are gone keep their offset here; partitions() reports them.
         return to_json({**{tp: off for tp, off in begin.items() if tp not in end}, **end})
 
-    def partitions(self, start: dict, end: dict) -> list[InputPartition]:
+    def partitions(self, start: dict[str, Any], end: dict[str, Any]) -> list[InputPartition]:
         o = self.options
         begin, until = from_json(start), from_json(end)
         new = [tp for tp in until if tp not in begin]
@@ -201,7 +201,7 @@ class MinibrokerStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
         return [RangePartition(r.topic, r.partition, r.start, r.end)
                 for r in split_ranges(ranges, o.min_partitions, o.max_records_per_partition)]
 
-    def commit(self, end: dict) -> None:
+    def commit(self, end: dict[str, Any]) -> None:
         pass
 
     def stop(self) -> None:
