@@ -94,6 +94,42 @@ _BROKER_DOCS = {
     "metrics.request.timeout.ms": "minibroker's own: time to send a whole request to the metrics listener, and"
                                   " again to read its reply.",
     "fault.injection.listener": "minibroker's own, for tests: where /faults is served; unset: off.",
+    "message.max.decompressed.bytes": "minibroker's own: the most one compressed batch inflates to (and at most 64 x"
+                                      " the topic's max.message.bytes); above it MESSAGE_TOO_LARGE.",
+    "request.max.decompressed.bytes": "minibroker's own: the most the compressed batches of one Produce request"
+                                      " inflate to in all; a partition past it gets MESSAGE_TOO_LARGE.",
+    "broker.max.decompressed.bytes": "minibroker's own: the buffers of every batch being inflated at once; a batch"
+                                     " waits up to 1 s for room, then REQUEST_TIMED_OUT.",
+    "offsets.topic.num.partitions": "Partitions of __consumer_offsets, fixed when it is created.",
+    "offsets.topic.segment.bytes": "segment.bytes of __consumer_offsets.",
+    "offsets.topic.replication.factor": "Replicas of __consumer_offsets (one broker: 1).",
+    "offsets.retention.minutes": "Committed offsets expire this long after their group became empty.",
+    "offsets.retention.check.interval.ms": "How often expired offsets are removed.",
+    "offsets.load.buffer.size": "Bytes read per chunk when __consumer_offsets is loaded at start-up.",
+    "offset.metadata.max.bytes": "The largest metadata string an offset commit may carry.",
+    "group.min.session.timeout.ms": "The shortest session timeout a member may ask for.",
+    "group.max.session.timeout.ms": "The longest session timeout a member may ask for.",
+    "group.max.size": "The most members a group may have.",
+    "group.initial.rebalance.delay.ms": "How long a group leaving Empty waits for more members before its first"
+                                        " generation (longer while more arrive).",
+    "transaction.state.log.num.partitions": "Partitions of __transaction_state, fixed when it is created.",
+    "transaction.state.log.segment.bytes": "segment.bytes of __transaction_state.",
+    "transaction.state.log.replication.factor": "Replicas of __transaction_state (one broker: 1).",
+    "transaction.state.log.load.buffer.size": "Bytes read per chunk when __transaction_state is loaded at start-up.",
+    "transaction.max.timeout.ms": "The longest transaction.timeout.ms a producer may ask for.",
+    "transaction.abort.timed.out.transaction.cleanup.interval.ms": "How often transactions open longer than their"
+                                                                   " timeout are aborted.",
+    "transactional.id.expiration.ms": "A transactional id idle this long is removed.",
+    "transaction.remove.expired.transaction.cleanup.interval.ms": "How often expired transactional ids are removed.",
+    "log.cleaner.enable": "Whether compacted topics are cleaned.",
+    "log.cleaner.threads": "Cleaner threads (each with its worker process in process mode).",
+    "log.cleaner.dedupe.buffer.size": "Memory for the cleaners' key -> offset maps, over all threads.",
+    "log.cleaner.io.buffer.size": "The size of a cleaner thread's read and write buffers.",
+    "log.cleaner.io.buffer.load.factor": "How full a cleaner's offset map may get.",
+    "log.cleaner.io.max.bytes.per.second": "The cleaners' read plus write rate, over all threads.",
+    "log.cleaner.backoff.ms": "How long a cleaner thread sleeps when no log needs cleaning.",
+    "log.cleaner.mode": "minibroker's own: where cleanings run: process (a worker process per cleaner thread) or"
+                        " thread (in the broker's cleaner thread).",
 }
 
 

@@ -82,7 +82,7 @@ __all__ = ["BrokerServer", "Connection", "RequestHook", "SENDFILE_STATS", "handl
 #: before it could wait that long. TCP_QUICKACK after each read ACKs at once (the kernel clears
 #: the flag again after a while, hence per read). One setsockopt per read: its cost and what it
 #: does to librdkafka's produce latency are measured by ``scripts/bench.py --only
-#: requests,latency`` (the README quotes them).
+#: requests,latency`` (docs/pages/benchmarks.md quotes them).
 _QUICKACK = getattr(socket, "TCP_QUICKACK", None)
 logger = logging.getLogger("broker.socket_server")
 

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """The broker benchmark: a real ``python -m broker serve`` process driven over loopback, each
-figure compared with its target (the README's "Performance targets" table).
+figure compared with its target (the "Performance targets" table of docs/pages/benchmarks.md).
 
 The script starts its own broker (``--port 0``, 127.0.0.1 only, data in a scratch directory
 under the repository, removed at the end), runs the sections below and stops it with SIGTERM,
@@ -181,7 +181,7 @@ MiB = 1 << 20
 VALUE_SIZE = 100
 _LISTENING = re.compile(r"minibroker listening on ([\d.]+):(\d+)")
 
-# The README's "Performance targets": (comparison, value).
+# docs/pages/benchmarks.md's "Performance targets": (comparison, value).
 TARGETS: dict[str, tuple[str, float]] = {
     "w1_rps": (">=", 1_000_000),
     "w1b_rps": (">=", 821_557),  # Kafka's classic single-node figure, with its classic producer settings

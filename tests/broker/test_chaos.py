@@ -1,4 +1,4 @@
-"""The 2-minute soak of scripts/chaos.py (the README gives the command for a long one): two
+"""The 2-minute soak of scripts/chaos.py (docs/pages/benchmarks.md gives the command for a long one): two
 idempotent producers with acks=all, a consumer group committing synchronously, a transactional
 producer with read_committed readers and an admin client against a broker SIGKILLed every ~6 s,
 with a bit of one ``__consumer_offsets`` batch flipped before every 5th restart.

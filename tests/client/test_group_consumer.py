@@ -403,7 +403,7 @@ class ForeignMember:
                 self.c.poll(0.05)
             else:
                 # longer than an fsync'd SyncGroup: kafka-python 3.0 drops a leader's SyncGroup
-                # answer that comes after its poll returned (README, consumer groups)
+                # answer that comes after its poll returned (docs/pages/consumer-groups.md)
                 self.c.poll(timeout_ms=1000)
             self.assignment = {TopicPartition(tp.topic, tp.partition) for tp in self.c.assignment()}
         self.c.close()

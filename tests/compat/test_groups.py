@@ -170,8 +170,8 @@ def test_kafka_python_leader_with_a_slow_sync_group(tmp_path: Path, workers: lis
     initial rebalance delay a lone kafka-python member leads its first generation with the
     topic's metadata in hand and gets every partition. (With the delay at 0 it may lead a first
     generation before its metadata arrives, rejoin for the metadata, and kafka-python 3.0.12
-    drops the second SyncGroup answer if its poll returned first: the README's consumer-groups
-    section.)"""
+    drops the second SyncGroup answer if its poll returned first: docs/pages/consumer-groups.md,
+    "kafka-python 3.0 and that delay".)"""
     b = BrokerProcess(str(tmp_path / "data"), overrides=[KAFKA_DELAY], faults=True).start()
     try:
         bs = b.bootstrap_servers

@@ -1,5 +1,5 @@
 """The calls MirrorMaker 2 makes to its *source* cluster, made with confluent-kafka against a
-broker process: what moving history from minibroker to a Kafka cluster needs (README,
+broker process: what moving history from minibroker to a Kafka cluster needs (docs/pages/operations.md,
 "Outgrowing one node"). The broker's own request counters (``minibroker_requests_total``,
 ``minibroker_request_errors_total``) then show that each Kafka API was called and answered
 without an error.

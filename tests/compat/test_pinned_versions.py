@@ -55,7 +55,7 @@ def test_kafka_python_pinned_joins_a_group_and_commits(module_broker: Any, av: t
         deadline = time.monotonic() + 30
         while len(seen) < 10 and time.monotonic() < deadline:
             # A poll that outlasts an fsync'd SyncGroup: kafka-python 3.0 drops a leader's SyncGroup
-            # answer that comes after its poll returned (README, consumer groups).
+            # answer that comes after its poll returned (docs/pages/consumer-groups.md).
             for msgs in c.poll(timeout_ms=1000).values():
                 seen += [m.value for m in msgs]
         assert seen == [m.value for m in MSGS[:10]]

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 SAMPLE = Path(__file__).parent / "sample_project"
-README = Path(__file__).resolve().parents[2] / "README.md"
+TESTING_PAGE = Path(__file__).resolve().parents[2] / "docs" / "pages" / "testing.md"
 #: tests in the sample project (test_kafka_python.py runs twice: two partition counts)
 SAMPLE_TESTS = 9
 
@@ -51,14 +51,12 @@ def test_without_the_plugin_the_fixtures_are_missing(tmp_path: Path) -> None:
     assert "fixture 'minibroker' not found" in proc.stdout
 
 
-def test_readme_examples_are_the_sample_project() -> None:
-    """Each ```python block of README's "Use it in your tests" that starts with
-    ``# test_x.py`` is that file of the sample project, verbatim."""
-    text = README.read_text()
-    m = re.search(r"^## Use it in your tests\n(.*?)(?=^## )", text, re.S | re.M)
-    assert m, 'README.md has no "## Use it in your tests" section'
-    blocks = re.findall(r"^```python\n(# (test_\w+\.py).*?)^```", m.group(1), re.S | re.M)
+def test_documented_examples_are_the_sample_project() -> None:
+    """Each ```python block of docs/pages/testing.md that starts with ``# test_x.py`` is that
+    file of the sample project, verbatim."""
+    text = TESTING_PAGE.read_text()
+    blocks = re.findall(r"^```python\n(# (test_\w+\.py).*?)^```", text, re.S | re.M)
     assert {name for _, name in blocks} >= {"test_ours.py", "test_confluent.py", "test_kafka_python.py",
                                             "test_aiokafka.py", "test_faults.py"}
     for code, name in blocks:
-        assert code == (SAMPLE / name).read_text(), f"README's {name} differs from tests/testing/sample_project/{name}"
+        assert code == (SAMPLE / name).read_text(), f"docs/pages/testing.md's {name} differs from tests/testing/sample_project/{name}"

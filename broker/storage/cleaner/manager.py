@@ -32,7 +32,7 @@ to share):
   code; it gives the GIL away every ``GIL_SLICE_S`` of work (checked between batches), so the
   event loop waits for it at most about one slice. No extra process; the loop's waits add up.
 
-``scripts/bench_cleaner.py`` measures the two side by side (README, "Log compaction"). In
+``scripts/bench_cleaner.py`` measures the two side by side (docs/pages/compaction.md). In
 both modes the cleaning only reads inactive segments and writes ``.cleaned`` files; ``run_swap``
 runs each ``Log.replace_segments`` where the log's owner wants it (the broker: on its event
 loop, where reads and appends run, so they never see the segment map half-changed).
