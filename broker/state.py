@@ -24,7 +24,7 @@ from .storage.fileutil import atomic_write
 from .storage.inflation import InflationLimits
 from .storage.log import Log
 from .storage.log_manager import LogManager
-from .txn.coordinator import TransactionCoordinator
+from .txn.runtime import TransactionRuntime
 
 if TYPE_CHECKING:
     from .metrics import BrokerMetrics
@@ -90,7 +90,7 @@ class BrokerState:
         #: the group coordinator bound to this state (broker/group/runtime.py); loads at Broker.start
         self.groups = GroupRuntime(self)
         #: the transaction coordinator (broker/txn/); loads at Broker.start
-        self.txn = TransactionCoordinator(self)
+        self.txn = TransactionRuntime(self, self.producer_ids.next_id, self.groups.coordinator.complete_txn)
         #: BrokerMetrics when ``metrics.listeners`` is set, else None (handlers test for None)
         self.metrics: BrokerMetrics | None = None
         self._flushes: dict[int, asyncio.Future[Any]] = {}

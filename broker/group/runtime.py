@@ -34,10 +34,8 @@ from client.protocol.primitives import DecodeError
 from client.records.control import ABORT, COMMIT, ControlRecord, parse_control_key
 from client.records.record import build_batch
 
-from ..coordinator_loader import CoordinatorLoader
+from ..coordinator.internal_topic import CoordinatorHost, InternalTopic
 from ..errors import error_code_of
-from ..storage.errors import TopicExistsError
-from ..storage.log import Log
 from ..storage.record_reader import LoggedRecord
 from .coordinator import GroupConfig, GroupCoordinator, Record
 from .records import (
@@ -140,13 +138,16 @@ def group_config(cfg: Any) -> GroupConfig:
 
 
 class GroupRuntime:
-    def __init__(self, state: Any) -> None:
-        self.state = state
-        cfg = state.config
+    """The group coordinator on ``host``: its timers, its writes to ``__consumer_offsets`` and
+    their fsyncs, the topic's loading."""
+
+    def __init__(self, host: CoordinatorHost) -> None:
+        cfg = host.config
         self.timer = AsyncioTimer()
         self.coordinator = GroupCoordinator(group_config(cfg), self.timer, self._write, now_ms)
-        self.segment_bytes = cfg.int("offsets.topic.segment.bytes")
-        self.load_buffer_size = cfg.int("offsets.load.buffer.size")
+        self.topic = InternalTopic(host, CONSUMER_OFFSETS, self.coordinator.config.num_partitions,
+                                   cfg.int("offsets.topic.segment.bytes"), cfg.int("offsets.load.buffer.size"),
+                                   "offsets.topic.num.partitions")
         self._durable_tasks: set[asyncio.Future[Any]] = set()
         self.load_task: asyncio.Task[None] | None = None
         #: seconds the last start-up load took (None while loading or with nothing to load)
@@ -160,32 +161,21 @@ class GroupRuntime:
 
     def ensure_topic(self) -> None:
         """Create ``__consumer_offsets`` unless it exists (raises a StorageError if it cannot)."""
-        logs = self.state.logs
-        if CONSUMER_OFFSETS in logs.partition_counts():
-            return
-        try:
-            logs.create_topic(CONSUMER_OFFSETS, self.num_partitions, {
-                "cleanup.policy": "compact", "segment.bytes": str(self.segment_bytes)})
-        except TopicExistsError:
-            pass
-
-    def _log_for(self, group_id: str) -> Log:
-        self.ensure_topic()
-        log: Log = self.state.logs.log_or_raise(CONSUMER_OFFSETS, self.coordinator.partition_for(group_id))
-        return log
+        self.topic.ensure()
 
     def _write(self, group_id: str, records: list[Record], on_durable: Callable[[int], None],
                producer: tuple[int, int] | None = None) -> int:
+        partition = self.coordinator.partition_for(group_id)
         try:
-            log = self._log_for(group_id)
             if producer is None:
-                info = log.append(build_batch(records))
+                log, info = self.topic.append(partition, build_batch(records))
             else:  # TxnOffsetCommit: a transactional batch of the producer, no sequence
-                info = log.append(build_batch(records, producer_id=producer[0], producer_epoch=producer[1],
-                                              is_transactional=True), from_coordinator=True)
+                log, info = self.topic.append(partition, build_batch(
+                    records, producer_id=producer[0], producer_epoch=producer[1], is_transactional=True),
+                    from_coordinator=True)
         except Exception as e:  # noqa: BLE001 - the caller answers with the error code
             return error_code_of(e)
-        fut = asyncio.ensure_future(self.state.durable(log, info.last_offset + 1))
+        fut = asyncio.ensure_future(self.topic.host.durable(log, info.last_offset + 1))
         self._durable_tasks.add(fut)
 
         def done(f: asyncio.Future[Any]) -> None:
@@ -202,23 +192,16 @@ class GroupRuntime:
 
     def start_loading(self) -> None:
         """Replay ``__consumer_offsets`` in the background (if it exists)."""
-        logs = self.state.logs
-        info = logs.topic(CONSUMER_OFFSETS)
-        if info is None:
+        partitions = self.topic.adopt_existing()
+        if partitions is None:
             self.load_seconds = 0.0
             return
-        if info.partitions != self.num_partitions:
-            logger.warning("%s has %d partitions but offsets.topic.num.partitions is %d: groups are placed by"
-                           " the topic's count", CONSUMER_OFFSETS, info.partitions, self.num_partitions)
-            self.coordinator.config = self.coordinator.config._replace(num_partitions=info.partitions)
-        self.coordinator.loading = set(range(info.partitions))
-        self.load_task = asyncio.ensure_future(self._load_all(info.partitions))
+        self.coordinator.config = self.coordinator.config._replace(num_partitions=partitions)
+        self.coordinator.loading = set(range(partitions))
+        self.load_task = asyncio.ensure_future(self._load_all())
 
-    async def _load_all(self, partitions: int) -> None:
-        loader: CoordinatorLoader[Replayed] = CoordinatorLoader(
-            CONSUMER_OFFSETS, self.state.logs.get_log, self.load_buffer_size, _decode, self._replay,
-            self.coordinator.on_loaded)
-        summary = await loader.load(range(partitions))
+    async def _load_all(self) -> None:
+        summary = await self.topic.load(_decode, self._replay, self.coordinator.on_loaded)
         self.load_seconds = summary.seconds
         damaged = f"; {summary.skipped_batches} damaged batches skipped" if summary.skipped_batches else ""
         logger.info("loaded %d groups (%d records) from %s in %.3f s%s", len(self.coordinator.groups),

@@ -22,7 +22,7 @@ from ..state import BrokerState
 from ..storage.errors import StorageError
 from ..storage.log_manager import TopicInfo
 from .describe_configs import wire_entry
-from .metadata import INTERNAL_TOPICS, internal_coordinator
+from .metadata import INTERNAL_TOPICS, internal_topic
 from .topic_creation import INLINE_PARTITIONS, create_reserved, reserve_all
 
 API_KEY = ApiKey.CREATE_TOPICS
@@ -55,7 +55,7 @@ def handle(ctx: RequestContext, request: dict[str, Any]) -> Any:
         elif name in INTERNAL_TOPICS:
             err = ErrorCode.INVALID_REQUEST
             msg = (f"Creation of internal topic {name} is prohibited: its coordinator creates it on first use"
-                   f" with {internal_coordinator(state, name).num_partitions} partitions and cleanup.policy=compact.")
+                   f" with {internal_topic(state, name).num_partitions} partitions and cleanup.policy=compact.")
         elif t["replication_factor"] not in (-1, 1) and not t["assignments"]:
             err = ErrorCode.INVALID_REPLICATION_FACTOR
             msg = f"Unable to replicate the partition {t['replication_factor']} time(s): The target replication factor of {t['replication_factor']} cannot be reached because only 1 broker(s) are registered."

@@ -17,4 +17,4 @@ API_KEY = ApiKey.DESCRIBE_TRANSACTIONS
 def handle(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
     state = ctx.state
     return {"throttle_time_ms": 0,
-            "transaction_states": [state.txn.describe(t) for t in request["transactional_ids"]]}
+            "transaction_states": [state.txn.coordinator.describe(t) for t in request["transactional_ids"]]}

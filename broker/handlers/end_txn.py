@@ -1,5 +1,5 @@
 """EndTxn (26), v0-4: commit or abort the producer's transaction. Answered once the
-PrepareCommit/PrepareAbort state is durable; the markers follow (broker/txn/coordinator.py)."""
+PrepareCommit/PrepareAbort state is durable; the markers follow (broker/txn/runtime.py)."""
 
 from __future__ import annotations
 

@@ -16,7 +16,7 @@ API_KEY = ApiKey.LIST_TRANSACTIONS
 
 def handle(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
     state = ctx.state
-    code, unknown, found = state.txn.list_transactions(request["state_filters"], request["producer_id_filters"],
+    code, unknown, found = state.txn.coordinator.list_transactions(request["state_filters"], request["producer_id_filters"],
                                                        request.get("duration_filter", -1))
     return {"throttle_time_ms": 0, "error_code": code, "unknown_state_filters": unknown,
             "transaction_states": found}

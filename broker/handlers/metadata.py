@@ -25,6 +25,7 @@ from typing import Any
 from client.protocol.api import ApiKey, ErrorCode
 from client.protocol.messages.metadata import AUTHORIZED_OPERATIONS_OMITTED
 
+from ..coordinator.internal_topic import InternalTopic
 from ..request_context import RequestContext
 from ..state import BrokerState
 from ..storage.errors import InvalidTopicError, StorageError, TopicExistsError
@@ -53,10 +54,10 @@ def _partition(state: BrokerState, name: str, p: int, node: int) -> dict[str, An
             "replica_nodes": [node], "isr_nodes": [node], "offline_replicas": []}
 
 
-def internal_coordinator(state: BrokerState, name: str) -> Any:
-    """The coordinator that owns internal topic ``name`` (its ``ensure_topic`` creates the topic
-    with the coordinator's layout)."""
-    return state.groups if name == "__consumer_offsets" else state.txn
+def internal_topic(state: BrokerState, name: str) -> InternalTopic:
+    """The internal topic ``name`` of the coordinator that owns it (its ``ensure`` creates the
+    topic with the coordinator's layout)."""
+    return state.groups.topic if name == "__consumer_offsets" else state.txn.topic
 
 
 def _topic(state: BrokerState, name: str, partitions: int, topic_id: uuid.UUID | None, ops: int) -> dict[str, Any]:
@@ -92,7 +93,7 @@ def handle(ctx: RequestContext, request: dict[str, Any]) -> Any:
                 continue
             if name in INTERNAL_TOPICS:
                 try:
-                    internal_coordinator(state, name).ensure_topic()
+                    internal_topic(state, name).ensure()
                 except StorageError as e:
                     logger.error("cannot create %s: %s", name, e)
                 continue

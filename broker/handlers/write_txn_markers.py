@@ -1,7 +1,7 @@
 """WriteTxnMarkers (27), v0-1: write a COMMIT or ABORT marker for a producer to partitions.
 
 Kafka's transaction coordinator sends it to partition leaders; here the coordinator writes its
-markers itself (broker/txn/coordinator.py), so what arrives comes from an operator's admin
+markers itself (broker/txn/runtime.py), so what arrives comes from an operator's admin
 client: ``Admin.abortTransaction`` / ``kafka-transactions.sh abort`` (``minibroker
 transactions abort``) ending a hanging transaction — one still open in a partition whose
 coordinator no longer knows it — with ``transaction_result`` false.

@@ -1,6 +1,9 @@
-"""TransactionCoordinator: Kafka's transaction coordinator for one node — transactional ids,
-their producer ids and epochs, the partitions of each open transaction, and the COMMIT/ABORT
-markers that end it.
+"""TransactionCoordinator: Kafka's transaction coordinator for one node, as a sans-IO state
+machine — transactional ids, their producer ids and epochs, the partitions of each open
+transaction, and which state change each request makes. It does no I/O and needs no event
+loop: a request is turned into a ``Transition`` (the record to write and the change it makes),
+which the runtime (runtime.py) writes to ``__transaction_state``, waits on, and applies; the
+runtime also writes the COMMIT/ABORT markers that end a transaction and loads the topic.
 
 State per transactional id (``TransactionMetadata``), persisted in ``__transaction_state``
 (records.py) before any answer depends on it; the last record of an id is its state after a
@@ -40,6 +43,10 @@ Produce: a transactional batch is accepted only for a partition its transaction 
 Kafka's partition verification answers; one without a transactional id (every Produce v0-2)
 is refused before it gets here (broker/handlers/produce.py).
 
+Transitions: ``begin`` marks the id ``pending`` (no other change is accepted until the write
+is settled), ``apply`` makes memory follow the log once the record is written (durable where
+the answer depends on it), ``end`` clears ``pending`` whether or not the write succeeded.
+
 Single node: the coordinator epoch is 0, markers are written locally (no WriteTxnMarkers; the
 broker serves WriteTxnMarkers only for operators ending a hanging transaction, see
 broker/handlers/write_txn_markers.py).
@@ -47,47 +54,32 @@ broker/handlers/write_txn_markers.py).
 
 from __future__ import annotations
 
-import asyncio
-import logging
-from collections.abc import Iterable
-from typing import Any
+from collections.abc import Callable, Iterable
+from typing import Any, NamedTuple
 
 from client.clock import now_ms
 from client.protocol.api import ErrorCode as E
-from client.protocol.primitives import DecodeError
-from client.records.control import build_control_batch
-from client.records.record import build_batch
 
-from ..coordinator_loader import CoordinatorLoader
+from ..config import BrokerConfig
 from ..errors import ApiError
-from ..group.records import CONSUMER_OFFSETS
-from ..storage.errors import TopicExistsError
-from ..storage.record_reader import LoggedRecord
-from .records import (
-    TRANSACTION_STATE,
-    TxnLogValue,
-    TxnState,
-    decode_txn_key,
-    decode_txn_value,
-    encode_txn_key,
-    encode_txn_value,
-    partition_for,
-)
+from ..storage.producer_state import ProducerStateManager
+from .records import TxnLogValue, TxnState, partition_for
 
-__all__ = ["TransactionCoordinator", "TransactionMetadata", "TxnConfig"]
-
-logger = logging.getLogger("broker.txn")
+__all__ = ["TransactionCoordinator", "TransactionMetadata", "Transition", "TxnConfig", "CoordinatorError",
+           "DanglingTxn"]
 
 NO_PRODUCER_ID = -1
 NO_PRODUCER_EPOCH = -1
 MAX_EPOCH = 32767
 COORDINATOR_EPOCH = 0
-#: seconds between attempts to write a marker that failed (a full disk, a closed log)
-MARKER_RETRY_S = 0.5
+_PREPARED = (TxnState.PREPARE_COMMIT, TxnState.PREPARE_ABORT)
+_ENDED = (TxnState.EMPTY, TxnState.COMPLETE_COMMIT, TxnState.COMPLETE_ABORT)
 
 
 class TxnConfig:
-    def __init__(self, cfg: Any) -> None:
+    """The transaction coordinator's configs (Kafka's names)."""
+
+    def __init__(self, cfg: BrokerConfig) -> None:
         self.num_partitions = cfg.int("transaction.state.log.num.partitions")
         self.segment_bytes = cfg.int("transaction.state.log.segment.bytes")
         self.max_timeout_ms = cfg.int("transaction.max.timeout.ms")
@@ -117,6 +109,7 @@ class TransactionMetadata:
         self.last_update_ms = now_ms
         self.pending: TxnState | None = None
         #: (log, offset after the marker) of the last transaction's markers, until they are fsync'd
+        #: (the runtime's: every durable state write of the id waits for them first)
         self.unflushed_markers: list[tuple[Any, int]] = []
 
     @property
@@ -149,6 +142,58 @@ class TransactionMetadata:
                 "topics": [{"topic": t, "partitions": ps} for t, ps in by_topic.items()]}
 
 
+class Transition:
+    """One state change of ``metadata`` on its way to the log: ``record`` is what is written;
+    ``apply`` makes memory follow once it is. ``durable``: the answer waits for its fsync (a
+    Complete* record is not waited for: the id's next durable write covers it).
+    ``complete``: after the write, the transaction's markers are to be written (True COMMIT,
+    False ABORT, None none); ``error``: what the request is answered after the write (a fence
+    answers CONCURRENT_TRANSACTIONS, which the producer retries); ``fence``: the transition bumps
+    the epoch of an open transaction to abort it."""
+
+    __slots__ = ("metadata", "state", "changes", "record", "durable", "complete", "error", "fence")
+
+    def __init__(self, metadata: TransactionMetadata, state: TxnState, changes: dict[str, Any], now_ms: int, *,
+                 durable: bool = True, complete: bool | None = None, error: int = 0, fence: bool = False) -> None:
+        self.metadata = metadata
+        self.state = state
+        self.changes = {**changes, "last_update_ms": now_ms}
+        self.durable = durable
+        self.complete = complete
+        self.error = error
+        self.fence = fence
+        saved = {k: getattr(metadata, k) for k in self.changes}
+        for k, v in self.changes.items():
+            setattr(metadata, k, v)
+        self.record = metadata.to_record(state)
+        for k, v in saved.items():  # memory follows the log: restored until the write is done
+            setattr(metadata, k, v)
+
+    def begin(self) -> None:
+        self.metadata.pending = self.state
+
+    def apply(self) -> None:
+        m = self.metadata
+        for k, v in self.changes.items():
+            setattr(m, k, v)
+        m.state = self.state
+
+    def end(self) -> None:
+        self.metadata.pending = None
+
+
+class DanglingTxn(NamedTuple):
+    """A transaction open in a partition whose coordinator state says it ended (or knows nothing
+    of it): a crash lost its marker, which ``marker`` says how to write again."""
+
+    topic: str
+    partition: int
+    producer_id: int
+    producer_epoch: int
+    commit: bool
+    transactional_id: str  # or the producer id, for an id the coordinator does not know
+
+
 class CoordinatorError(ApiError):
     """A transactional request's answer is this error code."""
 
@@ -157,94 +202,35 @@ class CoordinatorError(ApiError):
 
 
 class TransactionCoordinator:
-    """Bound to the broker's state: its LogManager, producer ids, durability and the group
-    coordinator (pending transactional offsets). Runs on the event loop."""
+    """The state of every transactional id and the rules of its changes (see the module
+    docstring). ``next_producer_id`` hands out producer ids; ``clock`` is the wall clock in ms."""
 
-    def __init__(self, state: Any, clock: Any = now_ms) -> None:
-        self.state = state
-        self.config = TxnConfig(state.config)
+    def __init__(self, config: TxnConfig, next_producer_id: Callable[[], int],
+                 clock: Callable[[], int] = now_ms) -> None:
+        self.config = config
+        self.next_producer_id = next_producer_id
         self.clock = clock
         self.txns: dict[str, TransactionMetadata] = {}
-        #: True until ``__transaction_state`` is loaded: every request answers COORDINATOR_LOAD_IN_PROGRESS
+        #: True while ``__transaction_state`` loads: every request answers COORDINATOR_LOAD_IN_PROGRESS
         self.loading = False
-        self._tasks: set[asyncio.Future[Any]] = set()
-
-    # ------------------------------------------------------------------ the topic
-
-    @property
-    def num_partitions(self) -> int:
-        """The partition count transactional ids are placed by (``transaction.state.log.num.partitions``,
-        or the existing topic's count found at start-up)."""
-        return self.config.num_partitions
 
     def partition_for(self, transactional_id: str) -> int:
         return partition_for(transactional_id, self.config.num_partitions)
-
-    def ensure_topic(self) -> None:
-        """Create ``__transaction_state`` unless it exists (a StorageError if it cannot)."""
-        logs = self.state.logs
-        if TRANSACTION_STATE in logs.partition_counts():
-            return
-        try:
-            logs.create_topic(TRANSACTION_STATE, self.config.num_partitions, {
-                "cleanup.policy": "compact", "segment.bytes": str(self.config.segment_bytes)})
-        except TopicExistsError:
-            pass
-
-    async def _persist(self, m: TransactionMetadata, new: TxnLogValue, durable: bool = True) -> None:
-        """Append ``new`` as ``m``'s record and (``durable``) wait for its fsync;
-        CoordinatorError (COORDINATOR_NOT_AVAILABLE) if it cannot be written."""
-        try:
-            self.ensure_topic()
-            log = self.state.logs.log_or_raise(TRANSACTION_STATE, self.partition_for(m.transactional_id))
-            info = log.append(build_batch([(encode_txn_key(m.transactional_id), encode_txn_value(new))]))
-            if durable:
-                await self.state.durable(log, info.last_offset + 1)
-        except asyncio.CancelledError:
-            raise
-        except Exception as e:  # noqa: BLE001 - the client retries COORDINATOR_NOT_AVAILABLE
-            logger.error("cannot write the state of transactional id %s: %s", m.transactional_id, e)
-            raise CoordinatorError(E.COORDINATOR_NOT_AVAILABLE) from e
-
-    async def _transit(self, m: TransactionMetadata, state: TxnState, durable: bool = True, **changes: Any) -> None:
-        """Write ``m`` in ``state`` with ``changes`` applied, then apply them in memory. While
-        the write is in flight ``m.pending`` is set and other changes are refused. Without
-        ``durable`` the state applies once appended: the next durable write of this id (the
-        same ``__transaction_state`` partition) covers it before anything depends on it."""
-        m.pending = state
-        try:
-            if durable:
-                await self._flush_markers(m)
-            saved = {k: getattr(m, k) for k in changes}
-            for k, v in changes.items():
-                setattr(m, k, v)
-            m.last_update_ms = self.clock()
-            record = m.to_record(state)
-            for k, v in saved.items():  # memory follows the log: restored until durable
-                setattr(m, k, v)
-            await self._persist(m, record, durable)
-            for k, v in changes.items():
-                setattr(m, k, v)
-            m.state = state
-        finally:
-            m.pending = None
 
     def _check_ready(self) -> None:
         if self.loading:
             raise CoordinatorError(E.COORDINATOR_LOAD_IN_PROGRESS)
 
+    def _transition(self, m: TransactionMetadata, state: TxnState, **changes: Any) -> Transition:
+        return Transition(m, state, changes, self.clock())
+
     # ------------------------------------------------------------------ InitProducerId
 
-    async def init_producer_id(self, transactional_id: str, timeout_ms: int, expected_pid: int = -1,
-                               expected_epoch: int = -1) -> tuple[int, int, int]:
-        """(error, producer id, epoch) for a transactional producer."""
-        try:
-            return (0, *await self._init_producer_id(transactional_id, timeout_ms, expected_pid, expected_epoch))
-        except CoordinatorError as e:
-            return e.error_code, NO_PRODUCER_ID, NO_PRODUCER_EPOCH
-
-    async def _init_producer_id(self, txn_id: str, timeout_ms: int, expected_pid: int,
-                                expected_epoch: int) -> tuple[int, int]:
+    def prepare_init(self, txn_id: str, timeout_ms: int, expected_pid: int = -1, expected_epoch: int = -1
+                     ) -> Transition:
+        """InitProducerId: the transition to Empty under the producer id and epoch to answer
+        (in ``changes``), or, for an id with an Ongoing transaction, the fence that aborts it
+        under a bumped epoch (answered CONCURRENT_TRANSACTIONS). CoordinatorError otherwise."""
         if txn_id == "":
             raise CoordinatorError(E.INVALID_REQUEST)
         if not 0 < timeout_ms <= self.config.max_timeout_ms:
@@ -252,22 +238,20 @@ class TransactionCoordinator:
         self._check_ready()
         m = self.txns.get(txn_id)
         if m is None:
-            m = self.txns[txn_id] = TransactionMetadata(txn_id, self.state.producer_ids.next_id(), timeout_ms,
-                                                        self.clock())
+            m = self.txns[txn_id] = TransactionMetadata(txn_id, self.next_producer_id(), timeout_ms, self.clock())
         if m.pending is not None:
             raise CoordinatorError(E.CONCURRENT_TRANSACTIONS)
         if expected_pid >= 0 and not (m.producer_epoch == NO_PRODUCER_EPOCH or expected_pid == m.producer_id or (
                 expected_pid == m.last_producer_id and expected_epoch >= MAX_EPOCH - 1)):
             raise CoordinatorError(E.PRODUCER_FENCED)
-        if m.state in (TxnState.PREPARE_COMMIT, TxnState.PREPARE_ABORT):
+        if m.state in _PREPARED:
             raise CoordinatorError(E.CONCURRENT_TRANSACTIONS)
         if m.state == TxnState.ONGOING:
             # Fence the producer of the open transaction: abort it under a bumped epoch (never
             # handed out), and have this caller retry; its retry bumps the epoch again.
-            await self._fence_and_abort(m)
-            raise CoordinatorError(E.CONCURRENT_TRANSACTIONS)
+            return self.prepare_fence(m, error=E.CONCURRENT_TRANSACTIONS)
         if m.epoch_exhausted and (expected_epoch < 0 or expected_epoch == m.producer_epoch):
-            pid, epoch, last_pid, last_epoch = self.state.producer_ids.next_id(), 0, m.producer_id, NO_PRODUCER_EPOCH
+            pid, epoch, last_pid, last_epoch = self.next_producer_id(), 0, m.producer_id, NO_PRODUCER_EPOCH
         else:
             pid, last_pid = m.producer_id, m.last_producer_id
             if expected_epoch < 0 or m.producer_epoch == NO_PRODUCER_EPOCH or expected_epoch == m.producer_epoch:
@@ -276,10 +260,14 @@ class TransactionCoordinator:
                 epoch, last_epoch = m.producer_epoch, m.last_epoch
             else:
                 raise CoordinatorError(E.PRODUCER_FENCED)
-        await self._transit(m, TxnState.EMPTY, producer_id=pid, producer_epoch=epoch, last_producer_id=last_pid,
-                            last_epoch=last_epoch, timeout_ms=timeout_ms, partitions=set(), start_ms=-1)
-        logger.info("initialized transactional id %s with producer id %d and epoch %d", txn_id, pid, epoch)
-        return pid, epoch
+        return self._transition(m, TxnState.EMPTY, producer_id=pid, producer_epoch=epoch, last_producer_id=last_pid,
+                                last_epoch=last_epoch, timeout_ms=timeout_ms, partitions=set(), start_ms=-1)
+
+    def prepare_fence(self, m: TransactionMetadata, error: int = 0) -> Transition:
+        """Bump the epoch of an Ongoing transaction and abort it under the new epoch."""
+        new_epoch = m.producer_epoch + 1 if m.producer_epoch < MAX_EPOCH - 1 else m.producer_epoch
+        return Transition(m, TxnState.PREPARE_ABORT, {"producer_epoch": new_epoch, "last_epoch": NO_PRODUCER_EPOCH},
+                          self.clock(), complete=False, error=error, fence=True)
 
     # ------------------------------------------------------------------ adding partitions
 
@@ -294,21 +282,18 @@ class TransactionCoordinator:
             raise CoordinatorError(E.PRODUCER_FENCED)
         return m
 
-    async def add_partitions(self, txn_id: str, producer_id: int, epoch: int,
-                             partitions: Iterable[tuple[str, int]]) -> int:
-        """AddPartitionsToTxn / AddOffsetsToTxn: error code (0 when added)."""
+    def prepare_add_partitions(self, txn_id: str, producer_id: int, epoch: int,
+                               partitions: Iterable[tuple[str, int]]) -> Transition | None:
+        """AddPartitionsToTxn / AddOffsetsToTxn: the transition to Ongoing with the partitions
+        added, None when they are all in the open transaction already."""
         wanted = set(partitions)
-        try:
-            m = self._validate(txn_id, producer_id, epoch)
-            if m.pending is not None or m.state in (TxnState.PREPARE_COMMIT, TxnState.PREPARE_ABORT):
-                raise CoordinatorError(E.CONCURRENT_TRANSACTIONS)
-            if m.state == TxnState.ONGOING and wanted <= m.partitions:
-                return 0
-            start = m.start_ms if m.state == TxnState.ONGOING else self.clock()
-            await self._transit(m, TxnState.ONGOING, partitions=m.partitions | wanted, start_ms=start)
-        except CoordinatorError as e:
-            return e.error_code
-        return 0
+        m = self._validate(txn_id, producer_id, epoch)
+        if m.pending is not None or m.state in _PREPARED:
+            raise CoordinatorError(E.CONCURRENT_TRANSACTIONS)
+        if m.state == TxnState.ONGOING and wanted <= m.partitions:
+            return None
+        start = m.start_ms if m.state == TxnState.ONGOING else self.clock()
+        return self._transition(m, TxnState.ONGOING, partitions=m.partitions | wanted, start_ms=start)
 
     def verify_produce(self, txn_id: str | None, producer_id: int, epoch: int, topic: str, partition: int,
                        version: int) -> int:
@@ -325,180 +310,65 @@ class TransactionCoordinator:
 
     # ------------------------------------------------------------------ ending
 
-    async def end_txn(self, txn_id: str, producer_id: int, epoch: int, commit: bool) -> int:
-        try:
-            m = self._validate(txn_id, producer_id, epoch)
-            if m.pending is not None:
-                raise CoordinatorError(E.CONCURRENT_TRANSACTIONS)
-            done = TxnState.COMPLETE_COMMIT if commit else TxnState.COMPLETE_ABORT
-            prepared = TxnState.PREPARE_COMMIT if commit else TxnState.PREPARE_ABORT
-            if m.state == TxnState.ONGOING:
-                await self._end(m, commit)
-                return 0
-            if m.state == done:
-                return 0  # a retry of an EndTxn that completed
-            if m.state == prepared:
-                raise CoordinatorError(E.CONCURRENT_TRANSACTIONS)
-            raise CoordinatorError(E.INVALID_TXN_STATE)
-        except CoordinatorError as e:
-            return e.error_code
-
-    async def _end(self, m: TransactionMetadata, commit: bool) -> None:
-        """Write Prepare*, then (in the background) the markers and Complete*."""
-        await self._transit(m, TxnState.PREPARE_COMMIT if commit else TxnState.PREPARE_ABORT)
-        logger.info("%s transaction of %s (producer id %d, epoch %d) on %d partitions",
-                    "committing" if commit else "aborting", m.transactional_id, m.producer_id, m.producer_epoch,
-                    len(m.partitions))
-        self._spawn(self._complete(m, commit))
-
-    async def _fence_and_abort(self, m: TransactionMetadata) -> None:
-        """Bump the epoch of an Ongoing transaction and abort it under the new epoch."""
-        new_epoch = m.producer_epoch + 1 if m.producer_epoch < MAX_EPOCH - 1 else m.producer_epoch
-        await self._transit(m, TxnState.PREPARE_ABORT, producer_epoch=new_epoch, last_epoch=NO_PRODUCER_EPOCH)
-        logger.info("aborting the open transaction of %s under epoch %d (fencing producer id %d)",
-                    m.transactional_id, m.producer_epoch, m.producer_id)
-        self._spawn(self._complete(m, False))
-
-    def _spawn(self, coro: Any) -> None:
-        task = asyncio.ensure_future(coro)
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
-
-    async def _complete(self, m: TransactionMetadata, commit: bool) -> None:
-        """Append the marker to every partition of the transaction, then (in the same step of
-        the event loop) write Complete*. A marker that cannot be written is retried until it is.
-
-        Neither is waited for here: the next transaction of this id may begin at once, and its
-        first durable state write waits for these markers' fsync (``_flush_markers``). A crash
-        that loses them (a power loss; a SIGKILL loses nothing written) leaves Prepare* on disk,
-        whose markers are written again at start-up, or Complete* (made durable by another id's
-        write to the same ``__transaction_state`` partition) with partitions whose transaction
-        is still open, which the start-up repair closes with the right marker
-        (``repair_dangling``)."""
-        m.pending = TxnState.COMPLETE_COMMIT if commit else TxnState.COMPLETE_ABORT
-        try:
-            for topic, partition in sorted(m.partitions):
-                while True:
-                    written = self._write_marker(topic, partition, m.producer_id, m.producer_epoch, commit,
-                                                 m.transactional_id)
-                    if written is not False:
-                        break
-                    await asyncio.sleep(MARKER_RETRY_S)
-                if written is not True:
-                    m.unflushed_markers.append(written)
-        finally:
-            m.pending = None
-        if m.unflushed_markers:
-            self._spawn(self._flush_markers(m, quiet=True))
+    def prepare_end(self, txn_id: str, producer_id: int, epoch: int, commit: bool) -> Transition | None:
+        """EndTxn: the transition to Prepare* (after which the markers are written), None for a
+        retry of an EndTxn that completed."""
+        m = self._validate(txn_id, producer_id, epoch)
+        if m.pending is not None:
+            raise CoordinatorError(E.CONCURRENT_TRANSACTIONS)
         done = TxnState.COMPLETE_COMMIT if commit else TxnState.COMPLETE_ABORT
-        while True:
-            try:
-                await self._transit(m, done, durable=False, partitions=set())
-                return
-            except CoordinatorError:
-                await asyncio.sleep(MARKER_RETRY_S)
+        prepared = TxnState.PREPARE_COMMIT if commit else TxnState.PREPARE_ABORT
+        if m.state == TxnState.ONGOING:
+            return Transition(m, prepared, {}, self.clock(), complete=commit)
+        if m.state == done:
+            return None  # a retry of an EndTxn that completed
+        if m.state == prepared:
+            raise CoordinatorError(E.CONCURRENT_TRANSACTIONS)
+        raise CoordinatorError(E.INVALID_TXN_STATE)
 
-    async def _flush_markers(self, m: TransactionMetadata, quiet: bool = False) -> None:
-        """Wait until the last transaction's markers are fsync'd. Every durable state write of
-        the id waits for this first, so that no later state (a new epoch, a new transaction)
-        can outlive, after a power loss, markers that a repair would have to guess."""
-        while m.unflushed_markers:
-            log, offset = m.unflushed_markers[0]
-            try:
-                await self.state.durable(log, offset)
-            except asyncio.CancelledError:
-                raise
-            except Exception as e:  # noqa: BLE001
-                if quiet:
-                    return  # the next state write waits (and reports) instead
-                logger.error("cannot fsync a transaction marker of %s: %s", m.transactional_id, e)
-                raise CoordinatorError(E.COORDINATOR_NOT_AVAILABLE) from e
-            if m.unflushed_markers and m.unflushed_markers[0] == (log, offset):
-                m.unflushed_markers.pop(0)
+    def prepare_complete(self, m: TransactionMetadata, commit: bool) -> Transition:
+        """Complete*, once every marker of the transaction is written (not waited for: see
+        ``Transition``)."""
+        done = TxnState.COMPLETE_COMMIT if commit else TxnState.COMPLETE_ABORT
+        return Transition(m, done, {"partitions": set()}, self.clock(), durable=False)
 
-    def _write_marker(self, topic: str, partition: int, producer_id: int, epoch: int, commit: bool,
-                      transactional_id: str) -> bool | tuple[Any, int]:
-        """Append a COMMIT/ABORT marker to ``topic-partition``: (log, offset after it), True if
-        the partition is gone (nothing to mark), False if it must be retried. On
-        ``__consumer_offsets`` the group coordinator settles the pending offsets."""
-        log = self.state.logs.get_log(topic, partition)
-        if log is None:  # deleted since: nothing to mark
-            return True
-        try:
-            info = log.append(build_control_batch(producer_id, epoch, commit, COORDINATOR_EPOCH, self.clock()),
-                              from_coordinator=True)
-        except Exception as e:  # noqa: BLE001 - retried: the transaction must end
-            logger.error("cannot write the %s marker of %s to %s-%d (retrying): %s",
-                         "COMMIT" if commit else "ABORT", transactional_id, topic, partition, e)
-            return False
-        if topic == CONSUMER_OFFSETS and self.state.groups is not None:
-            self.state.groups.coordinator.complete_txn(partition, producer_id, commit)
-        self.state.notify_append(topic, partition)
-        return log, info.last_offset + 1
-
-    def repair_dangling(self) -> int:
-        """Close the transactions still open in a partition whose coordinator state says they
-        ended (or knows nothing of them): a crash lost their marker. CompleteCommit gets a
-        COMMIT marker, anything else an ABORT (under the partition's producer epoch, or the
-        coordinator's if newer). Returns how many markers were written."""
+    def dangling(self, partitions: Iterable[tuple[tuple[str, int], ProducerStateManager]]) -> list[DanglingTxn]:
+        """The markers a crash lost: for each partition's open transaction whose coordinator
+        state has ended (or is unknown), a COMMIT for CompleteCommit of the same epoch, an ABORT
+        otherwise (under the partition's producer epoch, or the coordinator's if newer)."""
         by_pid = {m.producer_id: m for m in self.txns.values()}
-        n = 0
-        for (topic, partition), log in list(self.state.logs.logs.items()):
-            psm = log.producer_state
+        out: list[DanglingTxn] = []
+        for (topic, partition), psm in partitions:
             for pid in list(psm.ongoing_txns):
                 m = by_pid.get(pid)
-                if m is not None and (m.state in (TxnState.ONGOING, TxnState.PREPARE_COMMIT, TxnState.PREPARE_ABORT)
-                                      or m.pending is not None):
+                if m is not None and (m.state in (TxnState.ONGOING, *_PREPARED) or m.pending is not None):
                     continue  # still open, or being ended: its producer, timeout or markers end it
                 entry = psm.last_entry(pid)
                 epoch = entry.producer_epoch if entry is not None else 0
                 commit = m is not None and m.state == TxnState.COMPLETE_COMMIT and m.producer_epoch == epoch
                 if m is not None:
                     epoch = max(epoch, m.producer_epoch)
-                logger.warning("%s-%d: transaction of producer id %d is open but its coordinator state is %s:"
-                               " writing the lost %s marker", topic, partition, pid,
-                               m.state.kafka_name if m is not None else "unknown", "COMMIT" if commit else "ABORT")
-                if self._write_marker(topic, partition, pid, epoch, commit,
-                                      m.transactional_id if m else str(pid)) is not False:
-                    n += 1
-        return n
+                out.append(DanglingTxn(topic, partition, pid, epoch, commit,
+                                       m.transactional_id if m is not None else str(pid)))
+        return out
 
     # ------------------------------------------------------------------ timeouts and expiry
 
-    def abort_timed_out(self) -> int:
-        """Abort (and fence) the Ongoing transactions older than their timeout."""
+    def timed_out(self) -> list[Transition]:
+        """The fences of the Ongoing transactions older than their timeout."""
         if self.loading:
-            return 0
+            return []
         now = self.clock()
-        n = 0
-        for m in list(self.txns.values()):
-            if m.state == TxnState.ONGOING and m.pending is None and m.start_ms + m.timeout_ms < now:
-                logger.info("transaction of %s (producer id %d, epoch %d) timed out after %d ms: aborting it",
-                            m.transactional_id, m.producer_id, m.producer_epoch, now - m.start_ms)
-                self._spawn(self._fence_and_abort(m))
-                n += 1
-        return n
+        return [self.prepare_fence(m) for m in list(self.txns.values())
+                if m.state == TxnState.ONGOING and m.pending is None and m.start_ms + m.timeout_ms < now]
 
-    async def expire_transactional_ids(self) -> int:
-        """Remove ids idle (Empty or Complete*) for ``transactional.id.expiration.ms``."""
+    def expirable(self) -> list[TransactionMetadata]:
+        """Ids idle (Empty or Complete*) for ``transactional.id.expiration.ms``."""
         if self.loading:
-            return 0
+            return []
         now = self.clock()
-        gone = [m for m in self.txns.values() if m.pending is None and m.state in (
-            TxnState.EMPTY, TxnState.COMPLETE_COMMIT, TxnState.COMPLETE_ABORT)
-            and now - m.last_update_ms >= self.config.id_expiration_ms]
-        for m in gone:
-            try:
-                self.ensure_topic()
-                log = self.state.logs.log_or_raise(TRANSACTION_STATE, self.partition_for(m.transactional_id))
-                log.append(build_batch([(encode_txn_key(m.transactional_id), None)]))
-            except Exception as e:  # noqa: BLE001
-                logger.error("cannot expire transactional id %s: %s", m.transactional_id, e)
-                continue
-            self.txns.pop(m.transactional_id, None)
-        if gone:
-            logger.info("expired %d transactional ids (transactional.id.expiration.ms)", len(gone))
-        return len(gone)
+        return [m for m in self.txns.values() if m.pending is None and m.state in _ENDED
+                and now - m.last_update_ms >= self.config.id_expiration_ms]
 
     # ------------------------------------------------------------------ describing
 
@@ -538,72 +408,15 @@ class TransactionCoordinator:
 
     # ------------------------------------------------------------------ loading
 
-    def start_loading(self) -> asyncio.Task[None] | None:
-        """Replay ``__transaction_state`` in the background (if it exists); until it is done
-        every request answers COORDINATOR_LOAD_IN_PROGRESS, which clients retry."""
-        info = self.state.logs.topic(TRANSACTION_STATE)
-        if info is None:
-            return None
-        if info.partitions != self.config.num_partitions:
-            logger.warning("%s has %d partitions but transaction.state.log.num.partitions is %d: transactional"
-                           " ids are placed by the topic's count", TRANSACTION_STATE, info.partitions,
-                           self.config.num_partitions)
-            self.config.num_partitions = info.partitions
-        self.loading = True
-        task = asyncio.ensure_future(self._load_all(info.partitions))
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
-        return task
-
-    async def _load_all(self, partitions: int) -> None:
-        loader: CoordinatorLoader[tuple[str, TxnLogValue | None]] = CoordinatorLoader(
-            TRANSACTION_STATE, self.state.logs.get_log, self.config.load_buffer_size, _decode, self._replay_chunk)
-        summary = await loader.load(range(partitions))
-        damaged = f"; {summary.skipped_batches} damaged batches skipped" if summary.skipped_batches else ""
-        logger.info("loaded %d transactional ids (%d records) from %s in %.3f s%s", len(self.txns), summary.records,
-                    TRANSACTION_STATE, summary.seconds, damaged)
-        self.on_loaded()
-
-    def _replay_chunk(self, _partition: int, items: list[tuple[str, TxnLogValue | None]]) -> None:
-        for txn_id, value in items:
-            self.replay(txn_id, value)
-
     def replay(self, transactional_id: str, value: TxnLogValue | None) -> None:
+        """Apply one record of ``__transaction_state``: the last one of an id is its state."""
         if value is None:
             self.txns.pop(transactional_id, None)
         else:
             self.txns[transactional_id] = TransactionMetadata.from_record(transactional_id, value)
 
-    def on_loaded(self) -> None:
-        """Finish what the last run left half-done: transactions in Prepare* get their markers
-        (again); Ongoing ones are left to their producer or their timeout."""
-        self.loading = False
-        self.repair_dangling()
-        for m in self.txns.values():
-            if m.state in (TxnState.PREPARE_COMMIT, TxnState.PREPARE_ABORT):
-                logger.info("completing the %s of %s left by the last run", m.state.kafka_name, m.transactional_id)
-                self._spawn(self._complete(m, m.state == TxnState.PREPARE_COMMIT))
-            elif m.state == TxnState.PREPARE_EPOCH_FENCE:  # Kafka never writes it; be safe
-                self._spawn(self._complete(m, False))
-
-    async def close(self) -> None:
-        if self._tasks:
-            await asyncio.wait(list(self._tasks), timeout=5)
-        for t in list(self._tasks):
-            t.cancel()
-
-
-def _decode(partition: int, chunk: list[LoggedRecord]) -> list[tuple[str, TxnLogValue | None]]:
-    """(transactional id, value or None for a tombstone) of a chunk's records, in the loader's
-    worker thread; markers and undecodable records are skipped (the latter logged)."""
-    out: list[tuple[str, TxnLogValue | None]] = []
-    for _, _, is_control, record in chunk:
-        if is_control or record.key is None:
-            continue
-        try:
-            out.append((decode_txn_key(record.key),
-                        decode_txn_value(record.value) if record.value is not None else None))
-        except DecodeError as e:
-            logger.warning("%s-%d: skipping undecodable record at offset %d: %s", TRANSACTION_STATE, partition,
-                           record.offset, e)
-    return out
+    def left_prepared(self) -> list[tuple[TransactionMetadata, bool]]:
+        """After loading: the transactions the last run left in Prepare* (or Kafka's
+        PrepareEpochFence, which it never writes), with whether each commits."""
+        return [(m, m.state == TxnState.PREPARE_COMMIT) for m in self.txns.values()
+                if m.state in (*_PREPARED, TxnState.PREPARE_EPOCH_FENCE)]

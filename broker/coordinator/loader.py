@@ -21,12 +21,12 @@ import time
 from collections.abc import Callable, Iterable
 from typing import Generic, NamedTuple, TypeVar
 
-from .storage.log import Log
-from .storage.record_reader import LoggedRecord, LogReplayReader, RecordChunk
+from ..storage.log import Log
+from ..storage.record_reader import LoggedRecord, LogReplayReader, RecordChunk
 
 __all__ = ["CoordinatorLoader", "LoadSummary"]
 
-logger = logging.getLogger("broker.coordinator_loader")
+logger = logging.getLogger("broker.coordinator.loader")
 
 T = TypeVar("T")
 
