@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import logging
 import os
-import random
 import struct
 import threading
 import time
@@ -60,8 +59,11 @@ from .producer_state import (
 )
 from .producer_state import BatchMetadata as ProducerBatch
 from .segment import (
+    CLEANED_FILE_SUFFIX,
+    DELETED_FILE_SUFFIX,
     INDEX_FILE_SUFFIX,
     LOG_FILE_SUFFIX,
+    SWAP_FILE_SUFFIX,
     TIME_INDEX_FILE_SUFFIX,
     LogSegment,
     log_file_name,
@@ -71,17 +73,12 @@ from .segment import (
 from .skiplist import SkipListMap
 from .transaction_index import TXN_INDEX_FILE_SUFFIX, AbortedTxn, txn_index_file_name
 
-__all__ = ["Log", "LogAppendInfo", "FetchResult", "DELETED_FILE_SUFFIX", "CLEANED_FILE_SUFFIX",
-           "SWAP_FILE_SUFFIX", "EARLIEST_TIMESTAMP", "LATEST_TIMESTAMP", "MAX_TIMESTAMP",
+__all__ = ["Log", "LogAppendInfo", "FetchResult", "EARLIEST_TIMESTAMP", "LATEST_TIMESTAMP", "MAX_TIMESTAMP",
            "EARLIEST_LOCAL_TIMESTAMP", "LATEST_TIERED_TIMESTAMP"]
 
 logger = logging.getLogger(__name__)
-_RNG = random.Random()  # segment jitter draws; seeding one per log costs ~10 us at startup
 _new = tuple.__new__  # NamedTuple construction without its Python-level __new__ (log_validator._new)
 
-DELETED_FILE_SUFFIX = ".deleted"
-CLEANED_FILE_SUFFIX = ".cleaned"
-SWAP_FILE_SUFFIX = ".swap"
 EARLIEST_TIMESTAMP = -2
 LATEST_TIMESTAMP = -1
 MAX_TIMESTAMP = -3  # KIP-734
@@ -156,7 +153,6 @@ class Log:
         # which covers them; costs one extra directory fsync per log per process at most.
         self._dir_needs_fsync = True
         self._pending_deletes: list[tuple[int, LogSegment]] = []
-        self._rng = _RNG
         self._closed = False
         #: Called (from the append path) when the flush.messages policy asks for a flush; the
         #: broker's schedules ``flush`` in a worker thread. None = flush inline (tools, tests).
@@ -190,8 +186,7 @@ class Log:
         names = _list_files(directory)
         swaps = _remove_temp_files_and_collect_swaps(directory, names)
         segments: SkipListMap[int, LogSegment] = SkipListMap()
-        rng = _RNG
-        _load_segment_files(directory, config, segments, had_clean_shutdown, recovery_point, rng, names)
+        _load_segment_files(directory, config, segments, had_clean_shutdown, recovery_point, names)
         _complete_swaps(directory, config, segments, swaps)
 
         bases = list(segments.keys())
@@ -236,10 +231,7 @@ class Log:
             for base, seg in list(segments.items()):
                 segments.remove(base)
                 seg.delete_if_exists()
-            seg = LogSegment.open(directory, log_start_offset, index_interval_bytes=config.index_interval_bytes,
-                                  max_index_size=config.segment_index_bytes,
-                                  rolling_jitter_ms=config.random_segment_jitter(rng.random),
-                                  init_file_size=config.segment_bytes, preallocate=config.preallocate)
+            seg = LogSegment.open_with_config(directory, log_start_offset, config, jitter=True, active=True)
             segments.put(log_start_offset, seg)
             leo = log_start_offset
         new_recovery_point = leo if had_clean_shutdown else min(recovery_point, leo)
@@ -567,15 +559,7 @@ class Log:
             return seg
 
     def _open_segment(self, base_offset: int) -> LogSegment:
-        cfg = self.config
-        seg = LogSegment.open(
-            self.dir, base_offset,
-            index_interval_bytes=cfg.index_interval_bytes,
-            max_index_size=cfg.segment_index_bytes,
-            rolling_jitter_ms=cfg.random_segment_jitter(self._rng.random),
-            init_file_size=cfg.segment_bytes,
-            preallocate=cfg.preallocate,
-        )
+        seg = LogSegment.open_with_config(self.dir, base_offset, self.config, jitter=True, active=True)
         seg.created_ms = self._now_ms()  # same clock as should_roll's now_ms
         return seg
 
@@ -1086,7 +1070,6 @@ def _load_segment_files(
     segments: SkipListMap[int, LogSegment],
     had_clean_shutdown: bool,
     recovery_point: int,
-    rng: random.Random,
     names: list[str],
 ) -> None:
     """Open every segment (indexes lazily); delete orphan indexes; rebuild a missing .index.
@@ -1106,10 +1089,7 @@ def _load_segment_files(
         elif name.endswith(LOG_FILE_SUFFIX):
             time_index_missing = prefix + TIME_INDEX_FILE_SUFFIX not in present
             index_missing = prefix + INDEX_FILE_SUFFIX not in present
-            seg = LogSegment.open(directory, base, index_interval_bytes=config.index_interval_bytes,
-                                  max_index_size=config.segment_index_bytes,
-                                  rolling_jitter_ms=config.random_segment_jitter(rng.random),
-                                  file_already_exists=True)
+            seg = LogSegment.open_with_config(directory, base, config, jitter=True, file_already_exists=True)
             if index_missing:
                 logger.warning("%s: offset index of segment %d is missing; recovering the segment and"
                                " rebuilding its indexes", directory, base)
@@ -1131,9 +1111,8 @@ def _complete_swaps(directory: str, config: LogConfig, segments: SkipListMap[int
         if not name.endswith(LOG_FILE_SUFFIX + SWAP_FILE_SUFFIX):
             os.unlink(path)  # index swap: rebuilt by recovering the swapped segment
             continue
-        swap = LogSegment.open(directory, base, index_interval_bytes=config.index_interval_bytes,
-                               max_index_size=config.segment_index_bytes, file_already_exists=True,
-                               file_suffix=SWAP_FILE_SUFFIX)
+        swap = LogSegment.open_with_config(directory, base, config, file_already_exists=True,
+                                           file_suffix=SWAP_FILE_SUFFIX)
         swap.recover()
         end = swap.read_next_offset()
         for b, seg in list(segments.items(base)):
