@@ -25,7 +25,7 @@ The worker opens the old segments' ``.log`` files read-only and writes the ``.cl
 with descriptors of its own; it never renames anything. Each group's swap is the parent's:
 it opens the flushed ``.cleaned`` segment and runs ``Log.replace_segments`` where the broker
 wants it (its event loop), exactly as in thread mode, so the crash-safety rules (``.cleaned``
--> ``.swap`` -> final name; recovery in log.py) are the same. The worker then fsyncs the
+-> ``.swap`` -> final name; recovery in log_loader.py) are the same. The worker then fsyncs the
 directory and goes on with the next group.
 
 Failures: a refused swap aborts the cleaning (the worker deletes its ``.cleaned`` files, as a
