@@ -41,7 +41,7 @@ What holds after loading, whatever point a crash interrupted the previous proces
 
 - There is at least one segment; each holds offsets from its base offset up to the next
   segment's base offset; the last one is the active one. No ``.deleted``, ``.cleaned`` or
-  ``.swap`` file is left, and no index file without its ``.log``.
+  ``.swap`` file of a segment is left, and no index file without its ``.log``.
 - The log end offset is the end of the last whole valid batch of the active segment (its
   last offset index entry checked against the ``.log``): appends continue right after the
   data that survived, and first segment's base <= log start offset <= log end offset.
@@ -51,9 +51,10 @@ What holds after loading, whatever point a crash interrupted the previous proces
   the log there.
 - A cleaning interrupted at any step of ``Log.replace_segments`` leaves either the segments
   it replaced or the cleaned one, never both and never neither.
-- The producer state reflects every producer batch below the log end offset (a damaged one
-  excepted: its producer looks as if the batch had expired), and each segment's
-  ``.txnindex`` holds every ABORT marker its ``.log`` holds.
+- The producer state reflects every producer batch below the log end offset, except
+  expired producers and damaged batches (the producer then looks as if that batch had
+  expired); after a clean stop with no snapshot at all it starts empty, as in Kafka. An
+  ABORT marker replayed from the log whose ``.txnindex`` entry a crash lost gets it back.
 """
 
 from __future__ import annotations
