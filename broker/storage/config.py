@@ -16,6 +16,9 @@ separated list, kept normalised as ``"a,b"``). ``synonyms`` are the broker prope
 the default, first match wins (``log.retention.ms`` before ``log.retention.minutes`` before
 ``log.retention.hours``), each with the factor that turns it into the topic config's unit and
 Kafka's default for it (None: no default, i.e. absent unless set).
+
+Each topic config's default is written once, in its ``TOPIC_CONFIGS`` row: ``LogConfig``'s
+attribute defaults come from there, as does the default of a synonym in the same unit.
 """
 
 from __future__ import annotations
@@ -25,12 +28,14 @@ import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Any
+from typing import Any, TypeVar
 
 from .errors import InvalidConfigError
 
 __all__ = ["LogConfig", "TOPIC_CONFIGS", "ConfigDef", "Synonym", "LONG_MAX", "INT_MAX", "parse_value",
            "BROKER_SYNONYMS", "config_error"]
+
+_C = TypeVar("_C")
 
 LONG_MAX = 2**63 - 1
 INT_MAX = 2**31 - 1
@@ -78,8 +83,14 @@ def _text(value: Any) -> str:
     return str(value)
 
 
-def _same(name: str, default: Any) -> tuple[Synonym, ...]:
-    return (Synonym(name, 1, _text(default)),)
+def _D(name: str, field: str, kind: str, default: Any, synonyms: str | tuple[Synonym, ...] = (),
+       minimum: float | None = None, maximum: float | None = None, *, choices: tuple[str, ...] | None = None,
+       check: Callable[[str, Any], None] | None = None, doc: str = "") -> ConfigDef:
+    """A row of TOPIC_CONFIGS. ``synonyms`` given as one name: that broker property alone, in
+    the topic config's unit and with its default (written once, as ``default``)."""
+    if isinstance(synonyms, str):
+        synonyms = (Synonym(synonyms, 1, _text(default)),)
+    return ConfigDef(name, field, kind, default, synonyms, minimum, maximum, choices, check, doc)
 
 
 def _gzip_level(name: str, value: Any) -> None:
@@ -112,11 +123,10 @@ def _remote_storage(name: str, value: Any) -> None:
                                  " configured with remote log storage.")
 
 
-_D = ConfigDef
 TOPIC_CONFIGS: dict[str, ConfigDef] = {
     d.name: d
     for d in (
-        _D("segment.bytes", "segment_bytes", "int", 1073741824, _same("log.segment.bytes", 1073741824), 14, INT_MAX,
+        _D("segment.bytes", "segment_bytes", "int", 1073741824, "log.segment.bytes", 14, INT_MAX,
            doc="The largest a segment file grows before a new one is rolled."),
         _D("segment.ms", "segment_ms", "long", 604800000,
            (Synonym("log.roll.ms"), Synonym("log.roll.hours", _HOUR, "168")), 1,
@@ -127,75 +137,75 @@ TOPIC_CONFIGS: dict[str, ConfigDef] = {
         # Kafka accepts >= 4, but an index file smaller than one entry (12 bytes for the time
         # index) cannot be created: refused here, before anything is written.
         _D("segment.index.bytes", "segment_index_bytes", "int", 10485760,
-           _same("log.index.size.max.bytes", 10485760), 12, INT_MAX,
+           "log.index.size.max.bytes", 12, INT_MAX,
            doc="The size the offset and time index files are preallocated to; a segment rolls when either is full."),
-        _D("index.interval.bytes", "index_interval_bytes", "int", 4096, _same("log.index.interval.bytes", 4096), 0,
+        _D("index.interval.bytes", "index_interval_bytes", "int", 4096, "log.index.interval.bytes", 0,
            INT_MAX, doc="Bytes of batches between two entries of the sparse offset index."),
         _D("retention.ms", "retention_ms", "long", 604800000,
            (Synonym("log.retention.ms"), Synonym("log.retention.minutes", _MINUTE),
             Synonym("log.retention.hours", _HOUR, "168")), -1,
            doc="Segments whose newest record is older than this are deleted (with cleanup.policy delete); -1: keep"
                " forever."),
-        _D("retention.bytes", "retention_bytes", "long", -1, _same("log.retention.bytes", -1),
+        _D("retention.bytes", "retention_bytes", "long", -1, "log.retention.bytes",
            doc="Oldest segments are deleted while the partition is larger than this (cleanup.policy delete); -1: no"
                " limit."),
-        _D("max.message.bytes", "max_message_bytes", "int", 1048588, _same("message.max.bytes", 1048588), 0, INT_MAX,
+        _D("max.message.bytes", "max_message_bytes", "int", 1048588, "message.max.bytes", 0, INT_MAX,
            doc="The largest record batch the partition accepts (after any broker-side recompression)."),
-        _D("flush.messages", "flush_messages", "long", LONG_MAX, _same("log.flush.interval.messages", LONG_MAX), 1,
+        _D("flush.messages", "flush_messages", "long", LONG_MAX, "log.flush.interval.messages", 1,
            doc="fsync the partition after this many records have been appended since the last fsync."),
         _D("flush.ms", "flush_ms", "long", LONG_MAX,
            (Synonym("log.flush.interval.ms"), Synonym("log.flush.scheduler.interval.ms", 1, str(LONG_MAX))), 0,
            doc="fsync the partition when its unflushed data is this old."),
         _D("message.timestamp.type", "message_timestamp_type", "str", "CreateTime",
-           _same("log.message.timestamp.type", "CreateTime"), choices=("CreateTime", "LogAppendTime"),
+           "log.message.timestamp.type", choices=("CreateTime", "LogAppendTime"),
            doc="CreateTime keeps the producer's timestamps; LogAppendTime stamps batches with the broker's clock."),
-        _D("cleanup.policy", "cleanup_policy", "list", "delete", _same("log.cleanup.policy", "delete"),
+        _D("cleanup.policy", "cleanup_policy", "list", "delete", "log.cleanup.policy",
            choices=("compact", "delete"),
            doc="delete: retention.ms / retention.bytes remove old segments. compact: keep the latest record per key."),
-        _D("file.delete.delay.ms", "file_delete_delay_ms", "long", 60000, _same("log.segment.delete.delay.ms", 60000), 0,
+        _D("file.delete.delay.ms", "file_delete_delay_ms", "long", 60000, "log.segment.delete.delay.ms", 0,
            doc="How long a deleted segment's files stay (renamed .deleted) so reads in progress can finish."),
-        _D("preallocate", "preallocate", "bool", False, _same("log.preallocate", False),
+        _D("preallocate", "preallocate", "bool", False, "log.preallocate",
            doc="Create new segment files at their full size."),
-        _D("compression.type", "compression_type", "str", "producer", _same("compression.type", "producer"),
+        _D("compression.type", "compression_type", "str", "producer", "compression.type",
            choices=("uncompressed", "zstd", "lz4", "snappy", "gzip", "producer"),
            doc="producer: store batches as the producer compressed them. Any other value: the broker rewrites"
                " batches in that codec (uncompressed: none) before storing them."),
-        _D("compression.gzip.level", "compression_gzip_level", "int", -1, _same("compression.gzip.level", -1),
+        _D("compression.gzip.level", "compression_gzip_level", "int", -1, "compression.gzip.level",
            check=_gzip_level, doc="gzip level when compression.type is gzip: 1-9, or -1 for the codec's default."),
-        _D("compression.lz4.level", "compression_lz4_level", "int", 9, _same("compression.lz4.level", 9), 1, 17,
+        _D("compression.lz4.level", "compression_lz4_level", "int", 9, "compression.lz4.level", 1, 17,
            doc="lz4 level when compression.type is lz4."),
-        _D("compression.zstd.level", "compression_zstd_level", "int", 3, _same("compression.zstd.level", 3),
+        _D("compression.zstd.level", "compression_zstd_level", "int", 3, "compression.zstd.level",
            -131072, 22, doc="zstd level when compression.type is zstd."),
         _D("delete.retention.ms", "delete_retention_ms", "long", 86400000,
-           _same("log.cleaner.delete.retention.ms", 86400000), 0,
+           "log.cleaner.delete.retention.ms", 0,
            doc="How long a compacted topic keeps tombstones (null values) after cleaning."),
         _D("min.compaction.lag.ms", "min_compaction_lag_ms", "long", 0,
-           _same("log.cleaner.min.compaction.lag.ms", 0), 0,
+           "log.cleaner.min.compaction.lag.ms", 0,
            doc="A record stays uncompacted at least this long after it was written."),
         _D("max.compaction.lag.ms", "max_compaction_lag_ms", "long", LONG_MAX,
-           _same("log.cleaner.max.compaction.lag.ms", LONG_MAX), 1,
+           "log.cleaner.max.compaction.lag.ms", 1,
            doc="A record becomes eligible for compaction at the latest this long after it was written."),
         _D("min.cleanable.dirty.ratio", "min_cleanable_dirty_ratio", "double", 0.5,
-           _same("log.cleaner.min.cleanable.ratio", 0.5), 0, 1,
+           "log.cleaner.min.cleanable.ratio", 0, 1,
            doc="Compact a partition once this fraction of its log has not been cleaned yet."),
         _D("unclean.leader.election.enable", "unclean_leader_election_enable", "bool", False,
-           _same("unclean.leader.election.enable", False),
+           "unclean.leader.election.enable",
            doc="Whether a replica outside the ISR may become leader. One replica here: it is always the leader."),
-        _D("min.insync.replicas", "min_insync_replicas", "int", 1, _same("min.insync.replicas", 1), 1,
+        _D("min.insync.replicas", "min_insync_replicas", "int", 1, "min.insync.replicas", 1,
            doc="acks=all produces need this many in-sync replicas. This broker has one: above 1, acks=all produces"
                " fail with NOT_ENOUGH_REPLICAS (acks=0/1 are unaffected), as on a one-replica Kafka topic."),
         _D("message.format.version", "message_format_version", "str", "3.0-IV1",
-           _same("log.message.format.version", "3.0-IV1"), check=_message_format_version,
+           "log.message.format.version", check=_message_format_version,
            doc="Deprecated and ignored: batches are always stored in format v2."),
         _D("message.timestamp.difference.max.ms", "message_timestamp_difference_max_ms", "long", LONG_MAX,
-           _same("log.message.timestamp.difference.max.ms", LONG_MAX), 0,
+           "log.message.timestamp.difference.max.ms", 0,
            doc="Deprecated: the default of message.timestamp.before.max.ms and .after.max.ms when they are not set."),
         _D("message.timestamp.before.max.ms", "message_timestamp_before_max_ms", "long", LONG_MAX,
-           _same("log.message.timestamp.before.max.ms", LONG_MAX), 0,
+           "log.message.timestamp.before.max.ms", 0,
            doc="With CreateTime, a record whose timestamp is more than this before the broker's clock is refused"
                " (INVALID_TIMESTAMP)."),
         _D("message.timestamp.after.max.ms", "message_timestamp_after_max_ms", "long", LONG_MAX,
-           _same("log.message.timestamp.after.max.ms", LONG_MAX), 0,
+           "log.message.timestamp.after.max.ms", 0,
            doc="With CreateTime, a record whose timestamp is more than this after the broker's clock is refused"
                " (INVALID_TIMESTAMP)."),
         _D("leader.replication.throttled.replicas", "leader_replication_throttled_replicas", "list", "",
@@ -203,13 +213,13 @@ TOPIC_CONFIGS: dict[str, ConfigDef] = {
         _D("follower.replication.throttled.replicas", "follower_replication_throttled_replicas", "list", "",
            check=_throttled_replicas, doc="Replication throttling; no replication here, accepted and unused."),
         _D("message.downconversion.enable", "message_downconversion_enable", "bool", True,
-           _same("log.message.downconversion.enable", True),
+           "log.message.downconversion.enable",
            doc="Whether old fetch versions get down-converted batches; this broker serves fetch v4+ only."),
         _D("remote.storage.enable", "remote_storage_enable", "bool", False, check=_remote_storage,
            doc="Tiered storage; not available on this broker (true is refused)."),
-        _D("local.retention.ms", "local_retention_ms", "long", -2, _same("log.local.retention.ms", -2), -2,
+        _D("local.retention.ms", "local_retention_ms", "long", -2, "log.local.retention.ms", -2,
            doc="Tiered storage's local retention; unused (-2: follow retention.ms)."),
-        _D("local.retention.bytes", "local_retention_bytes", "long", -2, _same("log.local.retention.bytes", -2), -2,
+        _D("local.retention.bytes", "local_retention_bytes", "long", -2, "log.local.retention.bytes", -2,
            doc="Tiered storage's local retention; unused (-2: follow retention.bytes)."),
         _D("remote.log.copy.disable", "remote_log_copy_disable", "bool", False,
            doc="Tiered storage; unused."),
@@ -272,44 +282,67 @@ def _number(x: float) -> str:
     return str(int(x)) if float(x).is_integer() else str(x)
 
 
+#: The default each LogConfig field declares: replaced by its TOPIC_CONFIGS default when the
+#: class is defined (typed Any so that the annotations stay the fields' own types).
+_FROM_TABLE: Any = object()
+
+
+def _defaults_from_table(cls: type[_C]) -> type[_C]:
+    """Give every field of ``cls`` (declared ``= _FROM_TABLE``) the default of the topic
+    config whose ``ConfigDef.field`` it is, before ``dataclass`` reads the defaults. Fails
+    at import unless fields and table match one to one."""
+    fields = {name for name, value in vars(cls).items() if value is _FROM_TABLE}
+    table = {d.field: d.default for d in TOPIC_CONFIGS.values()}
+    if fields != set(table) or set(cls.__annotations__) != fields:
+        raise TypeError(f"LogConfig fields and TOPIC_CONFIGS differ: {sorted(fields ^ set(table))}")
+    for name, default in table.items():
+        setattr(cls, name, default)
+    return cls
+
+
 @dataclass(frozen=True)
+@_defaults_from_table
 class LogConfig:
-    segment_bytes: int = 1073741824
-    segment_ms: int = 604800000
-    segment_jitter_ms: int = 0
-    segment_index_bytes: int = 10485760
-    index_interval_bytes: int = 4096
-    retention_ms: int = 604800000
-    retention_bytes: int = -1
-    max_message_bytes: int = 1048588
-    flush_messages: int = LONG_MAX
-    flush_ms: int = LONG_MAX
-    message_timestamp_type: str = "CreateTime"
-    cleanup_policy: str = "delete"
-    file_delete_delay_ms: int = 60000
-    preallocate: bool = False
-    compression_type: str = "producer"
-    compression_gzip_level: int = -1
-    compression_lz4_level: int = 9
-    compression_zstd_level: int = 3
-    delete_retention_ms: int = 86400000
-    min_compaction_lag_ms: int = 0
-    max_compaction_lag_ms: int = LONG_MAX
-    min_cleanable_dirty_ratio: float = 0.5
-    unclean_leader_election_enable: bool = False
-    min_insync_replicas: int = 1
-    message_format_version: str = "3.0-IV1"
-    message_timestamp_difference_max_ms: int = LONG_MAX
-    message_timestamp_before_max_ms: int = LONG_MAX
-    message_timestamp_after_max_ms: int = LONG_MAX
-    leader_replication_throttled_replicas: str = ""
-    follower_replication_throttled_replicas: str = ""
-    message_downconversion_enable: bool = True
-    remote_storage_enable: bool = False
-    local_retention_ms: int = -2
-    local_retention_bytes: int = -2
-    remote_log_copy_disable: bool = False
-    remote_log_delete_on_disable: bool = False
+    """A topic's effective log settings, one attribute per topic config (``ConfigDef.field``).
+    Every default is the one of its ``TOPIC_CONFIGS`` entry (``_defaults_from_table``: written
+    once, there); construct with keyword arguments to override some."""
+
+    segment_bytes: int = _FROM_TABLE
+    segment_ms: int = _FROM_TABLE
+    segment_jitter_ms: int = _FROM_TABLE
+    segment_index_bytes: int = _FROM_TABLE
+    index_interval_bytes: int = _FROM_TABLE
+    retention_ms: int = _FROM_TABLE
+    retention_bytes: int = _FROM_TABLE
+    max_message_bytes: int = _FROM_TABLE
+    flush_messages: int = _FROM_TABLE
+    flush_ms: int = _FROM_TABLE
+    message_timestamp_type: str = _FROM_TABLE
+    cleanup_policy: str = _FROM_TABLE
+    file_delete_delay_ms: int = _FROM_TABLE
+    preallocate: bool = _FROM_TABLE
+    compression_type: str = _FROM_TABLE
+    compression_gzip_level: int = _FROM_TABLE
+    compression_lz4_level: int = _FROM_TABLE
+    compression_zstd_level: int = _FROM_TABLE
+    delete_retention_ms: int = _FROM_TABLE
+    min_compaction_lag_ms: int = _FROM_TABLE
+    max_compaction_lag_ms: int = _FROM_TABLE
+    min_cleanable_dirty_ratio: float = _FROM_TABLE
+    unclean_leader_election_enable: bool = _FROM_TABLE
+    min_insync_replicas: int = _FROM_TABLE
+    message_format_version: str = _FROM_TABLE
+    message_timestamp_difference_max_ms: int = _FROM_TABLE
+    message_timestamp_before_max_ms: int = _FROM_TABLE
+    message_timestamp_after_max_ms: int = _FROM_TABLE
+    leader_replication_throttled_replicas: str = _FROM_TABLE
+    follower_replication_throttled_replicas: str = _FROM_TABLE
+    message_downconversion_enable: bool = _FROM_TABLE
+    remote_storage_enable: bool = _FROM_TABLE
+    local_retention_ms: int = _FROM_TABLE
+    local_retention_bytes: int = _FROM_TABLE
+    remote_log_copy_disable: bool = _FROM_TABLE
+    remote_log_delete_on_disable: bool = _FROM_TABLE
 
     @staticmethod
     def validate(overrides: Mapping[str, Any]) -> dict[str, Any]:

@@ -1,5 +1,6 @@
 """Log: one partition — its segments in a SkipListMap keyed by base offset (Kafka's
-UnifiedLog + LocalLog + LogLoader, for a single-replica broker).
+UnifiedLog + LocalLog, for a single-replica broker). ``Log.load`` opens one from its directory
+through log_loader.py (Kafka's LogLoader: temporary files, swaps, recovery, producer state).
 
 Offsets: ``log_start_offset`` <= every readable offset < ``log_end_offset`` (LEO). With one
 replica the high watermark equals the LEO. ``recovery_point``: every offset below it has been
@@ -28,16 +29,13 @@ from __future__ import annotations
 
 import logging
 import os
-import random
 import struct
 import threading
 import time
 from collections.abc import Callable, Iterable
 from typing import NamedTuple
 
-from client.records.batch import CONTROL_FLAG_MASK, TRANSACTIONAL_FLAG_MASK, CorruptRecordError
-from client.records.control import ABORT, COMMIT, parse_control_key, parse_control_value
-from client.records.record import iter_records
+from client.records.batch import CorruptRecordError
 
 from .config import LogConfig
 from .errors import (
@@ -48,6 +46,7 @@ from .errors import (
 from .file_records import FileSlice, TimestampAndOffset
 from .fileutil import fsync_path
 from .inflation import RequestInflation
+from .log_loader import LogLoader, floor_base_offset, rebuild_producer_state
 from .log_validator import BatchMetadata, offsets_as_given, recompress, validate_batches
 from .log_validator import assign_offsets as assign_offsets_to
 from .producer_state import (
@@ -60,28 +59,23 @@ from .producer_state import (
 )
 from .producer_state import BatchMetadata as ProducerBatch
 from .segment import (
-    INDEX_FILE_SUFFIX,
-    LOG_FILE_SUFFIX,
-    TIME_INDEX_FILE_SUFFIX,
+    CLEANED_FILE_SUFFIX,
+    DELETED_FILE_SUFFIX,
+    SWAP_FILE_SUFFIX,
     LogSegment,
     log_file_name,
     offset_index_file_name,
     time_index_file_name,
 )
 from .skiplist import SkipListMap
-from .transaction_index import TXN_INDEX_FILE_SUFFIX, AbortedTxn, txn_index_file_name
+from .transaction_index import AbortedTxn, txn_index_file_name
 
-__all__ = ["Log", "LogAppendInfo", "FetchResult", "DELETED_FILE_SUFFIX", "CLEANED_FILE_SUFFIX",
-           "SWAP_FILE_SUFFIX", "EARLIEST_TIMESTAMP", "LATEST_TIMESTAMP", "MAX_TIMESTAMP",
+__all__ = ["Log", "LogAppendInfo", "FetchResult", "EARLIEST_TIMESTAMP", "LATEST_TIMESTAMP", "MAX_TIMESTAMP",
            "EARLIEST_LOCAL_TIMESTAMP", "LATEST_TIERED_TIMESTAMP"]
 
 logger = logging.getLogger(__name__)
-_RNG = random.Random()  # segment jitter draws; seeding one per log costs ~10 us at startup
 _new = tuple.__new__  # NamedTuple construction without its Python-level __new__ (log_validator._new)
 
-DELETED_FILE_SUFFIX = ".deleted"
-CLEANED_FILE_SUFFIX = ".cleaned"
-SWAP_FILE_SUFFIX = ".swap"
 EARLIEST_TIMESTAMP = -2
 LATEST_TIMESTAMP = -1
 MAX_TIMESTAMP = -3  # KIP-734
@@ -156,7 +150,6 @@ class Log:
         # which covers them; costs one extra directory fsync per log per process at most.
         self._dir_needs_fsync = True
         self._pending_deletes: list[tuple[int, LogSegment]] = []
-        self._rng = _RNG
         self._closed = False
         #: Called (from the append path) when the flush.messages policy asks for a flush; the
         #: broker's schedules ``flush`` in a worker thread. None = flush inline (tools, tests).
@@ -183,159 +176,15 @@ class Log:
         flush_scheduler: Callable[[Log], None] | None = None,
         producer_id_expiration_ms: int = DEFAULT_PRODUCER_ID_EXPIRATION_MS,
     ) -> Log:
-        """Open (or create) the partition directory, as Kafka's LogLoader does: remove temporary
-        files, complete swaps, open segments (indexes lazily), recover from floor(recovery
-        point) after an unclean shutdown, and make sure one segment exists."""
-        os.makedirs(directory, exist_ok=True)
-        names = _list_files(directory)
-        swaps = _remove_temp_files_and_collect_swaps(directory, names)
-        segments: SkipListMap[int, LogSegment] = SkipListMap()
-        rng = _RNG
-        _load_segment_files(directory, config, segments, had_clean_shutdown, recovery_point, rng, names)
-        _complete_swaps(directory, config, segments, swaps)
-
-        bases = list(segments.keys())
-        for base, next_base in zip(bases, bases[1:]):
-            segments.get(base).next_segment_base = next_base  # type: ignore[union-attr]
-        if not had_clean_shutdown and len(segments):
-            # Kafka's recovery from the recovery point, except that a damaged batch with valid
-            # ones after it (in its segment or in later ones) costs only itself: Kafka truncates
-            # there and deletes the later segments. Only the active segment's damaged tail (a
-            # torn write) is truncated.
-            for base, seg in list(segments.items(_floor_key(segments, recovery_point))):
-                truncated = seg.recover()
-                if truncated > 0:
-                    logger.warning("%s: corruption in segment %d, truncated %d bytes; log now ends at offset %d",
-                                   directory, base, truncated, seg.read_next_offset())
-        elif len(segments):
-            # After a clean shutdown Kafka trusts the files; junk appended to the active segment
-            # (a power loss on some file systems) or a damaged batch in it would then stop the
-            # broker or make reads fail. One framing walk of the active segment finds both.
-            base, seg = segments.last()  # type: ignore[misc]
-            truncated = seg.check_framing()
-            if truncated > 0:
-                logger.warning("%s: the active segment %d ended in %d bytes that are not valid batches; truncated"
-                               " them (log now ends at offset %d)", directory, base, truncated, seg.read_next_offset())
-
-        leo: int | None = None
-        last = segments.last()
-        if last is not None:
-            # The LEO comes from the active segment's last index entry. Kafka trusts that entry
-            # after a clean shutdown (KAFKA-7283); a wrong one (position past the .log, or not the
-            # start of a batch ending at its offset) would make the LEO regress and offsets be
-            # reused, so check it (one 61-byte read) and rebuild the indexes if it is wrong.
-            if not last[1].last_index_entry_is_consistent():
-                logger.warning("%s: the last offset index entry of segment %d does not match its .log;"
-                               " recovering the segment", directory, last[0])
-                last[1].recover()
-            leo = last[1].read_next_offset()
-        if leo is None or leo < log_start_offset:
-            if leo is not None:
-                logger.warning("%s: deleting all segments because the log end offset %d is below the log"
-                               " start offset %d", directory, leo, log_start_offset)
-            for base, seg in list(segments.items()):
-                segments.remove(base)
-                seg.delete_if_exists()
-            seg = LogSegment.open(directory, log_start_offset, index_interval_bytes=config.index_interval_bytes,
-                                  max_index_size=config.segment_index_bytes,
-                                  rolling_jitter_ms=config.random_segment_jitter(rng.random),
-                                  init_file_size=config.segment_bytes, preallocate=config.preallocate)
-            segments.put(log_start_offset, seg)
-            leo = log_start_offset
-        new_recovery_point = leo if had_clean_shutdown else min(recovery_point, leo)
-        # Kafka: a segment's wall-clock age (segment.ms for batches without timestamps) counts
-        # from when this process opened it, on the log's clock (the injected one in tests).
-        created = now_ms()
-        active = segments.last()[1]  # type: ignore[index]
-        for seg in segments.values():
-            seg.created_ms = created
-            if seg is not active:
-                seg.log.release()  # inactive: opened on demand, under the open-files LRU
-        active.resize_indexes(config.segment_index_bytes)
-        first_base = segments.first()[0]  # type: ignore[index]
-        producer_state = ProducerStateManager(
-            directory, producer_id_expiration_ms=producer_id_expiration_ms, partition=f"{topic}-{partition}",
-            snapshot_offsets=ProducerStateManager.snapshot_offsets_in(names))
-        log = cls(directory, topic, partition, config, segments,
-                  log_start_offset=max(log_start_offset, first_base),
-                  recovery_point=new_recovery_point, now_ms=now_ms, flush_scheduler=flush_scheduler,
-                  producer_state=producer_state)
-        producer_state.remove_stray_snapshots(segments.keys())
-        log._rebuild_producer_state(leo, reload_from_clean_shutdown=had_clean_shutdown)
-        return log
-
-    def _rebuild_producer_state(self, last_offset: int, *, reload_from_clean_shutdown: bool = False) -> None:
-        """Make the producer state reflect every batch below ``last_offset`` (Kafka's
-        rebuildProducerState): load the latest snapshot at or below it, then re-apply the
-        batches after the snapshot (headers only, no sequence checks), taking snapshots at the
-        starts of the last two segments and at ``last_offset`` so that the next load reads less.
-
-        After a clean shutdown with no snapshot at all (a log written before snapshots existed,
-        or without idempotent producers) the scan is skipped: the state is empty, as Kafka
-        assumes in that case."""
-        psm = self.producer_state
-        bases = list(self.segments.keys())
-        offsets_to_snapshot = {*bases[-2:], last_offset}
-        if psm.latest_snapshot_offset is None and reload_from_clean_shutdown:
-            for offset in sorted(offsets_to_snapshot):
-                psm.update_map_end_offset(offset)
-                psm.take_snapshot(sync=False)
-            return
-        was_empty = psm.is_empty and psm.map_end_offset >= last_offset
-        psm.truncate_and_reload(self.log_start_offset, last_offset, self._now_ms())
-        if last_offset > psm.map_end_offset and not was_empty:
-            t0 = time.monotonic()
-            replayed, from_offset = 0, psm.map_end_offset
-            for base, seg in list(self.segments.items(_floor_key(self.segments, psm.map_end_offset))):
-                if base >= last_offset:
-                    break
-                start = max(base, psm.map_end_offset, self.log_start_offset)
-                psm.update_map_end_offset(start)
-                if base in offsets_to_snapshot:
-                    psm.take_snapshot(sync=False)
-                replayed += self._replay_producer_batches(seg, start, last_offset)
-            logger.info("%s: producer state rebuilt from offset %d to %d (%d producer batches) in %.3f s",
-                        self.dir, from_offset, last_offset, replayed, time.monotonic() - t0)
-        psm.update_map_end_offset(last_offset)
-        psm.take_snapshot(sync=False)
-
-    def _replay_producer_batches(self, seg: LogSegment, start: int, last_offset: int) -> int:
-        """Apply the producer batches of ``seg`` in [start, last_offset) to the producer state
-        without checks (they were checked when written); returns how many."""
-        psm = self.producer_state
-        infos: dict[int, ProducerAppendInfo] = {}
-        n = 0
-        # From the index entry at or below ``start`` (a batch boundary). A damaged batch is
-        # stepped over (and recorded) rather than ending the load: its producer's state then
-        # lacks it, as if it had expired.
-        for batch in seg.valid_batches(seg.offset_index.lookup(start).position):
-            (base_offset, _, _, _, _, attributes, last_delta, _, max_ts, producer_id, epoch, base_seq,
-             _) = batch.fields
-            if base_offset + last_delta < start:
-                continue
-            if base_offset + last_delta >= last_offset:
-                break
-            if producer_id < 0:
-                continue
-            info = infos.get(producer_id)
-            if info is None:
-                info = infos[producer_id] = psm.prepare_update(producer_id, validate=False)
-            if attributes & CONTROL_FLAG_MASK:
-                done = _apply_marker(info, batch.data, 0, epoch, base_offset, max_ts)
-                if done is not None and done.is_aborted and not seg.txn_index.contains_marker(done.last_offset):
-                    # The marker reached the .log but its entry did not reach the .txnindex (a
-                    # crash in between): add it. Its last stable offset is taken as the
-                    # transaction's own first offset, which can only make readers look further.
-                    seg.txn_index.append(AbortedTxn(producer_id, done.first_offset, done.last_offset,
-                                                    done.first_offset))
-                n += 1
-                continue
-            info.append_data_batch(epoch, base_seq, increment_sequence(base_seq, last_delta), max_ts,
-                                   base_offset, base_offset + last_delta, bool(attributes & TRANSACTIONAL_FLAG_MASK))
-            n += 1
-        for info in infos.values():
-            psm.update(info)
-        return n
+        """Open (or create) the partition's log from its directory: ``log_loader.LogLoader``
+        removes temporary files, completes swaps, opens the segments, recovers from the
+        recovery point after an unclean shutdown and rebuilds the producer state."""
+        loaded = LogLoader(directory, topic, partition, config, recovery_point=recovery_point,
+                           log_start_offset=log_start_offset, had_clean_shutdown=had_clean_shutdown, now_ms=now_ms,
+                           producer_id_expiration_ms=producer_id_expiration_ms).load()
+        return cls(directory, topic, partition, config, loaded.segments, log_start_offset=loaded.log_start_offset,
+                   recovery_point=loaded.recovery_point, now_ms=now_ms, flush_scheduler=flush_scheduler,
+                   producer_state=loaded.producer_state)
 
     # ---------------------------------------------------------------- offsets
 
@@ -366,7 +215,7 @@ class Log:
         ``.txnindex`` of the segment holding ``fetch_offset`` and the ones after it (see
         transaction_index.py for the stopping rule)."""
         out: list[AbortedTxn] = []
-        for _, seg in self.segments.items(_floor_key(self.segments, fetch_offset)):
+        for _, seg in self.segments.items(floor_base_offset(self.segments, fetch_offset)):
             if seg.txn_index.collect(fetch_offset, upper_bound, out):
                 break
         return out
@@ -519,7 +368,7 @@ class Log:
             if info is None:
                 info = infos[pid] = psm.prepare_update(pid, validate=validate)
             if b.is_control:
-                done = _apply_marker(info, buf, b.position, b.producer_epoch, b.base_offset, b.max_timestamp)
+                done = info.append_control_batch(buf, b.position, b.producer_epoch, b.base_offset, b.max_timestamp)
                 if done is not None and completed is not None:
                     completed.append(done)
                 continue
@@ -567,15 +416,7 @@ class Log:
             return seg
 
     def _open_segment(self, base_offset: int) -> LogSegment:
-        cfg = self.config
-        seg = LogSegment.open(
-            self.dir, base_offset,
-            index_interval_bytes=cfg.index_interval_bytes,
-            max_index_size=cfg.segment_index_bytes,
-            rolling_jitter_ms=cfg.random_segment_jitter(self._rng.random),
-            init_file_size=cfg.segment_bytes,
-            preallocate=cfg.preallocate,
-        )
+        seg = LogSegment.open_with_config(self.dir, base_offset, self.config, jitter=True, active=True)
         seg.created_ms = self._now_ms()  # same clock as should_roll's now_ms
         return seg
 
@@ -688,7 +529,7 @@ class Log:
         """The segments holding offsets in ``[from_offset, to_offset)`` (all by default), oldest
         first, as one consistent snapshot (Kafka's logSegments(from, to)); any thread."""
         with self._lock:
-            start = self.segments.first()[0] if from_offset is None else _floor_key(self.segments, from_offset)  # type: ignore[index]
+            start = self.segments.first()[0] if from_offset is None else floor_base_offset(self.segments, from_offset)  # type: ignore[index]
             return [seg for base, seg in self.segments.items(start) if to_offset is None or base < to_offset]
 
     def last_stable_offset_locked(self) -> int:
@@ -890,7 +731,8 @@ class Log:
                 self._leo = self.log_start_offset
                 self.producer_state.truncate_fully_and_start_at(self._leo)
             else:
-                self._rebuild_producer_state(self._leo)
+                rebuild_producer_state(self.producer_state, self.segments, self.log_start_offset, self._leo,
+                                       self._now_ms())
             self.recovery_point = min(self.recovery_point, self._leo)
             return True
 
@@ -907,7 +749,7 @@ class Log:
             target = self._leo if up_to is None else min(up_to, self._leo)
             if target <= self.recovery_point:
                 return self.recovery_point
-            start = _floor_key(self.segments, self.recovery_point)
+            start = floor_base_offset(self.segments, self.recovery_point)
             to_flush = [s for b, s in self.segments.items(start) if b < target]
             dir_fsync = self._dir_needs_fsync
             self._dir_needs_fsync = False
@@ -961,186 +803,3 @@ class Log:
     def __repr__(self) -> str:
         return (f"Log({self.topic}-{self.partition}, start={self.log_start_offset}, end={self._leo},"
                 f" segments={len(self.segments)}, recovery_point={self.recovery_point})")
-
-
-# -------------------------------------------------------------------- loader helpers
-
-def _apply_marker(info: ProducerAppendInfo, buf: bytes | bytearray | memoryview, pos: int, epoch: int,
-                  marker_offset: int, timestamp: int) -> CompletedTxn | None:
-    """Apply the control batch at ``buf[pos]`` to ``info``: the transaction it completed, if
-    any. Control records other than COMMIT/ABORT are skipped, as Kafka skips unknown types."""
-    try:
-        record = next(iter_records(buf, pos, verify_crc=False))
-        marker = parse_control_key(record.key)
-        coordinator_epoch = parse_control_value(record.value)
-    except (StopIteration, ValueError):  # RecordError is a ValueError
-        logger.warning("skipping an unreadable control batch at offset %d", marker_offset)
-        return None
-    if marker.type not in (ABORT, COMMIT):
-        return None
-    return info.append_end_txn_marker(epoch, coordinator_epoch, marker_offset, marker.type == COMMIT, timestamp)
-
-
-def _floor_key(segments: SkipListMap[int, LogSegment], offset: int) -> int:
-    entry = segments.floor(offset)
-    if entry is not None:
-        return entry[0]
-    first = segments.first()
-    return first[0] if first is not None else 0
-
-
-def _offset_from_name(name: str) -> int | None:
-    prefix = name.split(".", 1)[0]
-    if len(prefix) != 20 or not prefix.isdigit():
-        return None
-    return int(prefix)
-
-
-def _list_files(directory: str) -> list[str]:
-    """Names of the regular files in ``directory``, from one scandir (d_type: no stat calls)."""
-    with os.scandir(directory) as it:
-        return [e.name for e in it if e.is_file()]
-
-
-def _remove_temp_files_and_collect_swaps(directory: str, names: list[str]) -> list[str]:
-    """Delete ``*.deleted`` and ``*.cleaned`` files and invalid swaps (removing them from
-    ``names``); finish the rename of a ``.txnindex.swap`` whose segment's own final rename a
-    crash interrupted; return the valid ``*.log.swap`` paths."""
-    swaps: list[str] = []
-    txn_swaps: list[str] = []
-    cleaned: list[str] = []
-    removed: set[str] = set()
-    min_cleaned = None
-    for name in names:
-        if name.endswith(LOG_FILE_SUFFIX) or name.endswith(INDEX_FILE_SUFFIX) or name.endswith(
-                TIME_INDEX_FILE_SUFFIX) or name.endswith(TXN_INDEX_FILE_SUFFIX):
-            continue  # the common case, decided without further checks
-        path = os.path.join(directory, name)
-        if name.endswith(DELETED_FILE_SUFFIX):
-            logger.info("%s: removing leftover %s", directory, name)
-            os.unlink(path)
-            removed.add(name)
-        elif name.endswith(CLEANED_FILE_SUFFIX):
-            off = _offset_from_name(name)
-            if off is not None:
-                min_cleaned = off if min_cleaned is None else min(min_cleaned, off)
-            cleaned.append(path)
-        elif name.endswith(LOG_FILE_SUFFIX + SWAP_FILE_SUFFIX):
-            swaps.append(path)
-        elif name.endswith(TXN_INDEX_FILE_SUFFIX + SWAP_FILE_SUFFIX):
-            # Kept with its log swap: the aborted transactions the cleaner carried over cannot
-            # be rebuilt from the cleaned segment alone. Deleted below if its log swap is.
-            txn_swaps.append(path)
-        elif name.endswith(SWAP_FILE_SUFFIX):
-            # Kafka: an index swap is just deleted (rebuilt when its log swap is recovered).
-            # Done here, before any log swap is completed: completing one renames its index
-            # swaps into place, so deleting them later would fail with FileNotFoundError.
-            logger.info("%s: removing index swap %s", directory, name)
-            os.unlink(path)
-            removed.add(name)
-    valid = []
-    for path in swaps:
-        off = _offset_from_name(os.path.basename(path))
-        if min_cleaned is not None and off is not None and off >= min_cleaned:
-            logger.info("%s: removing swap %s (>= cleaned offset %d)", directory, path, min_cleaned)
-            os.unlink(path)
-            removed.add(os.path.basename(path))
-        else:
-            valid.append(path)
-    valid_prefixes = {os.path.basename(p)[:20] for p in valid}
-    all_swap_prefixes = {os.path.basename(p)[:20] for p in swaps}
-    present = set(names)
-    stale_txn_swaps: list[str] = []
-    for path in txn_swaps:
-        name = os.path.basename(path)
-        prefix = name[:20]
-        off = _offset_from_name(name)
-        if prefix in valid_prefixes:
-            continue
-        if (prefix not in all_swap_prefixes and prefix + LOG_FILE_SUFFIX in present and off is not None
-                and (min_cleaned is None or off < min_cleaned)):
-            # A crash inside the last rename of a swap (``.swap`` -> final name, the ``.log``
-            # first): the segment is the cleaned one, its old files are already ``.deleted``.
-            # Finish the rename of the aborted transactions it carries.
-            final = name[: -len(SWAP_FILE_SUFFIX)]
-            logger.info("%s: completing the interrupted rename of %s", directory, name)
-            os.replace(path, os.path.join(directory, final))
-            removed.add(name)
-            names.append(final)
-        else:
-            stale_txn_swaps.append(path)
-    # The transaction-index swaps go before the ``.cleaned`` files: a crash in this loop then
-    # never leaves one without the ``.cleaned`` file that marks it stale (see above).
-    for path in stale_txn_swaps + cleaned:
-        logger.info("%s: removing leftover %s", directory, os.path.basename(path))
-        os.unlink(path)
-        removed.add(os.path.basename(path))
-    if removed:
-        names[:] = [n for n in names if n not in removed]
-    return valid
-
-
-def _load_segment_files(
-    directory: str,
-    config: LogConfig,
-    segments: SkipListMap[int, LogSegment],
-    had_clean_shutdown: bool,
-    recovery_point: int,
-    rng: random.Random,
-    names: list[str],
-) -> None:
-    """Open every segment (indexes lazily); delete orphan indexes; rebuild a missing .index.
-    Existence checks use the directory listing, not stat calls: a clean start of thousands
-    of segments costs one scandir per partition plus one open per .log."""
-    present = set(names)
-    for name in sorted(names):
-        base = _offset_from_name(name)
-        if base is None:
-            continue
-        prefix = name[:20]
-        if name.endswith(INDEX_FILE_SUFFIX) or name.endswith(TIME_INDEX_FILE_SUFFIX) or name.endswith(
-                TXN_INDEX_FILE_SUFFIX):
-            if prefix + LOG_FILE_SUFFIX not in present:
-                logger.warning("%s: deleting orphan index file %s", directory, name)
-                os.unlink(os.path.join(directory, name))
-        elif name.endswith(LOG_FILE_SUFFIX):
-            time_index_missing = prefix + TIME_INDEX_FILE_SUFFIX not in present
-            index_missing = prefix + INDEX_FILE_SUFFIX not in present
-            seg = LogSegment.open(directory, base, index_interval_bytes=config.index_interval_bytes,
-                                  max_index_size=config.segment_index_bytes,
-                                  rolling_jitter_ms=config.random_segment_jitter(rng.random),
-                                  file_already_exists=True)
-            if index_missing:
-                logger.warning("%s: offset index of segment %d is missing; recovering the segment and"
-                               " rebuilding its indexes", directory, base)
-                seg.recover()
-            elif time_index_missing:
-                seg.time_index.resize(0)  # Kafka: a newly created time index starts empty
-            segments.put(base, seg)
-
-
-def _complete_swaps(directory: str, config: LogConfig, segments: SkipListMap[int, LogSegment],
-                    swaps: Iterable[str]) -> None:
-    """Finish an interrupted segment replacement: a ``.log.swap`` replaces the segments its
-    offsets cover; swapped index files are deleted and rebuilt."""
-    for path in swaps:
-        name = os.path.basename(path)
-        base = _offset_from_name(name)
-        if base is None:
-            continue
-        if not name.endswith(LOG_FILE_SUFFIX + SWAP_FILE_SUFFIX):
-            os.unlink(path)  # index swap: rebuilt by recovering the swapped segment
-            continue
-        swap = LogSegment.open(directory, base, index_interval_bytes=config.index_interval_bytes,
-                               max_index_size=config.segment_index_bytes, file_already_exists=True,
-                               file_suffix=SWAP_FILE_SUFFIX)
-        swap.recover()
-        end = swap.read_next_offset()
-        for b, seg in list(segments.items(base)):
-            if b >= end:
-                break
-            segments.remove(b)
-            seg.delete_if_exists()
-        swap.change_file_suffixes(SWAP_FILE_SUFFIX, "")
-        segments.put(base, swap)
-        logger.info("%s: completed swap of segment %d", directory, base)

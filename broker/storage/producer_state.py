@@ -53,8 +53,8 @@ Only the last batch of each producer is written (the other four are rebuilt from
 when needed). A snapshot with a bad CRC or an unknown version is deleted and the next older
 one tried. Snapshots are taken when a segment rolls (at the new segment's base offset), at
 a clean shutdown (at the log end offset) and after recovery; each is deleted with the
-segment it starts. Loading (``Log.load``): the latest snapshot at or below the log end
-offset, then the batches after it (see ``Log._rebuild_producer_state``).
+segment it starts. Loading (``log_loader.rebuild_producer_state``): the latest snapshot at or
+below the log end offset, then the batches after it.
 
 Expiry: a producer without an open transaction whose last batch is older than
 ``producer.id.expiration.ms`` (1 day) is forgotten (``remove_expired_producers``, run
@@ -71,6 +71,8 @@ from collections.abc import Iterable
 from typing import NamedTuple
 
 from client.records.batch import crc32c
+from client.records.control import ABORT, COMMIT, parse_control_key, parse_control_value
+from client.records.record import iter_records
 
 from .errors import CorruptSnapshotError, InvalidProducerEpochError, InvalidTxnStateError, OutOfOrderSequenceError
 from .fileutil import fsync_path
@@ -269,6 +271,23 @@ class ProducerAppendInfo:
         if first < 0:
             return None
         return CompletedTxn(self.producer_id, first, marker_offset, not commit)
+
+    def append_control_batch(self, buf: bytes | bytearray | memoryview, pos: int, epoch: int, marker_offset: int,
+                             timestamp: int) -> CompletedTxn | None:
+        """Record the control batch at ``buf[pos]`` (its one record: an end-transaction marker);
+        the transaction it completed, if any (``append_end_txn_marker``). Control records
+        other than COMMIT/ABORT are skipped, as Kafka skips unknown types; so is a control
+        batch whose record cannot be read."""
+        try:
+            record = next(iter_records(buf, pos, verify_crc=False))
+            marker = parse_control_key(record.key)
+            coordinator_epoch = parse_control_value(record.value)
+        except (StopIteration, ValueError):  # RecordError is a ValueError
+            logger.warning("skipping an unreadable control batch at offset %d", marker_offset)
+            return None
+        if marker.type not in (ABORT, COMMIT):
+            return None
+        return self.append_end_txn_marker(epoch, coordinator_epoch, marker_offset, marker.type == COMMIT, timestamp)
 
     def _check_producer_epoch(self, epoch: int, offset: int) -> None:
         if epoch < self.updated.producer_epoch:

@@ -2,8 +2,14 @@
 
 Files, in the partition directory, named by the segment's base offset zero-padded to 20 digits:
 ``00000000000000000000.log``, ``.index``, ``.timeindex`` (formats: file_records.py,
-offset_index.py, time_index.py). Temporary suffixes (``.deleted``, ``.cleaned``, ``.swap``)
-are appended to the whole name.
+offset_index.py, time_index.py). Temporary suffixes are appended to the whole name:
+``.deleted`` (a segment removed from its log, unlinked after ``file.delete.delay.ms``),
+``.cleaned`` (a segment the log cleaner is writing) and ``.swap`` (a cleaned segment being
+swapped in for the ones it replaces); log_loader.py says what loading does with each.
+
+``LogSegment.open_with_config`` is how the log, its loader and the cleaner open a segment:
+sizes and intervals come from the topic's LogConfig. ``LogSegment.open`` takes them one by
+one (tools, benchmarks, tests of a segment alone).
 
 Invariants:
 - Every offset in the segment is >= ``base_offset`` and offset - base_offset fits in an int32.
@@ -23,6 +29,7 @@ from __future__ import annotations
 
 import logging
 import os
+import random
 import struct
 from collections.abc import Iterator, Sequence
 from typing import NamedTuple
@@ -39,6 +46,7 @@ from client.records.batch import (
 from client.records.record import iter_records
 
 from .batch_scan import SkippedBatch, ValidBatch, framing_holds, scan_segment
+from .config import LogConfig
 from .errors import LogSegmentOffsetOverflowError
 from .file_records import FileRecords, FileSlice, LogOffsetPosition, TimestampAndOffset
 from .index import LazyIndex
@@ -50,7 +58,8 @@ from .transaction_index import TransactionIndex, txn_index_file_name
 __all__ = [
     "LogSegment", "FetchDataInfo", "log_file_name", "offset_index_file_name",
     "time_index_file_name", "filename_prefix_from_offset", "LOG_FILE_SUFFIX",
-    "INDEX_FILE_SUFFIX", "TIME_INDEX_FILE_SUFFIX",
+    "INDEX_FILE_SUFFIX", "TIME_INDEX_FILE_SUFFIX", "DELETED_FILE_SUFFIX", "CLEANED_FILE_SUFFIX",
+    "SWAP_FILE_SUFFIX",
 ]
 
 log = logging.getLogger(__name__)
@@ -58,6 +67,10 @@ log = logging.getLogger(__name__)
 LOG_FILE_SUFFIX = ".log"
 INDEX_FILE_SUFFIX = ".index"
 TIME_INDEX_FILE_SUFFIX = ".timeindex"
+DELETED_FILE_SUFFIX = ".deleted"
+CLEANED_FILE_SUFFIX = ".cleaned"
+SWAP_FILE_SUFFIX = ".swap"
+_JITTER_RNG = random.Random()  # segment jitter draws; seeding one per log costs ~10 us at startup
 _INT32_MAX = 0x7FFFFFFF
 _UNKNOWN = TimestampOffset(-1, -1)
 _BATCH_FIELDS = struct.Struct(">qi")  # baseOffset, batchLength
@@ -161,6 +174,37 @@ class LogSegment:
             index_interval_bytes,
             rolling_jitter_ms,
             txn_index=TransactionIndex(txn_index_file_name(directory, base_offset, file_suffix), base_offset),
+        )
+
+    @classmethod
+    def open_with_config(
+        cls,
+        directory: str,
+        base_offset: int,
+        config: LogConfig,
+        *,
+        jitter: bool = False,
+        file_already_exists: bool = False,
+        active: bool = False,
+        file_suffix: str = "",
+    ) -> LogSegment:
+        """Open (or create) the segment at ``base_offset`` of a log with ``config``: index
+        entries every ``index.interval.bytes``, indexes of at most ``segment.index.bytes``.
+
+        ``jitter``: draw the segment's rolling jitter from ``segment.jitter.ms`` (a segment of
+        the log that is, or may become at load, the active one; cleaned and swapped segments
+        get none). ``active``: a new active segment, whose ``.log`` is created at
+        ``segment.bytes`` when ``preallocate`` is set. ``file_suffix``: a temporary suffix
+        (``.cleaned``, ``.swap``) appended to every file name."""
+        return cls.open(
+            directory, base_offset,
+            index_interval_bytes=config.index_interval_bytes,
+            max_index_size=config.segment_index_bytes,
+            rolling_jitter_ms=config.random_segment_jitter(_JITTER_RNG.random) if jitter else 0,
+            file_already_exists=file_already_exists,
+            init_file_size=config.segment_bytes if active else 0,
+            preallocate=config.preallocate if active else False,
+            file_suffix=file_suffix,
         )
 
     # -- accessors --

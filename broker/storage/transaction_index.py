@@ -21,7 +21,7 @@ The file is created with the first entry (most segments have none), written with
 at the end and fsync'd with the segment. Entries are kept in memory once read: they are few.
 A crash can leave an entry missing (the marker written, the entry not) or an entry past the
 log's end; recovery truncates the index to the log and re-adds the entries of the markers
-it replays (``Log._replay_producer_batches``).
+it replays (``log_loader.rebuild_producer_state``).
 """
 
 from __future__ import annotations

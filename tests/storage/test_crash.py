@@ -1,7 +1,7 @@
 """Crash tests: real processes killed with SIGKILL, then damaged files, then recovery.
 
 What is checked (kafka_storage.md §5 and §7 checks 24-29; the durability contract of
-broker/storage/log.py):
+broker/storage/log.py and log_loader.py):
 
 - Kill cycles (``test_kill_restart_cycles``): ``crash_writer.py`` appends self-verifying
   records and acks each append (after ``Log.flush()`` in mode flush); it is SIGKILLed at a

@@ -18,7 +18,7 @@ baseTimestamp -1, the original baseOffset, lastOffsetDelta, maxTimestamp and pro
 fields; Kafka's writeEmptyHeader) when it is the last batch of a producer the log still
 tracks (its sequence is what the producer's next batch is checked against), or when it ends
 the cleaned range or the group of segments being cleaned (so the rewritten segment covers
-exactly the offsets of the segments it replaces: the crash-recovery rule in log.py deletes
+exactly the offsets of the segments it replaces: the crash-recovery rule in log_loader.py deletes
 the segments inside the swap's offset range). Otherwise it is dropped.
 
 A rewritten batch keeps its baseOffset, lastOffsetDelta (so its last offset, hence the

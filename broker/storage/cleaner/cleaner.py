@@ -51,8 +51,15 @@ from ..config import LogConfig
 from ..errors import LogCleaningAbortedError
 from ..file_records import FileRecords
 from ..fileutil import fsync_path
-from ..log import CLEANED_FILE_SUFFIX, DELETED_FILE_SUFFIX, Log
-from ..segment import LogSegment, log_file_name, offset_index_file_name, time_index_file_name
+from ..log import Log
+from ..segment import (
+    CLEANED_FILE_SUFFIX,
+    DELETED_FILE_SUFFIX,
+    LogSegment,
+    log_file_name,
+    offset_index_file_name,
+    time_index_file_name,
+)
 from ..transaction_index import AbortedTxn, txn_index_file_name
 from .batch_filter import BatchContext, filter_batch
 from .offset_map import OffsetMap
@@ -299,8 +306,7 @@ class Cleaner:
                      txn_index_file_name(directory, base, CLEANED_FILE_SUFFIX)):
             if os.path.exists(path):
                 os.unlink(path)  # left by an aborted cleaning
-        cleaned = LogSegment.open(directory, base, index_interval_bytes=cfg.index_interval_bytes,
-                                  max_index_size=cfg.segment_index_bytes, file_suffix=CLEANED_FILE_SUFFIX)
+        cleaned = LogSegment.open_with_config(directory, base, cfg, file_suffix=CLEANED_FILE_SUFFIX)
         upper = inp.first_uncleanable_offset
         try:
             for i, seg in enumerate(group):

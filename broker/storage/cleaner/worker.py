@@ -25,7 +25,7 @@ The worker opens the old segments' ``.log`` files read-only and writes the ``.cl
 with descriptors of its own; it never renames anything. Each group's swap is the parent's:
 it opens the flushed ``.cleaned`` segment and runs ``Log.replace_segments`` where the broker
 wants it (its event loop), exactly as in thread mode, so the crash-safety rules (``.cleaned``
--> ``.swap`` -> final name; recovery in log.py) are the same. The worker then fsyncs the
+-> ``.swap`` -> final name; recovery in log_loader.py) are the same. The worker then fsyncs the
 directory and goes on with the next group.
 
 Failures: a refused swap aborts the cleaning (the worker deletes its ``.cleaned`` files, as a
@@ -60,8 +60,7 @@ from multiprocessing.connection import Connection
 from typing import Any, NamedTuple
 
 from ..errors import LogCleaningAbortedError, StorageError
-from ..log import CLEANED_FILE_SUFFIX
-from ..segment import LogSegment
+from ..segment import CLEANED_FILE_SUFFIX, LogSegment
 from .cleaner import Cleaner, CleanerStats, CleaningInput, SegmentFile, SwapFn
 from .offset_map import OffsetMap
 from .throttler import Throttler
@@ -227,12 +226,10 @@ class CleanerWorker:
         _, _, base, old_bases, old_sizes = msg
         if aborted:
             return ("refused", job, True, "cleaning aborted"), None
-        cfg = inp.config
         group = [SegmentFile(b, "", s) for b, s in zip(old_bases, old_sizes, strict=True)]
         try:
-            cleaned = LogSegment.open(inp.directory, base, index_interval_bytes=cfg.index_interval_bytes,
-                                      max_index_size=cfg.segment_index_bytes, file_already_exists=True,
-                                      file_suffix=CLEANED_FILE_SUFFIX)
+            cleaned = LogSegment.open_with_config(inp.directory, base, inp.config, file_already_exists=True,
+                                                  file_suffix=CLEANED_FILE_SUFFIX)
         except OSError as e:
             return ("refused", job, False, f"cannot open cleaned segment {base}: {e}"), e
         cleaned.log.release()  # inactive: opened on demand, as a loaded segment
