@@ -31,10 +31,10 @@ import logging
 import os
 import struct
 import threading
-import time
 from collections.abc import Callable, Iterable
 from typing import NamedTuple
 
+from client.clock import now_ms
 from client.records.batch import CorruptRecordError
 
 from .config import LogConfig
@@ -112,10 +112,6 @@ class FetchResult(NamedTuple):
         return sum(s.size for s in self.slices)
 
 
-def _now_ms() -> int:
-    return int(time.time() * 1000)
-
-
 class Log:
     def __init__(
         self,
@@ -127,7 +123,7 @@ class Log:
         *,
         log_start_offset: int,
         recovery_point: int,
-        now_ms: Callable[[], int] = _now_ms,
+        now_ms: Callable[[], int] = now_ms,
         flush_scheduler: Callable[[Log], None] | None = None,
         producer_state: ProducerStateManager | None = None,
     ) -> None:
@@ -172,7 +168,7 @@ class Log:
         recovery_point: int = 0,
         log_start_offset: int = 0,
         had_clean_shutdown: bool = False,
-        now_ms: Callable[[], int] = _now_ms,
+        now_ms: Callable[[], int] = now_ms,
         flush_scheduler: Callable[[Log], None] | None = None,
         producer_id_expiration_ms: int = DEFAULT_PRODUCER_ID_EXPIRATION_MS,
     ) -> Log:
