@@ -90,7 +90,7 @@ class BrokerState:
         #: the group coordinator bound to this state (broker/group/runtime.py); loads at Broker.start
         self.groups = GroupRuntime(self)
         #: the transaction coordinator (broker/txn/); loads at Broker.start
-        self.txn = TransactionRuntime(self, self.producer_ids.next_id, self.groups.coordinator.complete_txn)
+        self.txn = TransactionRuntime(self, self.producer_ids.next_id, self.groups.coordinator.offsets.complete_txn)
         #: BrokerMetrics when ``metrics.listeners`` is set, else None (handlers test for None)
         self.metrics: BrokerMetrics | None = None
         self._flushes: dict[int, asyncio.Future[Any]] = {}

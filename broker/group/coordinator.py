@@ -1,17 +1,14 @@
 """GroupCoordinator: Kafka's classic group protocol as a state machine. Everything that changes
 a group's state lives here (h11's rule: one module owns the state machine).
 
-Inputs are requests (``join_group``, ``sync_group``, ``heartbeat``, ``leave_group``,
-``commit_offsets``, ...) and timer expiries; outputs are responses (returned, or handed to a
+Inputs are requests (``join_group``, ``sync_group``, ``heartbeat``, ``leave_group``, the
+admin ones) and timer expiries; outputs are responses (returned, or handed to a
 ``Responder`` later for the requests that wait: JoinGroup and SyncGroup), records for
 ``__consumer_offsets`` (handed to ``write``) and timers (``Timer.schedule``/``cancel``). No
 sockets, no asyncio: the broker binds ``write`` and ``Timer`` to the log and the event loop
 (``runtime.py``); tests drive it with a manual clock.
 
-``write(group_id, records, on_durable) -> error code``: appends ``(key, value)`` records to the
-group's ``__consumer_offsets`` partition at once and returns 0, then calls ``on_durable(0)``
-once they are fsync'd (or ``on_durable(code)`` if that failed); a non-zero return means nothing
-was written and ``on_durable`` is never called. In-memory state follows the log: an offset
+``write`` and ``Timer`` are described in effects.py. In-memory state follows the log: an offset
 commit is visible once appended and answered once durable; a SyncGroup's assignment is handed
 out once durable.
 
@@ -50,46 +47,35 @@ Heartbeat: member and generation checked; PreparingRebalance answers REBALANCE_I
 in Stable/PreparingRebalance) restarts the member's session timer; when it fires the member is
 removed and the group rebalances.
 
-OffsetCommit: generation -1 with no member on a missing or Empty group is a *simple* commit
-(kcat, admin tools, ``assign()`` consumers) and creates the group; otherwise the member and
-generation must match (ILLEGAL_GENERATION; GROUP_ID_NOT_FOUND from v9 for a missing group),
-and CompletingRebalance answers REBALANCE_IN_PROGRESS. Metadata longer than
-``offset.metadata.max.bytes``: OFFSET_METADATA_TOO_LARGE for that partition. The commit's
-records are one batch: larger than ``__consumer_offsets``'s ``max.message.bytes``
-(``message.max.bytes``, 1048588, unless overridden on the topic), nothing is written and every
-other partition gets INVALID_COMMIT_OFFSET_SIZE (Kafka maps MESSAGE_TOO_LARGE,
-RECORD_LIST_TOO_LARGE and INVALID_FETCH_SIZE of the append so).
+DescribeGroups of an unknown group: state "Dead" and no error. DeleteGroups: only Empty groups
+(NON_EMPTY_GROUP, GROUP_ID_NOT_FOUND); it writes a tombstone for every offset and for the group.
 
-OffsetFetch of an unknown group or partition: offset -1 and no error. DescribeGroups of an
-unknown group: state "Dead" and no error. DeleteGroups: only Empty groups (NON_EMPTY_GROUP,
-GROUP_ID_NOT_FOUND); it writes a tombstone for every offset and for the group.
-
-Offsets expire ``offsets.retention.minutes`` after the group became Empty (for a group that
-never had members: after the commit), or at the explicit expiry a commit asked for; an Empty
-group with no offsets left is deleted.
+The committed offsets (OffsetCommit, TxnOffsetCommit, OffsetFetch, OffsetDelete, their expiry)
+are the offsets manager's (offsets.py, ``GroupCoordinator.offsets``): it holds no state of its
+own, only rules over the groups' offsets.
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Hashable, Iterable
-from typing import Any, NamedTuple, Protocol
+from typing import Any
 
-from client.protocol.api import ErrorCode, error_name
-from client.protocol.primitives import DecodeError, Reader
+from client.protocol.api import ErrorCode
 
+from .config import GroupConfig
+from .effects import Record, Timer, Writer, error_after_append, log_write_failure
 from .group import ClassicGroup, GroupError, GroupState, Member, Responder
+from .offsets import OffsetMetadataManager
 from .records import (
     GroupMetadata,
-    OffsetAndMetadata,
     encode_group_metadata_key,
     encode_group_metadata_value,
     encode_offset_commit_key,
-    encode_offset_commit_value,
     partition_for,
 )
 
-__all__ = ["GroupCoordinator", "GroupConfig", "Timer", "Writer"]
+__all__ = ["GroupCoordinator"]
 
 logger = logging.getLogger(__name__)
 
@@ -97,32 +83,6 @@ E = ErrorCode
 EMPTY, PREPARING, COMPLETING, STABLE, DEAD = (GroupState.EMPTY, GroupState.PREPARING_REBALANCE,
                                              GroupState.COMPLETING_REBALANCE, GroupState.STABLE,
                                              GroupState.DEAD)
-Record = tuple[bytes, bytes | None]
-
-
-class Timer(Protocol):
-    def schedule(self, key: Hashable, delay_ms: int, fn: Callable[[], None]) -> None:
-        """Run ``fn`` after ``delay_ms``, replacing any timer under ``key``."""
-
-    def cancel(self, key: Hashable) -> None: ...
-
-
-#: ``write(group_id, records, on_durable, producer=None)``; ``producer`` = (id, epoch) writes a
-#: transactional batch (TxnOffsetCommit)
-Writer = Callable[..., int]
-
-
-class GroupConfig(NamedTuple):
-    """The broker settings the coordinator reads (Kafka's names and defaults)."""
-
-    num_partitions: int = 50  # offsets.topic.num.partitions
-    min_session_timeout_ms: int = 6000  # group.min.session.timeout.ms
-    max_session_timeout_ms: int = 1_800_000  # group.max.session.timeout.ms
-    max_size: int = 2**31 - 1  # group.max.size
-    initial_rebalance_delay_ms: int = 3000  # group.initial.rebalance.delay.ms
-    new_member_join_timeout_ms: int = 300_000  # Kafka's fixed 5 minutes
-    offset_metadata_max_bytes: int = 4096  # offset.metadata.max.bytes
-    offsets_retention_ms: int = 7 * 24 * 3600 * 1000  # offsets.retention.minutes
 
 
 def _join_error(code: int, member_id: str = "") -> dict[str, Any]:
@@ -132,49 +92,6 @@ def _join_error(code: int, member_id: str = "") -> dict[str, Any]:
 
 def _sync_error(code: int) -> dict[str, Any]:
     return {"error_code": int(code), "protocol_type": None, "protocol_name": None, "assignment": b""}
-
-
-def _error_after_append(code: int) -> int:
-    """Kafka's mapping of a failed coordinator write to what the client is told."""
-    if code in (E.UNKNOWN_TOPIC_OR_PARTITION, E.NOT_ENOUGH_REPLICAS, E.REQUEST_TIMED_OUT):
-        return int(E.COORDINATOR_NOT_AVAILABLE)
-    if code in (E.NOT_LEADER_OR_FOLLOWER, E.KAFKA_STORAGE_ERROR):
-        return int(E.NOT_COORDINATOR)
-    if code in (E.MESSAGE_TOO_LARGE, E.RECORD_LIST_TOO_LARGE, E.INVALID_FETCH_SIZE):
-        return int(E.UNKNOWN_SERVER_ERROR)
-    return code
-
-
-def _commit_error_after_append(code: int) -> int:
-    """Kafka's mapping of a failed offset commit write: a batch larger than the offsets topic's
-    ``max.message.bytes`` is INVALID_COMMIT_OFFSET_SIZE (group writes get UNKNOWN_SERVER_ERROR)."""
-    if code in (E.MESSAGE_TOO_LARGE, E.RECORD_LIST_TOO_LARGE, E.INVALID_FETCH_SIZE):
-        return int(E.INVALID_COMMIT_OFFSET_SIZE)
-    return _error_after_append(code)
-
-
-def _failed_commit(code: int, errors: dict[tuple[str, int], int], on_durable: Callable[[int], None]
-                   ) -> tuple[int, dict[tuple[str, int], int]]:
-    """What a commit whose write failed answers: nothing was written (``on_durable`` is called at
-    once, as for a commit with nothing to write); each partition gets its own error
-    (OFFSET_METADATA_TOO_LARGE) or the write's, mapped as Kafka maps it."""
-    mapped = _commit_error_after_append(code)
-    on_durable(0)
-    return 0, {tp: e or mapped for tp, e in errors.items()}
-
-
-def subscribed_topics(protocol_type: str | None, metadata: bytes) -> set[str] | None:
-    """The topics of a consumer's subscription (ConsumerProtocolSubscription: int16 version,
-    then an array of topic names); None when it does not parse as one."""
-    if protocol_type != "consumer":
-        return None
-    try:
-        r = Reader(metadata)
-        r.int16()
-        n = r.array_length()
-        return {r.string() for _ in range(n)}
-    except DecodeError:
-        return None
 
 
 class GroupCoordinator:
@@ -187,6 +104,9 @@ class GroupCoordinator:
         #: ``__consumer_offsets`` partitions still being replayed: their groups answer
         #: COORDINATOR_LOAD_IN_PROGRESS
         self.loading: set[int] = set()
+        #: the groups' committed offsets: OffsetCommit, TxnOffsetCommit, OffsetFetch,
+        #: OffsetDelete, their expiry and replay (offsets.py)
+        self.offsets = OffsetMetadataManager(self, write, clock)
 
     # ------------------------------------------------------------------ helpers
 
@@ -197,7 +117,15 @@ class GroupCoordinator:
         if self.loading and self.partition_for(group_id) in self.loading:
             raise GroupError(E.COORDINATOR_LOAD_IN_PROGRESS)
 
-    def _get_or_create(self, group_id: str) -> ClassicGroup:
+    def is_loading(self, group_id: str) -> bool:
+        return bool(self.loading) and self.partition_for(group_id) in self.loading
+
+    def member_active(self, g: ClassicGroup, member_id: str) -> None:
+        """A member's request arrived: restart its session timer (in Stable or PreparingRebalance)."""
+        if g.is_in(STABLE, PREPARING) and member_id in g.members:
+            self._reschedule_heartbeat(g, g.members[member_id])
+
+    def get_or_create(self, group_id: str) -> ClassicGroup:
         g = self.groups.get(group_id)
         if g is None:
             g = self.groups[group_id] = ClassicGroup(group_id, self.clock())
@@ -215,12 +143,6 @@ class GroupCoordinator:
                      on_durable: Callable[[int], None]) -> int:
         record = (encode_group_metadata_key(g.group_id), encode_group_metadata_value(g.to_record(assignment)))
         return self.write(g.group_id, [record], on_durable)
-
-    def _log_write_failure(self, g: ClassicGroup, what: str) -> Callable[[int], None]:
-        def done(code: int) -> None:
-            if code:
-                logger.error("group %s: storing %s failed: %s", g.group_id, what, error_name(code))
-        return done
 
     # ------------------------------------------------------------------ JoinGroup
 
@@ -246,7 +168,7 @@ class GroupCoordinator:
         is_new_group = group_id not in self.groups
         if is_new_group and not unknown:
             return respond(_join_error(E.UNKNOWN_MEMBER_ID, member_id))
-        g = self._get_or_create(group_id)
+        g = self.get_or_create(group_id)
         if not self._accept_joining_member(g, member_id):
             if not unknown and member_id in g.members:
                 self._remove_member(g, member_id)
@@ -259,7 +181,7 @@ class GroupCoordinator:
             # A new group's first record: protocol type "", generation 0, no members.
             empty = (encode_group_metadata_key(g.group_id), encode_group_metadata_value(
                 GroupMetadata("", 0, None, None, g.state_timestamp, [])))
-            self.write(group_id, [empty], self._log_write_failure(g, "the new group"))
+            self.write(group_id, [empty], log_write_failure(g.group_id, "the new group"))
 
     def _accept_joining_member(self, g: ClassicGroup, member_id: str) -> bool:
         limit = self.config.max_size
@@ -361,7 +283,7 @@ class GroupCoordinator:
                         m.protocols, m.rebalance_timeout_ms, m.session_timeout_ms = old
                         g.replace_static_member(req["group_instance_id"], new_id, old_id)
                         self._reschedule_heartbeat(g, m)
-                        respond(_join_error(_error_after_append(code), ""))
+                        respond(_join_error(error_after_append(code), ""))
                         return
                     respond({"error_code": 0, "generation_id": g.generation_id, "protocol_type": g.protocol_type,
                              "protocol_name": g.protocol_name, "leader": leader_before or "",
@@ -442,7 +364,7 @@ class GroupCoordinator:
             return
         g.init_next_generation(self.clock())
         if g.is_in(EMPTY):
-            self._write_group(g, {}, self._log_write_failure(g, "the empty group"))
+            self._write_group(g, {}, log_write_failure(g.group_id, "the empty group"))
             return
         logger.info("group %s: generation %d with %d members, protocol %s", g.group_id, g.generation_id,
                     len(g.members), g.protocol_name)
@@ -542,7 +464,7 @@ class GroupCoordinator:
             if code:
                 for mm in g.members.values():
                     mm.assignment = b""
-                self._propagate_assignment(g, _error_after_append(code))
+                self._propagate_assignment(g, error_after_append(code))
                 self._maybe_prepare_rebalance_or_complete_join(g, "storing the assignment failed")
                 return
             for mm in g.members.values():
@@ -631,188 +553,6 @@ class GroupCoordinator:
                 self._maybe_complete_join_phase(g)
         return 0, results
 
-    # ------------------------------------------------------------------ offsets
-
-    def commit_offsets(self, req: dict[str, Any], version: int, on_durable: Callable[[int], None]
-                       ) -> tuple[int, dict[tuple[str, int], int]]:
-        """OffsetCommit: (error for every partition, or 0; per-partition errors). When the first
-        is 0, ``on_durable`` is called once the records are durable — or has been called
-        already, when nothing was written (no valid partition, or the write failed: a batch
-        above the offsets topic's ``max.message.bytes`` answers INVALID_COMMIT_OFFSET_SIZE for
-        every partition, as Kafka's classic coordinator does)."""
-        group_id = req["group_id"]
-        generation = req.get("generation_id_or_member_epoch", -1)
-        member_id = req.get("member_id", "")
-        instance_id = req.get("group_instance_id")
-        try:
-            self.check_loaded(group_id)
-            g = self.groups.get(group_id)
-            if g is None:
-                if generation >= 0:
-                    raise GroupError(E.GROUP_ID_NOT_FOUND if version >= 9 else E.ILLEGAL_GENERATION)
-                g = self._get_or_create(group_id)
-            self._validate_commit(g, member_id, instance_id, generation)
-        except GroupError as e:
-            return e.error_code, {}
-        if g.is_in(STABLE, PREPARING) and member_id in g.members:
-            self._reschedule_heartbeat(g, g.members[member_id])
-        errors, records, updates = self._offset_records(group_id, req)
-        if not records:
-            on_durable(0)
-            return 0, errors
-        code = self.write(group_id, records, on_durable)
-        if code:
-            return _failed_commit(code, errors, on_durable)
-        for tp, om in updates:
-            g.offsets[tp] = om
-        return 0, errors
-
-    def _offset_records(self, group_id: str, req: dict[str, Any]) -> tuple[
-            dict[tuple[str, int], int], list[Record], list[tuple[tuple[str, int], OffsetAndMetadata]]]:
-        """An OffsetCommit's or TxnOffsetCommit's partitions: their errors (metadata longer than
-        ``offset.metadata.max.bytes``: OFFSET_METADATA_TOO_LARGE), the records to write and the
-        offsets they set. Commit time: the request's (OffsetCommit v1) or now; an expiry only
-        with a retention (OffsetCommit v2-v4)."""
-        now = self.clock()
-        retention = req.get("retention_time_ms", -1)
-        errors: dict[tuple[str, int], int] = {}
-        records: list[Record] = []
-        updates: list[tuple[tuple[str, int], OffsetAndMetadata]] = []
-        for t in req["topics"]:
-            for p in t["partitions"]:
-                tp = (t["name"], p["partition_index"])
-                metadata = p.get("committed_metadata") or ""
-                if len(metadata.encode()) > self.config.offset_metadata_max_bytes:
-                    errors[tp] = int(E.OFFSET_METADATA_TOO_LARGE)
-                    continue
-                errors[tp] = 0
-                ts = p.get("commit_timestamp", -1)
-                commit_ts = ts if ts is not None and ts >= 0 else now
-                om = OffsetAndMetadata(p["committed_offset"], p.get("committed_leader_epoch", -1), metadata,
-                                       commit_ts, commit_ts + retention if retention is not None and retention >= 0
-                                       else -1)
-                records.append((encode_offset_commit_key(group_id, *tp), encode_offset_commit_value(om)))
-                updates.append((tp, om))
-        return errors, records, updates
-
-    def commit_txn_offsets(self, req: dict[str, Any], on_durable: Callable[[int], None]
-                           ) -> tuple[int, dict[tuple[str, int], int]]:
-        """TxnOffsetCommit: the offsets are written in a transactional batch of the producer
-        and held as pending until its transaction's marker reaches this partition
-        (``complete_txn``). The member checks are OffsetCommit's, except that a commit with no
-        member and generation -1 (clients before v3) is accepted whatever the group's state."""
-        group_id = req["group_id"]
-        generation = req.get("generation_id", -1)
-        member_id = req.get("member_id", "")
-        instance_id = req.get("group_instance_id")
-        pid, epoch = req["producer_id"], req["producer_epoch"]
-        try:
-            self.check_loaded(group_id)
-            g = self.groups.get(group_id)
-            if g is None:
-                if generation >= 0:
-                    raise GroupError(E.ILLEGAL_GENERATION)
-                g = self._get_or_create(group_id)
-            if g.is_in(DEAD):
-                raise GroupError(E.COORDINATOR_NOT_AVAILABLE)
-            if generation >= 0 or member_id or instance_id is not None:
-                g.validate_member(member_id, instance_id)
-                if generation != g.generation_id:
-                    raise GroupError(E.ILLEGAL_GENERATION)
-        except GroupError as e:
-            return e.error_code, {}
-        errors, records, updates = self._offset_records(group_id, req)
-        if not records:
-            on_durable(0)
-            return 0, errors
-        code = self.write(group_id, records, on_durable, producer=(pid, epoch))
-        if code:
-            return _failed_commit(code, errors, on_durable)
-        pending = g.pending_txn_offsets.setdefault(pid, {})
-        for tp, om in updates:
-            pending[tp] = om
-        return 0, errors
-
-    def complete_txn(self, partition: int, producer_id: int, commit: bool) -> None:
-        """A COMMIT or ABORT marker of ``producer_id`` reached ``__consumer_offsets`` partition
-        ``partition``: its pending offsets there become the groups' offsets, or are dropped."""
-        for g in self.groups.values():
-            if g.pending_txn_offsets and self.partition_for(g.group_id) == partition:
-                pending = g.pending_txn_offsets.pop(producer_id, None)
-                if pending and commit:
-                    g.offsets.update(pending)
-
-    def has_pending_offset(self, group_id: str, topic: str, partition: int) -> bool:
-        """Whether an open transaction holds an offset of ``group_id`` for this partition
-        (OffsetFetch's ``require_stable`` answers UNSTABLE_OFFSET_COMMIT then)."""
-        g = self.groups.get(group_id)
-        return g is not None and any((topic, partition) in p for p in g.pending_txn_offsets.values())
-
-    def _validate_commit(self, g: ClassicGroup, member_id: str, instance_id: str | None, generation: int) -> None:
-        if g.is_in(DEAD):
-            raise GroupError(E.COORDINATOR_NOT_AVAILABLE)
-        if generation < 0 and g.is_in(EMPTY):
-            return
-        if generation >= 0 or member_id or instance_id is not None:
-            g.validate_member(member_id, instance_id)
-            if generation != g.generation_id:
-                raise GroupError(E.ILLEGAL_GENERATION)
-        elif not g.is_in(EMPTY):
-            raise GroupError(E.UNKNOWN_MEMBER_ID)
-        if g.is_in(COMPLETING):
-            raise GroupError(E.REBALANCE_IN_PROGRESS)
-
-    def fetch_offsets(self, group_id: str, topics: list[tuple[str, list[int]]] | None
-                      ) -> tuple[int, list[tuple[str, list[tuple[int, OffsetAndMetadata | None]]]]]:
-        """OffsetFetch of one group: (group error, [(topic, [(partition, offset or None)])]);
-        ``topics`` None means every committed offset of the group."""
-        try:
-            self.check_loaded(group_id)
-        except GroupError as e:
-            return e.error_code, []
-        g = self.groups.get(group_id)
-        offsets = g.offsets if g is not None and not g.is_in(DEAD) else {}
-        if topics is None:
-            by_topic: dict[str, list[tuple[int, OffsetAndMetadata | None]]] = {}
-            for (topic, partition), om in sorted(offsets.items()):
-                by_topic.setdefault(topic, []).append((partition, om))
-            return 0, list(by_topic.items())
-        return 0, [(topic, [(p, offsets.get((topic, p))) for p in parts]) for topic, parts in topics]
-
-    def delete_offsets(self, group_id: str, topics: list[tuple[str, list[int]]]
-                       ) -> tuple[int, list[tuple[str, list[tuple[int, int]]]]]:
-        """OffsetDelete: allowed on an Empty group, or for topics an active consumer group is
-        not subscribed to (GROUP_SUBSCRIBED_TO_TOPIC otherwise)."""
-        try:
-            self.check_loaded(group_id)
-        except GroupError as e:
-            return e.error_code, []
-        g = self.groups.get(group_id)
-        if g is None or g.is_in(DEAD):
-            return int(E.GROUP_ID_NOT_FOUND), []
-        subscribed: set[str] = set()
-        if not g.is_in(EMPTY):
-            if g.protocol_type != "consumer":
-                return int(E.NON_EMPTY_GROUP), []
-            for m in g.members.values():
-                subscribed |= subscribed_topics(g.protocol_type, m.metadata(g.protocol_name)) or set()
-        gone: list[tuple[str, int]] = []
-        result = []
-        for topic, parts in topics:
-            if topic in subscribed:
-                result.append((topic, [(p, int(E.GROUP_SUBSCRIBED_TO_TOPIC)) for p in parts]))
-                continue
-            gone += [(topic, p) for p in parts if (topic, p) in g.offsets]
-            result.append((topic, [(p, 0) for p in parts]))
-        if gone:
-            records: list[Record] = [(encode_offset_commit_key(group_id, t, p), None) for t, p in gone]
-            code = self.write(group_id, records, self._log_write_failure(g, "offset deletions"))
-            if code:
-                return _error_after_append(code), []
-            for tp in gone:
-                del g.offsets[tp]
-        return 0, result
-
     # ------------------------------------------------------------------ admin
 
     def list_groups(self, states: Iterable[str] = (), types: Iterable[str] = ()) -> list[dict[str, Any]]:
@@ -820,7 +560,7 @@ class GroupCoordinator:
         wanted_types = {t.lower() for t in types}
         out = []
         for g in self.groups.values():
-            if g.is_in(DEAD) or (self.loading and self.partition_for(g.group_id) in self.loading):
+            if g.is_in(DEAD) or (self.is_loading(g.group_id)):
                 continue
             if wanted_states and g.state.value.lower() not in wanted_states:
                 continue
@@ -865,75 +605,19 @@ class GroupCoordinator:
         records.append((encode_group_metadata_key(group_id), None))
         code = self.write(group_id, records, on_durable)
         if code:
-            return _error_after_append(code)
+            return error_after_append(code)
         g.transition_to(DEAD, self.clock())
         del self.groups[group_id]
         logger.info("group %s deleted (%d offsets)", group_id, len(records) - 1)
         return 0
 
-    # ------------------------------------------------------------------ expiry
-
-    def expire_offsets(self) -> int:
-        """Remove offsets past their retention (tombstones written), and Empty groups left with
-        none. Returns how many offsets expired."""
-        now = self.clock()
-        retention = self.config.offsets_retention_ms
-        expired = 0
-        for g in list(self.groups.values()):
-            if self.loading and self.partition_for(g.group_id) in self.loading:
-                continue
-            if g.protocol_type is not None and not g.is_in(EMPTY):
-                continue  # a group with members keeps its offsets
-            if g.pending_txn_offsets:
-                continue  # an open transaction will commit or drop offsets here
-            gone = []
-            for tp, om in g.offsets.items():
-                if om.expire_timestamp >= 0:
-                    due = om.expire_timestamp
-                else:
-                    base = g.state_timestamp if g.protocol_type is not None else om.commit_timestamp
-                    due = base + retention
-                if now >= due:
-                    gone.append(tp)
-            records: list[Record] = [(encode_offset_commit_key(g.group_id, t, p), None) for t, p in gone]
-            delete_group = g.is_in(EMPTY) and len(gone) == len(g.offsets) and not g.members
-            if delete_group:
-                records.append((encode_group_metadata_key(g.group_id), None))
-            if not records:
-                continue
-            if self.write(g.group_id, records, self._log_write_failure(g, "expired offsets")):
-                continue
-            for tp in gone:
-                del g.offsets[tp]
-            expired += len(gone)
-            if delete_group:
-                g.transition_to(DEAD, now)
-                del self.groups[g.group_id]
-        if expired:
-            logger.info("expired %d committed offsets (offsets.retention.minutes)", expired)
-        return expired
-
     # ------------------------------------------------------------------ loading
-
-    def replay_offset(self, group_id: str, topic: str, partition: int, om: OffsetAndMetadata | None,
-                      producer_id: int = -1) -> None:
-        if producer_id >= 0 and om is not None:  # a TxnOffsetCommit: pending until its marker
-            self._get_or_create(group_id).pending_txn_offsets.setdefault(producer_id, {})[(topic, partition)] = om
-            return
-        g = self.groups.get(group_id)
-        if om is None:
-            if g is not None:
-                g.offsets.pop((topic, partition), None)
-            return
-        if g is None:
-            g = self._get_or_create(group_id)
-        g.offsets[(topic, partition)] = om
 
     def replay_group(self, group_id: str, record: GroupMetadata | None) -> None:
         if record is None:
             self.groups.pop(group_id, None)
             return
-        g = self._get_or_create(group_id)
+        g = self.get_or_create(group_id)
         g.replay(record, self.clock())
 
     def on_loaded(self, partition: int) -> None:

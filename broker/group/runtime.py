@@ -37,7 +37,9 @@ from client.records.record import build_batch
 from ..coordinator.internal_topic import CoordinatorHost, InternalTopic
 from ..errors import error_code_of
 from ..storage.record_reader import LoggedRecord
-from .coordinator import GroupConfig, GroupCoordinator, Record
+from .config import group_config
+from .coordinator import GroupCoordinator
+from .effects import Record
 from .records import (
     CONSUMER_OFFSETS,
     GroupMetadata,
@@ -125,18 +127,6 @@ class AsyncioTimer:
         self._heap.clear()
 
 
-def group_config(cfg: Any) -> GroupConfig:
-    return GroupConfig(
-        num_partitions=cfg.int("offsets.topic.num.partitions"),
-        min_session_timeout_ms=cfg.int("group.min.session.timeout.ms"),
-        max_session_timeout_ms=cfg.int("group.max.session.timeout.ms"),
-        max_size=cfg.int("group.max.size"),
-        initial_rebalance_delay_ms=cfg.int("group.initial.rebalance.delay.ms"),
-        offset_metadata_max_bytes=cfg.int("offset.metadata.max.bytes"),
-        offsets_retention_ms=cfg.int("offsets.retention.minutes") * 60_000,
-    )
-
-
 class GroupRuntime:
     """The group coordinator on ``host``: its timers, its writes to ``__consumer_offsets`` and
     their fsyncs, the topic's loading."""
@@ -212,16 +202,16 @@ class GroupRuntime:
         for key, value, producer_id in parsed:
             if isinstance(key, ControlRecord):
                 if key.type in (ABORT, COMMIT):
-                    c.complete_txn(partition, producer_id, key.type == COMMIT)
+                    c.offsets.complete_txn(partition, producer_id, key.type == COMMIT)
             elif isinstance(key, OffsetCommitKey):
-                c.replay_offset(key.group, key.topic, key.partition, value, producer_id)
+                c.offsets.replay_offset(key.group, key.topic, key.partition, value, producer_id)
             else:
                 c.replay_group(key.group, value)
 
     # -- periodic work and shutdown --
 
     def expire_offsets(self) -> int:
-        return self.coordinator.expire_offsets()
+        return self.coordinator.offsets.expire_offsets()
 
     def group_offsets(self) -> list[tuple[str, Mapping[tuple[str, int], OffsetAndMetadata]]]:
         """(group, its committed offsets by (topic, partition)) for the metrics' lag families:

@@ -81,5 +81,5 @@ def handle(ctx: RequestContext, request: dict[str, Any]) -> Any:
     known, unknown = split_unknown(request, state)
     if not known["topics"]:
         return _response(request, unknown, 0)
-    return reply_after_commit(request, lambda durable: state.groups.coordinator.commit_offsets(known, version,
+    return reply_after_commit(request, lambda durable: state.groups.coordinator.offsets.commit_offsets(known, version,
                                                                                                 durable), unknown)

@@ -17,7 +17,7 @@ API_KEY = ApiKey.OFFSET_DELETE
 def handle(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
     state = ctx.state
     wanted = [(t["name"], [p["partition_index"] for p in t["partitions"]]) for t in request["topics"]]
-    code, result = state.groups.coordinator.delete_offsets(request["group_id"], wanted)
+    code, result = state.groups.coordinator.offsets.delete_offsets(request["group_id"], wanted)
     return {"error_code": code, "throttle_time_ms": 0, "topics": [
         {"name": topic, "partitions": [{"partition_index": p, "error_code": e} for p, e in parts]}
         for topic, parts in result]}

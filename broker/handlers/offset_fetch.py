@@ -24,7 +24,7 @@ API_KEY = ApiKey.OFFSET_FETCH
 def _fetch(state: BrokerState, group_id: str, topics: list[dict[str, Any]] | None,
            require_stable: bool = False) -> tuple[int, list[dict[str, Any]]]:
     wanted = None if topics is None else [(t["name"], list(t["partition_indexes"])) for t in topics]
-    code, found = state.groups.coordinator.fetch_offsets(group_id, wanted)
+    code, found = state.groups.coordinator.offsets.fetch_offsets(group_id, wanted)
     if code and wanted is not None:
         found = [(t, [(p, None) for p in parts]) for t, parts in wanted]
     out: list[dict[str, Any]] = []
@@ -37,7 +37,7 @@ def _fetch(state: BrokerState, group_id: str, topics: list[dict[str, Any]] | Non
         coordinator = state.groups.coordinator
         for t in out:
             for p in t["partitions"]:
-                if coordinator.has_pending_offset(group_id, t["name"], p["partition_index"]):
+                if coordinator.offsets.has_pending_offset(group_id, t["name"], p["partition_index"]):
                     p.update(committed_offset=-1, committed_leader_epoch=-1, metadata="",
                              error_code=ErrorCode.UNSTABLE_OFFSET_COMMIT)
     return code, out

@@ -42,5 +42,5 @@ def handle(ctx: RequestContext, request: dict[str, Any]) -> Any:
     code = _txn_error(request, version, state)
     if code:
         return _response(request, unknown, code)
-    return reply_after_commit(request, lambda durable: state.groups.coordinator.commit_txn_offsets(known, durable),
+    return reply_after_commit(request, lambda durable: state.groups.coordinator.offsets.commit_txn_offsets(known, durable),
                               unknown)

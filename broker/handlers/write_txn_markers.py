@@ -66,7 +66,7 @@ def _write(state: BrokerState, topic: str, partition: int, marker: dict[str, Any
                    f": the transaction open since offset {open_at} ends" if open_at >= 0 else
                    " (no transaction of that producer was open there)")
     if topic == CONSUMER_OFFSETS and state.groups is not None:
-        state.groups.coordinator.complete_txn(partition, pid, commit)
+        state.groups.coordinator.offsets.complete_txn(partition, pid, commit)
     state.notify_append(topic, partition)
     waits.append((log, info.last_offset + 1, resp))
 

@@ -8,13 +8,12 @@ from typing import Any
 
 import pytest
 
-from broker.group.coordinator import GroupConfig, GroupCoordinator
+from broker.group.config import GroupConfig
+from broker.group.coordinator import GroupCoordinator
 from broker.group.records import (
     GroupMetadataKey,
-    OffsetCommitKey,
     decode_group_metadata_value,
     decode_key,
-    decode_offset_commit_value,
 )
 from client.protocol.api import ErrorCode as E
 
@@ -106,7 +105,7 @@ class Harness:
         topics: dict[str, list[dict[str, Any]]] = {}
         for (t, p), o in offsets.items():
             topics.setdefault(t, []).append({"partition_index": p, "committed_offset": o, "committed_metadata": "m"})
-        code, errors = self.c.commit_offsets(
+        code, errors = self.c.offsets.commit_offsets(
             {"group_id": group, "generation_id_or_member_epoch": generation, "member_id": member,
              "retention_time_ms": retention, "topics": [{"name": t, "partitions": ps} for t, ps in topics.items()]},
             version, durable.append)
@@ -242,41 +241,17 @@ def test_static_member_restart_gets_its_assignment_back_without_a_rebalance() ->
     assert h.c.groups["g"].generation_id == 1
 
 
-def test_offset_commit_rules() -> None:
-    h = Harness()
-    # a simple commit (generation -1, no member) creates a group without members
-    code, errors, durable = h.commit({("t", 0): 5})
-    assert (code, errors, durable) == (0, {("t", 0): 0}, [0])
-    k, v = h.records[-1]
-    assert decode_key(k) == OffsetCommitKey("g", "t", 0) and v is not None
-    om = decode_offset_commit_value(v)
-    assert om.offset == 5 and om.metadata == "m" and v[:2] == b"\x00\x03"  # value version 3
-    code, _, _ = h.commit({("t", 0): 6}, retention=60_000)
-    assert code == 0 and h.records[-1][1][:2] == b"\x00\x01"  # version 1: explicit expiry
-    # a member-less commit to a missing group with a generation: v8 ILLEGAL_GENERATION, v9 GROUP_ID_NOT_FOUND
-    assert h.commit({("t", 0): 1}, group="nope", generation=3, member="m", version=8)[0] == E.ILLEGAL_GENERATION
-    assert h.commit({("t", 0): 1}, group="nope", generation=3, member="m", version=9)[0] == E.GROUP_ID_NOT_FOUND
-    h2 = Harness()
-    leader, follower, gen = stable_group_of_two(h2)
-    assert h2.commit({("t", 0): 1})[0] == E.UNKNOWN_MEMBER_ID  # simple commit into an active group
-    assert h2.commit({("t", 0): 1}, generation=gen - 1, member=leader)[0] == E.ILLEGAL_GENERATION
-    assert h2.commit({("t", 0): 1}, generation=gen, member=leader)[0] == 0
-    h2.join(member=leader)
-    h2.join(member=follower)  # CompletingRebalance
-    assert h2.commit({("t", 0): 2}, generation=gen + 1, member=leader)[0] == E.REBALANCE_IN_PROGRESS
-
-
 def test_offset_fetch_describe_list_delete() -> None:
     h = Harness()
-    assert h.c.fetch_offsets("unknown", [("t", [0])]) == (0, [("t", [(0, None)])])
+    assert h.c.offsets.fetch_offsets("unknown", [("t", [0])]) == (0, [("t", [(0, None)])])
     assert h.c.describe_group("unknown")["group_state"] == "Dead"
     h.commit({("t", 0): 5, ("t", 1): 7, ("u", 0): 1})
-    code, found = h.c.fetch_offsets("g", None)
+    code, found = h.c.offsets.fetch_offsets("g", None)
     assert code == 0 and [(t, [(p, om.offset if om else None) for p, om in ps]) for t, ps in found] == \
         [("t", [(0, 5), (1, 7)]), ("u", [(0, 1)])]
     assert h.c.list_groups() == [{"group_id": "g", "protocol_type": "", "group_state": "Empty", "group_type": "classic"}]
     assert h.c.list_groups(states=["stable"]) == []
-    code, result = h.c.delete_offsets("g", [("u", [0])])
+    code, result = h.c.offsets.delete_offsets("g", [("u", [0])])
     assert code == 0 and result == [("u", [(0, 0)])] and ("u", 0) not in h.c.groups["g"].offsets
     done: list[int] = []
     assert h.c.delete_group("g", done.append) == 0 and done == [0]
@@ -332,16 +307,6 @@ def test_initial_rebalance_delay_waits_for_more_members() -> None:
     assert a == []
     h.timer.advance(3000)
     assert a[0]["generation_id"] == b[0]["generation_id"] == 1 and len(a[0]["members"] or b[0]["members"]) == 2
-
-
-def test_offsets_expire_once_the_group_is_empty() -> None:
-    h = Harness(offsets_retention_ms=1000)
-    h.commit({("t", 0): 5})
-    h.timer.advance(999)
-    assert h.c.expire_offsets() == 0
-    h.timer.advance(2)
-    assert h.c.expire_offsets() == 1 and "g" not in h.c.groups
-    assert h.records[-2][1] is None and h.records[-1][1] is None  # offset and group tombstones
 
 
 def test_failed_write_answers_the_mapped_error() -> None:
