@@ -13,7 +13,8 @@ import pytest
 
 from client import Admin, KafkaError, Producer
 from client.errors import UnknownTopicOrPartitionError  # type: ignore[attr-defined]
-from client.producer_batch import RecordFuture, WaitGroup
+from client.producer_batch import WaitGroup
+from client.record_future import RecordFuture
 from tests.broker_process import BrokerProcess
 from tests.compat._clients import stored_records
 

@@ -1,5 +1,5 @@
-"""Record futures outside the cyclic garbage collector (client/_record_future.c with the methods
-of client/producer_batch.py), against a real broker: they and the RecordMetadata they answer
+"""Record futures (client/record_future.py: client/_record_future.c delegating to the methods of
+client/_record_future_py.py, or that module alone), against a real broker: they and the RecordMetadata they answer
 are untracked, they still behave as futures, and failed records leave no reference cycle
 behind (a cycle through an untracked object could never be freed)."""
 
@@ -16,11 +16,9 @@ import pytest
 
 from client import Admin, Producer, RecordMetadata
 from client.errors import MessageTooLargeError  # type: ignore[attr-defined]
-from client.producer_batch import (
-    BatchFuture,
-    ProducerBatch,
+from client.producer_batch import BatchFuture, ProducerBatch, WaitGroup
+from client.record_future import (
     RecordFuture,
-    WaitGroup,
     WaitingRecord,
     fresh_error,
     new_record_future,
@@ -173,8 +171,9 @@ def test_pure_python_record_futures_give_the_same_results(module_broker) -> None
     script = f"""
 import asyncio, gc, sys
 from client import Producer
-from client.producer_batch import RecordFuture
-assert RecordFuture.__module__ == "client.producer_batch" and "_record_future" not in sys.modules
+from client.record_future import RecordFuture, C_RECORD_FUTURES, place_run
+assert RecordFuture.__module__ == "client._record_future_py" and "client._record_future" not in sys.modules
+assert not C_RECORD_FUTURES and place_run is None
 async def main():
     async with Producer({module_broker.bootstrap!r}, acks=1) as p:
         futs = [p.send_nowait("pure-python", b"%d" % i) for i in range(100)]
