@@ -56,7 +56,7 @@ final.
 Idempotence (``enable_idempotence``, on by default as in Kafka's Java producer since 3.0): at
 start the producer gets a producer id (InitProducerId) and numbers each partition's records;
 the broker then writes a retried batch exactly once, in order, even with 5 requests in flight
-and across a broker restart (``client/transaction_manager.py``). It is turned off by default,
+and across a broker restart (``client/producer_state.py``). It is turned off by default,
 and refused if asked for, with ``acks=0``, ``retries=0`` or more than 5 requests in flight.
 Kafka's Java producer also requires ``acks=all``, because of its replicas; on one node
 ``acks=1`` keeps the exactly-once across retries and broker process crashes, and ``acks=all``
@@ -100,12 +100,12 @@ from client.cluster import Cluster
 from client.errors import IllegalStateError, KafkaError, KafkaTimeoutError
 from client.partitioner import Partitioner
 from client.producer_batch import ProducerBatch, RecordMetadata, WaitGroup, record_size_upper_bound
+from client.producer_state import TransactionManager
 from client.protocol.api import ErrorCode
 from client.record_future import RecordFuture, new_record_future, new_waiting_record
 from client.records.compression import Compression
 from client.sender import Sender
 from client.structs import ConsumerGroupMetadata, OffsetAndMetadata, offsets_and_metadata
-from client.transaction_manager import TransactionManager
 from client.transactions import Transactions, TxnState
 
 __all__ = ["Producer", "RecordMetadata", "RecordFuture"]

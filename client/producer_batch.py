@@ -170,7 +170,7 @@ class ProducerBatch:
         self.parent: ProducerBatch | None = None
         self.parent_start = 0
         self.results: list[tuple[int, int, Any]] | None = None  # split: (start, end, result|exc)
-        # idempotence (client/transaction_manager.py): set before sealing, -1 when off
+        # idempotence (client/producer_state.py): set before sealing, -1 when off
         self.producer_id = -1
         self.producer_epoch = -1
         self.base_sequence = -1
