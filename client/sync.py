@@ -287,7 +287,15 @@ class RecordResult(concurrent.futures.Future[RecordMetadata]):
     record's future no longer changes, so any thread may read it). Only a future someone waits
     on (``send``, which waits at once; or whose Condition gets made) is called back by the loop
     thread when the record is answered: a burst of ``send_nowait`` then ``flush`` costs no
-    callback per record. Everything else is the standard class."""
+    callback per record. Everything else is the standard class.
+
+    CPython internals: it skips ``Future.__init__`` and provides the attributes that sets
+    (``_state``, ``_result``, ``_exception``, ``_waiters``, ``_done_callbacks``; ``_condition``
+    as a property), which ``concurrent.futures.wait``/``as_completed`` and the base methods read
+    directly. Wrapping a Future (composition) would keep the Condition per record or fail
+    those functions, which take only real Futures; so the dependency stays, pinned instead:
+    ``tests/client/test_sync.py::test_record_result_pins_the_concurrent_futures_internals_it_relies_on``
+    names the CPython versions it was verified on (3.11) and fails on any other."""
 
     # Slots, not the base class's __dict__: one object per record. Until it is handed to the
     # producer it also carries the record (the SyncProducer's outbox holds these).
