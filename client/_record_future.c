@@ -5,15 +5,27 @@
  * common idiom (send N, then gather). As Python objects with __slots__ they are tracked by the
  * cyclic collector, and each of its full passes walks all of them: that was the largest single
  * cost of the idiom. These types do not set Py_TPFLAGS_HAVE_GC, so the collector never sees
- * them; reference counting still frees them.
+ * them; reference counting still frees them. (A Python subclass would not do: every class
+ * statement makes a GC type.)
+ *
+ * Import them from client.record_future, which picks this module or its pure-Python twin
+ * (client/_record_future_py.py) once; client/_record_future.pyi is the interface of both.
+ *
+ * Methods. The types define every method of the interface themselves, so nothing is added to
+ * them from Python. result(), exception(), done(), cancelled() and get_loop() are answered here
+ * for their common case (and the _asyncio_future_blocking attribute, which makes asyncio.isfuture
+ * true); everything else -- those methods' other cases, add_done_callback, remove_done_callback,
+ * cancel, _make_cancelled_error, __await__/__iter__ and __repr__ -- calls the method of the same
+ * name of the pure-Python RecordFuture class handed to configure() (plain functions: they take
+ * any object with _batch, _index and _timestamp). One implementation of each, whichever storage
+ * the record future has; a method called before configure() raises RuntimeError.
  *
  * The price: a reference cycle that runs through one of these objects cannot be collected.
- * client/producer_batch.py, which gives these types their methods (setattr on the type, which
- * is a mutable heap type), keeps them out of cycles: the callbacks a batch holds for its
- * records are dropped when they have run, and the error a record future raises is a fresh
- * copy each time, so the traceback that collects the caller's frames never hangs off the
- * batch. The types hold only the batch (or its stand-in), ints, a float, and a waiting
- * record's key, value, headers and partition until the record is appended to a batch.
+ * Those Python methods keep them out of cycles: the callbacks a batch holds for its records
+ * are dropped when they have run, and the error a record future raises is a fresh copy each
+ * time, so the traceback that collects the caller's frames never hangs off the batch. The
+ * types hold only the batch (or its stand-in), ints, a float, and a waiting record's key,
+ * value, headers and partition until the record is appended to a batch.
  *
  * RecordFuture(batch, index, timestamp)
  *   _batch      object   the ProducerBatch, WaitGroup or FailedRecords (assignable)
@@ -135,11 +147,45 @@ waiting_record_dealloc(WaitingRecordObject *self)
     Py_DECREF(tp);
 }
 
-/* Set by configure(): the ProducerBatch and RecordMetadata classes (strong references). */
+/* Set by configure(): the ProducerBatch and RecordMetadata classes, and the functions of the
+ * pure-Python RecordFuture the methods below delegate to (strong references). */
 static PyTypeObject *producer_batch_type = NULL;
 static PyTypeObject *record_metadata_type = NULL;
+enum { PY_RESULT, PY_EXCEPTION, PY_ADD_DONE_CALLBACK, PY_REMOVE_DONE_CALLBACK, PY_CANCEL,
+       PY_MAKE_CANCELLED_ERROR, PY_AWAIT, PY_REPR, N_PY_METHODS };
+static const char *py_method_names[N_PY_METHODS] = {
+    "result", "exception", "add_done_callback", "remove_done_callback", "cancel", "_make_cancelled_error",
+    "__await__", "__repr__",
+};
+static PyObject *py_methods[N_PY_METHODS];
 static PyObject *str_future, *str_results, *str_topic, *str_partition, *str_result, *str_exception,
-    *str_done, *str_cancelled, *str_py_result, *str_py_exception;
+    *str_done, *str_cancelled, *str_get_loop;
+
+/* py_methods[which](self, *args, **kwargs) */
+static PyObject *
+delegate(int which, PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
+{
+    PyObject *fn = py_methods[which];
+    if (fn == NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "client._record_future.configure() was not called");
+        return NULL;
+    }
+    Py_ssize_t total = nargs + (kwnames != NULL ? PyTuple_GET_SIZE(kwnames) : 0);
+    PyObject *small[8];
+    PyObject **stack = small;
+    if (total + 1 > 8) {
+        stack = PyMem_Malloc((size_t)(total + 1) * sizeof(PyObject *));
+        if (stack == NULL)
+            return PyErr_NoMemory();
+    }
+    stack[0] = self;
+    for (Py_ssize_t i = 0; i < total; i++)
+        stack[i + 1] = args[i];
+    PyObject *out = PyObject_Vectorcall(fn, stack, (size_t)nargs + 1, kwnames);
+    if (stack != small)
+        PyMem_Free(stack);
+    return out;
+}
 
 /* cls(topic, partition, offset, timestamp) for a tuple subclass ``cls``, built in place (as
  * tuple.__new__ does) and untracked when every field is an exact str or int. */
@@ -163,8 +209,8 @@ make_metadata(PyTypeObject *cls, PyObject *topic, PyObject *partition, PyObject 
 
 /* The fast path of RecordFuture.result(): the record's batch is a ProducerBatch answered as a
  * whole (no split) with a (base_offset, log_append_time) result. Anything else — a batch still
- * pending or failed, a split batch, a WaitGroup or FailedRecords — is the Python method's
- * (``_py_result``), which raises a fresh copy of the error. */
+ * pending or failed, a split batch, a WaitGroup or FailedRecords — is the Python method's,
+ * which raises a fresh copy of the error. */
 static PyObject *rf_result_batch(RecordFutureObject *self, PyObject *b);
 
 /* The methods below hold a strong reference to the batch while they work: another thread (a
@@ -221,11 +267,11 @@ rf_result_batch(RecordFutureObject *self, PyObject *b)
         Py_XDECREF(f);
         PyErr_Clear(); /* whatever failed above, the Python method decides */
     }
-    return PyObject_CallMethodNoArgs((PyObject *)self, str_py_result);
+    return delegate(PY_RESULT, (PyObject *)self, NULL, 0, NULL);
 }
 
 /* exception(): None for a ProducerBatch answered as a whole without error; else the Python
- * method (``_py_exception``: a fresh copy of the error, or InvalidStateError while pending). */
+ * method (a fresh copy of the error, or InvalidStateError while pending). */
 static PyObject *
 rf_exception(RecordFutureObject *self, PyObject *unused)
 {
@@ -247,7 +293,7 @@ rf_exception(RecordFutureObject *self, PyObject *unused)
         PyErr_Clear(); /* the Python method decides */
     }
     Py_XDECREF(b);
-    return PyObject_CallMethodNoArgs((PyObject *)self, str_py_exception);
+    return delegate(PY_EXCEPTION, (PyObject *)self, NULL, 0, NULL);
 }
 
 /* done() / cancelled(): those of the batch's (or its stand-in's) future. */
@@ -280,12 +326,79 @@ rf_cancelled(RecordFutureObject *self, PyObject *unused)
     return rf_future_call(self, str_cancelled);
 }
 
+static PyObject *
+rf_get_loop(RecordFutureObject *self, PyObject *unused)
+{
+    return rf_future_call(self, str_get_loop);
+}
+
+static PyObject *
+rf_add_done_callback(PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
+{
+    return delegate(PY_ADD_DONE_CALLBACK, self, args, nargs, kwnames);
+}
+
+static PyObject *
+rf_remove_done_callback(PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
+{
+    return delegate(PY_REMOVE_DONE_CALLBACK, self, args, nargs, kwnames);
+}
+
+static PyObject *
+rf_cancel(PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
+{
+    return delegate(PY_CANCEL, self, args, nargs, kwnames);
+}
+
+static PyObject *
+rf_make_cancelled_error(PyObject *self, PyObject *unused)
+{
+    return delegate(PY_MAKE_CANCELLED_ERROR, self, NULL, 0, NULL);
+}
+
+/* __await__ and __iter__ (the am_await and tp_iter slots): the Python method's generator. */
+static PyObject *
+rf_await(PyObject *self)
+{
+    return delegate(PY_AWAIT, self, NULL, 0, NULL);
+}
+
+static PyObject *
+rf_repr(PyObject *self)
+{
+    return delegate(PY_REPR, self, NULL, 0, NULL);
+}
+
+/* asyncio.isfuture(obj) is true when type(obj) has _asyncio_future_blocking and obj's is not
+ * None; asyncio sets it only on futures a task's coroutine yields, which these never are. */
+static PyObject *
+rf_get_blocking(PyObject *self, void *closure)
+{
+    Py_RETURN_FALSE;
+}
+
+#define FASTCALL_KW (METH_FASTCALL | METH_KEYWORDS)
+
 static PyMethodDef record_future_methods[] = {
     {"result", (PyCFunction)rf_result, METH_NOARGS, "The record's RecordMetadata; raises its error."},
     {"exception", (PyCFunction)rf_exception, METH_NOARGS, "The record's error (a copy), or None."},
     {"done", (PyCFunction)rf_done, METH_NOARGS, "Whether the record is answered."},
     {"cancelled", (PyCFunction)rf_cancelled, METH_NOARGS, "Whether the record's batch was cancelled."},
+    {"get_loop", (PyCFunction)rf_get_loop, METH_NOARGS, "The event loop of the record's batch."},
+    {"add_done_callback", (PyCFunction)(void (*)(void))rf_add_done_callback, FASTCALL_KW,
+     "add_done_callback(fn, *, context=None): call fn(self) once the record is answered."},
+    {"remove_done_callback", (PyCFunction)(void (*)(void))rf_remove_done_callback, FASTCALL_KW,
+     "remove_done_callback(fn) -> int: remove fn's pending calls; how many."},
+    {"cancel", (PyCFunction)(void (*)(void))rf_cancel, FASTCALL_KW,
+     "cancel(msg=None) -> False: a record cannot be cancelled apart from its batch."},
+    {"_make_cancelled_error", (PyCFunction)rf_make_cancelled_error, METH_NOARGS,
+     "The CancelledError of the record's cancelled batch."},
     {NULL, NULL, 0, NULL},
+};
+
+static PyGetSetDef record_future_getset[] = {
+    {"_asyncio_future_blocking", rf_get_blocking, NULL, "False: asyncio.isfuture() is true.", NULL},
+    {NULL},
 };
 
 static PyMemberDef record_future_members[] = {
@@ -311,6 +424,12 @@ static PyType_Slot record_future_slots[] = {
     {Py_tp_dealloc, record_future_dealloc},
     {Py_tp_members, record_future_members},
     {Py_tp_methods, record_future_methods},
+    {Py_tp_getset, record_future_getset},
+    {Py_am_await, rf_await},
+    {Py_tp_iter, rf_await},
+    {Py_tp_repr, rf_repr},
+    {Py_tp_doc, "RecordFuture(batch, index, timestamp): the future of one record of a batch "
+                "(client/_record_future.pyi)."},
     {0, NULL},
 };
 
@@ -318,17 +437,19 @@ static PyType_Slot waiting_record_slots[] = {
     {Py_tp_new, waiting_record_new},
     {Py_tp_dealloc, waiting_record_dealloc},
     {Py_tp_members, waiting_record_members},
+    {Py_tp_doc, "WaitingRecord(group, topic, value, key, headers, partition, timestamp, deadline): the "
+                "future of a record waiting for metadata or memory, carrying the record."},
     {0, NULL},
 };
 
 /* No Py_TPFLAGS_HAVE_GC: the point of this module. BASETYPE so that WaitingRecord derives. */
 static PyType_Spec record_future_spec = {
-    "client.producer_batch.RecordFuture", sizeof(RecordFutureObject), 0,
+    "client.record_future.RecordFuture", sizeof(RecordFutureObject), 0,
     Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE, record_future_slots,
 };
 
 static PyType_Spec waiting_record_spec = {
-    "client.producer_batch.WaitingRecord", sizeof(WaitingRecordObject), 0,
+    "client.record_future.WaitingRecord", sizeof(WaitingRecordObject), 0,
     Py_TPFLAGS_DEFAULT, waiting_record_slots,
 };
 
@@ -338,7 +459,7 @@ module_exec(PyObject *m)
     struct { PyObject **slot; const char *text; } names[] = {
         {&str_future, "future"}, {&str_results, "results"}, {&str_topic, "topic"}, {&str_partition, "partition"},
         {&str_result, "result"}, {&str_exception, "exception"}, {&str_done, "done"}, {&str_cancelled, "cancelled"},
-        {&str_py_result, "_py_result"}, {&str_py_exception, "_py_exception"},
+        {&str_get_loop, "get_loop"},
     };
     for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
         if (*names[i].slot == NULL && (*names[i].slot = PyUnicode_InternFromString(names[i].text)) == NULL)
@@ -380,16 +501,31 @@ new_metadata(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
     return make_metadata((PyTypeObject *)args[0], args[1], args[2], args[3], args[4]);
 }
 
-/* configure(ProducerBatch, RecordMetadata): the classes the fast paths of RecordFuture's
- * methods recognise (client.producer_batch calls it once it has defined them). */
+/* configure(ProducerBatch, RecordMetadata, methods): the classes the fast paths of
+ * RecordFuture's methods recognise, and the class whose methods (looked up by name, once:
+ * py_method_names) answer everything else. client.record_future calls it once, with the
+ * pure-Python RecordFuture of client/_record_future_py.py. */
 static PyObject *
 configure(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
 {
-    if (nargs != 2 || !PyType_Check(args[0]) || !PyType_Check(args[1]) ||
+    if (nargs != 3 || !PyType_Check(args[0]) || !PyType_Check(args[1]) || !PyType_Check(args[2]) ||
         !PyType_IsSubtype((PyTypeObject *)args[1], &PyTuple_Type)) {
-        PyErr_SetString(PyExc_TypeError, "configure(ProducerBatch, RecordMetadata)");
+        PyErr_SetString(PyExc_TypeError, "configure(ProducerBatch, RecordMetadata, methods): three classes");
         return NULL;
     }
+    PyObject *found[N_PY_METHODS];
+    for (int i = 0; i < N_PY_METHODS; i++) {
+        found[i] = PyObject_GetAttrString(args[2], py_method_names[i]);
+        if (found[i] == NULL || !PyCallable_Check(found[i])) {
+            if (found[i] != NULL)
+                PyErr_Format(PyExc_TypeError, "configure(): %s is not callable", py_method_names[i]);
+            for (int j = 0; j <= i; j++)
+                Py_XDECREF(found[j]);
+            return NULL;
+        }
+    }
+    for (int i = 0; i < N_PY_METHODS; i++)
+        Py_XSETREF(py_methods[i], found[i]);
     Py_XSETREF(producer_batch_type, (PyTypeObject *)Py_NewRef(args[0]));
     Py_XSETREF(record_metadata_type, (PyTypeObject *)Py_NewRef(args[1]));
     Py_RETURN_NONE;
@@ -625,7 +761,8 @@ static PyMethodDef module_methods[] = {
     {"new_waiting_record", (PyCFunction)(void (*)(void))new_waiting_record, METH_FASTCALL,
      "new_waiting_record(group, topic, value, key, headers, partition, timestamp, deadline) -> WaitingRecord"},
     {"configure", (PyCFunction)(void (*)(void))configure, METH_FASTCALL,
-     "configure(ProducerBatch, RecordMetadata): the classes RecordFuture's fast paths recognise"},
+     "configure(ProducerBatch, RecordMetadata, methods): the classes RecordFuture's fast paths recognise, "
+     "and the class whose methods answer the rest"},
     {"place_run", (PyCFunction)(void (*)(void))place_run, METH_FASTCALL,
      "place_run(queue, batch, topic, partition, append_record) -> (placed, [(group, n), ...])"},
     {"new_metadata", (PyCFunction)(void (*)(void))new_metadata, METH_FASTCALL,
@@ -640,7 +777,7 @@ static PyModuleDef_Slot module_slots[] = {
 
 static struct PyModuleDef module = {
     PyModuleDef_HEAD_INIT, "client._record_future",
-    "Record futures outside the cyclic garbage collector (methods added by client.producer_batch).",
+    "Record futures outside the cyclic garbage collector (use client.record_future).",
     0, module_methods, module_slots, NULL, NULL, NULL,
 };
 

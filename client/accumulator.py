@@ -7,13 +7,17 @@ memory (``waiting``) or for their topic's metadata (``topic_waiting``).
 
 Waiting records (``park``) cost about what appended ones cost: one ``WaitingRecord`` (a
 ``RecordFuture`` that carries the record, pointing at a ``WaitGroup``: one asyncio future per
-up to 1024 records, ``client/producer_batch.py``) in a deque, no asyncio future or callback
-per record. When metadata or
-memory arrives, ``drain_waiting`` appends them in order with the producer's encoder and
+up to 1024 records, ``client/record_future.py``) in a deque, no asyncio future or callback
+per record. When metadata or memory arrives, ``drain_waiting`` appends them in order and
 re-points each future at its batch.
 
+One append path: ``append`` puts a record into its partition's open batch (picking the
+partition, sealing a full batch and opening the next), for ``Producer.send_nowait`` and for
+``drain_waiting`` alike; ``drain_waiting`` hands a run of plain waiting records to
+``place_run`` (its C form: the same encoder, in bulk) when the extension is built.
+
 Flow of a batch: ``append_new`` opens it (reserving ``batch_size`` bytes, or one large record's
-size); records are appended by the producer's fast path or ``drain_waiting``; ``seal`` closes it
+size); ``append`` fills it; ``seal`` closes it
 and hands it to ``sealed`` (the sender's queue); the sender calls ``finished`` once it is
 answered or failed, which releases its memory and lets waiting records in. ``seal_lingering`` is
 the sender's clock: it seals batches whose ``linger`` passed (all of them while a flush runs or
@@ -34,17 +38,9 @@ from typing import Any
 
 from client.errors import ERRORS, KafkaTimeoutError
 from client.partitioner import Partitioner, murmur2
-from client.producer_batch import (
-    FailedRecords,
-    ProducerBatch,
-    RecordFuture,
-    WaitGroup,
-    WaitingRecord,
-    new_waiting_record,
-    place_run,
-    record_size_upper_bound,
-)
+from client.producer_batch import FailedRecords, ProducerBatch, WaitGroup, record_size_upper_bound
 from client.protocol.api import ErrorCode
+from client.record_future import RecordFuture, WaitingRecord, new_waiting_record, place_run
 from client.records.codec import append_record
 from client.records.compression import Compression
 
@@ -149,13 +145,14 @@ class RecordAccumulator:
                 raise ValueError(f"partitioner returned {p} for {topic_state.num_partitions} partitions")
             return p
         cache = topic_state.key_cache
-        p = cache.get(key) if type(key) is bytes else None
-        if p is None:
-            p = (murmur2(key) & 0x7FFFFFFF) % topic_state.num_partitions
-            if type(key) is bytes:
-                if len(cache) >= _KEY_CACHE_MAX:
-                    cache.clear()
-                cache[key] = p
+        cached = cache.get(key) if type(key) is bytes else None
+        if cached is not None:
+            return cached
+        p = (murmur2(key) & 0x7FFFFFFF) % topic_state.num_partitions
+        if type(key) is bytes:
+            if len(cache) >= _KEY_CACHE_MAX:
+                cache.clear()
+            cache[key] = p
         return p
 
     # ------------------------------------------------------------------ batches
@@ -172,6 +169,56 @@ class RecordAccumulator:
                 f"the record is {need} bytes when encoded (upper bound), larger than "
                 f"max_request_size={self.max_request_size} or buffer_memory={self.buffer_memory}")
         return need
+
+    def append(self, topic_state: TopicState, value: Any, key: Any, headers: Sequence[Header] | None,
+               partition: int | None, timestamp_ms: int) -> ProducerBatch | None:
+        """Append one record of ``topic_state``'s topic: the batch it went to (the record is
+        that batch's last, index ``b.count - 1``), or None if buffer memory is short (nothing
+        appended; the caller parks the record). The one append path of the producer:
+        ``Producer.send_nowait`` calls it for every record whose topic's metadata is known and
+        nothing waits, ``drain_waiting`` for every waiting record.
+
+        ``partition`` None: the sticky partition for a key-less record, else the partitioner's
+        (the default one's key -> partition cache first). Header-less records are encoded by
+        the codec's encoder (``client.records.codec.append_record``, C when built), others by
+        ``ProducerBatch.try_append``; a record that does not fit seals the open batch and
+        opens the next (``append_new``). Raises ValueError for a partition out of range,
+        TypeError (``TYPE_HELP``) for a key, value or header that cannot be encoded, and
+        MessageTooLargeError for a record that can never be sent; nothing is appended then.
+
+        Hot path: a burst of ``send_nowait`` runs this once per record, so it is written for
+        speed (locals, no further call for a record that fits in the open batch)."""
+        if partition is None:
+            if key is None:
+                partition = topic_state.sticky
+            else:  # the key cache is only filled by the default partitioner
+                cached = topic_state.key_cache.get(key) if type(key) is bytes else None
+                partition = cached if cached is not None else self.partition_for(topic_state, key)
+        elif not 0 <= partition < topic_state.num_partitions:
+            raise ValueError(f"partition {partition} is not in [0, {topic_state.num_partitions}) "
+                             f"for topic {topic_state.name!r}")
+        b = topic_state.open[partition]
+        if b is not None:
+            count = b.count
+            tsd = timestamp_ms - b.base_ts
+            if headers is None and value is not None and 0 <= tsd:
+                try:
+                    fits = append_record(b.buf, b.capacity, tsd, count, key, value)
+                except TypeError:
+                    raise TypeError(TYPE_HELP) from None
+                if fits:
+                    b.count = count + 1
+                    if timestamp_ms > b.max_ts:
+                        b.max_ts = timestamp_ms
+                    return b
+            else:
+                try:
+                    if b.try_append(key, value, headers, timestamp_ms) >= 0:
+                        return b
+                except (TypeError, AttributeError):  # e.g. a str value, or a header key that is not a str
+                    raise TypeError(TYPE_HELP) from None
+            self.seal(b)
+        return self.append_new(topic_state, partition, key, value, headers, timestamp_ms)
 
     def append_new(self, topic_state: TopicState, partition: int, key: Any, value: Any,
                    headers: Sequence[Header] | None, timestamp_ms: int) -> ProducerBatch | None:
@@ -335,7 +382,10 @@ class RecordAccumulator:
         logger.warning("failed %d record(s) before they were batched: %s", len(items), err)
 
     def drain_waiting(self) -> None:
-        """Append records that waited for memory, in order, while memory allows."""
+        """Append records that waited for memory, in order, while memory allows (``append``
+        for each; runs of plain records through ``place_run`` when built); records past
+        their deadline fail with KafkaTimeoutError, a record ``append`` refuses with its
+        error."""
         loop = self.loop
         assert loop is not None
         w = self.waiting
@@ -345,41 +395,9 @@ class RecordAccumulator:
         placed = self._placed
         while w:
             rf = w[0]
-            topic, value, key, headers, partition, ts_ms = rf.topic, rf.value, rf.key, rf.headers, rf.partition, rf._timestamp
-            topic_state = topics[topic]
+            topic_state = topics[rf.topic]
             try:
-                if partition is None:
-                    partition = topic_state.sticky if key is None else self.partition_for(topic_state, key)
-                elif not 0 <= partition < topic_state.num_partitions:
-                    raise ValueError(f"partition {partition} is not in [0, {topic_state.num_partitions}) for topic {topic!r}")
-                b = topic_state.open[partition]
-                if b is not None:
-                    # As the producer's fast path: the codec's encoder for header-less records.
-                    count = b.count
-                    tsd = ts_ms - b.base_ts
-                    if headers is None and value is not None and 0 <= tsd:
-                        if place_run is not None and key is None and type(value) is bytes:
-                            # this record and the run of like ones behind it, in one C call
-                            n, groups = place_run(w, b, topic, rf.partition, append_record)
-                            if n:
-                                for g, k in groups:
-                                    self._group_placed(g, b, k)
-                                continue
-                        if append_record(b.buf, b.capacity, tsd, count, key, value):
-                            b.count = count + 1
-                            if ts_ms > b.max_ts:
-                                b.max_ts = ts_ms
-                            w.popleft()
-                            placed(rf, b, count)
-                            continue
-                    else:
-                        i = b.try_append(key, value, headers, ts_ms)
-                        if i >= 0:
-                            w.popleft()
-                            placed(rf, b, i)
-                            continue
-                    self.seal(b)
-                b = self.append_new(topic_state, partition, key, value, headers, ts_ms)
+                b = self.append(topic_state, rf.value, rf.key, rf.headers, rf.partition, rf._timestamp)
             except Exception as e:  # noqa: BLE001 - reported through the record's future
                 w.popleft()
                 self._fail([rf], e)
@@ -391,7 +409,15 @@ class RecordAccumulator:
                 self.wake_at(rf.deadline)
                 break
             w.popleft()
-            placed(rf, b, 0)
+            plain = rf.key is None and rf.headers is None and type(rf.value) is bytes
+            placed(rf, b, b.count - 1)
+            if plain and w and place_run is not None and topic_state.open[b.partition] is b and \
+                    (rf.partition is not None or topic_state.sticky == b.partition):
+                # The run of like records behind it (same topic and partition choice, plain)
+                # goes where append would put each while they fit, into b, by the same
+                # encoder: in one C call.
+                for g, k in place_run(w, b, rf.topic, rf.partition, append_record)[1]:
+                    self._group_placed(g, b, k)
         if expired:
             self._fail(expired, KafkaTimeoutError(
                 f"failed to allocate memory within max_block_ms={int(self.max_block * 1000)} "

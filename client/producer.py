@@ -13,11 +13,13 @@ batches, buffer memory, lingering, records waiting for memory or metadata) and a
 (``client/sender.py``) handed both, which never knows the producer. Each depends only on the
 ones built before it.
 
-Data path. ``send_nowait`` picks the partition (``client.partitioner``: murmur2 of the key as
-Kafka's Java client, sticky batches for unkeyed records), then encodes the record straight into
-that partition's open ``ProducerBatch`` (``client/producer_batch.py``: one ``bytes.join`` and one
-``bytearray +=`` per record, no per-record object kept). It returns a ``RecordFuture``, a
-three-slot object pointing at the batch's future and the record's index: the batch future
+Data path. ``send_nowait`` hands the record to ``RecordAccumulator.append``, the one append
+path, which picks the partition (``client.partitioner``: murmur2 of the key as Kafka's Java
+client, sticky batches for unkeyed records), then encodes the record straight into that
+partition's open ``ProducerBatch`` (``client/producer_batch.py``: one ``bytes.join`` and one
+``bytearray +=`` per record, no per-record object kept). It returns a ``RecordFuture``
+(``client/record_future.py``), a three-slot object pointing at the batch's future and the
+record's index: the batch future
 resolves once per batch and each record's ``RecordMetadata`` (offset = base_offset + index) is
 computed only when asked. A batch is sealed (header written with ``struct.pack_into``, records
 compressed, CRC-32C once) when the next record does not fit in ``batch_size`` or ``linger_ms``
@@ -54,7 +56,7 @@ final.
 Idempotence (``enable_idempotence``, on by default as in Kafka's Java producer since 3.0): at
 start the producer gets a producer id (InitProducerId) and numbers each partition's records;
 the broker then writes a retried batch exactly once, in order, even with 5 requests in flight
-and across a broker restart (``client/transaction_manager.py``). It is turned off by default,
+and across a broker restart (``client/producer_state.py``). It is turned off by default,
 and refused if asked for, with ``acks=0``, ``retries=0`` or more than 5 requests in flight.
 Kafka's Java producer also requires ``acks=all``, because of its replicas; on one node
 ``acks=1`` keeps the exactly-once across retries and broker process crashes, and ``acks=all``
@@ -97,21 +99,13 @@ from client.accumulator import (
 from client.cluster import Cluster
 from client.errors import IllegalStateError, KafkaError, KafkaTimeoutError
 from client.partitioner import Partitioner
-from client.producer_batch import (
-    ProducerBatch,
-    RecordFuture,
-    RecordMetadata,
-    WaitGroup,
-    new_record_future,
-    new_waiting_record,
-    record_size_upper_bound,
-)
+from client.producer_batch import ProducerBatch, RecordMetadata, WaitGroup, record_size_upper_bound
+from client.producer_state import TransactionManager
 from client.protocol.api import ErrorCode
-from client.records.codec import append_record
+from client.record_future import RecordFuture, new_record_future, new_waiting_record
 from client.records.compression import Compression
 from client.sender import Sender
 from client.structs import ConsumerGroupMetadata, OffsetAndMetadata, offsets_and_metadata
-from client.transaction_manager import TransactionManager
 from client.transactions import Transactions, TxnState
 
 __all__ = ["Producer", "RecordMetadata", "RecordFuture"]
@@ -418,42 +412,10 @@ class Producer:
                     q.append(rf)
                     return rf
             return self._enqueue(topic, value, key, headers, partition, timestamp_ms)
-        if partition is None:
-            if key is None:
-                partition = topic_state.sticky
-            else:  # the key cache is only filled by the default partitioner
-                partition = topic_state.key_cache.get(key) if type(key) is bytes else None
-                if partition is None:
-                    partition = acc.partition_for(topic_state, key)
-        elif not 0 <= partition < topic_state.num_partitions:
-            raise ValueError(f"partition {partition} is not in [0, {topic_state.num_partitions}) for topic {topic!r}")
-        b = topic_state.open[partition]
-        if b is not None:
-            count = b.count
-            tsd = timestamp_ms - b.base_ts
-            if headers is None and value is not None and 0 <= tsd:
-                # The codec's encoder (C when built): no per-record object, no method call.
-                try:
-                    fits = append_record(b.buf, b.capacity, tsd, count, key, value)
-                except TypeError:
-                    raise TypeError(TYPE_HELP) from None
-                if fits:
-                    b.count = count + 1
-                    if timestamp_ms > b.max_ts:
-                        b.max_ts = timestamp_ms
-                    return new_record_future(b, count, timestamp_ms)
-            else:
-                try:
-                    i = b.try_append(key, value, headers, timestamp_ms)
-                except TypeError:
-                    raise TypeError(TYPE_HELP) from None
-                if i >= 0:
-                    return new_record_future(b, i, timestamp_ms)
-            acc.seal(b)
-        nb = acc.append_new(topic_state, partition, key, value, headers, timestamp_ms)
-        if nb is None:
+        b = acc.append(topic_state, value, key, headers, partition, timestamp_ms)
+        if b is None:  # buffer memory is short: the record waits
             return self._enqueue(topic, value, key, headers, partition, timestamp_ms, metadata_known=True)
-        return new_record_future(nb, 0, timestamp_ms)
+        return new_record_future(b, b.count - 1, timestamp_ms)
 
     def _prepare(self, key: Any, value: Any) -> tuple[Any, Any]:
         """The slow prelude of send_nowait: state checks and serializers."""

@@ -1,5 +1,5 @@
-"""ProducerBatch: records of one partition, encoded straight into one RecordBatch v2 buffer;
-RecordFuture: one record's view of its batch's single future.
+"""ProducerBatch: records of one partition, encoded straight into one RecordBatch v2 buffer,
+and what the record futures (``client/record_future.py``) of its records point at.
 
 A batch owns a ``bytearray`` that starts with 61 zero bytes (the header, written once when the
 batch is sealed) followed by the encoded records (``client/records/record.py`` has the layout).
@@ -27,19 +27,16 @@ done ones run in one ``call_soon`` per loop turn (``_SoonCalls``). That is what 
 No batch or group future is ever handed to a Task to wait on (``__await__`` uses a waiter of
 its own), so cancelling a task that awaits a record cannot cancel the others' future.
 
-With the optional C extension (``client/_record_future.c``, built at install) ``RecordFuture``,
-``WaitingRecord`` and the RecordMetadata they answer are not tracked by the cyclic garbage
-collector (see the end of this module); a record future therefore raises or returns a copy of
-its batch's error (``fresh_error``), never the batch's own object.
+The record futures themselves (``RecordFuture``, ``WaitingRecord``: C types outside the cyclic
+garbage collector when the extension is built) are ``client/record_future.py``'s.
 """
 
 from __future__ import annotations
 
 import asyncio
-import os
 import struct
-from collections.abc import Callable, Generator, Sequence
-from typing import Any, NamedTuple
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from client.records.batch import (
     _HEADER,
@@ -54,8 +51,11 @@ from client.records.batch import (
 from client.records.compression import Compression, compress
 from client.records.record import RecordBatchBuilder, encode_record, iter_records
 
-__all__ = ["ProducerBatch", "BatchResult", "RecordMetadata", "RecordFuture", "WaitGroup", "WaitingRecord", "FailedRecords",
-           "record_size_upper_bound", "place_run"]
+if TYPE_CHECKING:
+    from client.record_future import RecordFuture
+
+__all__ = ["ProducerBatch", "BatchFuture", "BatchResult", "RecordMetadata", "WaitGroup", "FailedRecords",
+           "record_size_upper_bound"]
 
 _CRC = struct.Struct(">I")
 _PRODUCER_FIELDS = struct.Struct(">qhi")  # producerId, producerEpoch, baseSequence
@@ -170,7 +170,7 @@ class ProducerBatch:
         self.parent: ProducerBatch | None = None
         self.parent_start = 0
         self.results: list[tuple[int, int, Any]] | None = None  # split: (start, end, result|exc)
-        # idempotence (client/transaction_manager.py): set before sealing, -1 when off
+        # idempotence (client/producer_state.py): set before sealing, -1 when off
         self.producer_id = -1
         self.producer_epoch = -1
         self.base_sequence = -1
@@ -302,12 +302,6 @@ class RecordMetadata(NamedTuple):
     partition: int
     offset: int
     timestamp: int
-
-
-def _new_metadata(cls: type[RecordMetadata], topic: str, partition: int, offset: int, timestamp: int) -> RecordMetadata:
-    """``RecordMetadata(...)`` without the NamedTuple's Python-level ``__new__`` (the C
-    extension's version also takes it out of the cyclic collector: see the end of this module)."""
-    return tuple.__new__(cls, (topic, partition, offset, timestamp))
 
 
 class _Fanout:
@@ -474,180 +468,3 @@ def _call_soon(loop: asyncio.AbstractEventLoop, fn: Callable[[Any], Any], arg: A
     sc.fns.append(fn)
     sc.args.append(arg)
     sc.contexts.append(context)
-
-
-class RecordFuture:
-    """The future of one record of a batch: awaitable, and duck-type compatible with
-    ``asyncio.Future`` (``asyncio.gather``/``wait`` accept it without wrapping it in a task).
-
-    It holds only the batch, the record's index and its timestamp; ``result()`` derives the
-    RecordMetadata from the batch's single answer. While the record waits for metadata or
-    memory the "batch" is its ``WaitGroup``, then the real batch (or ``FailedRecords``).
-    Records of a batch cannot be cancelled one by one: ``cancel()`` returns False.
-    """
-
-    __slots__ = ("_batch", "_index", "_timestamp")
-    _asyncio_future_blocking = False  # asyncio.isfuture() -> True
-
-    def __init__(self, batch: ProducerBatch | WaitGroup | FailedRecords, index: int, timestamp: int) -> None:
-        self._batch = batch
-        self._index = index
-        self._timestamp = timestamp
-
-    def get_loop(self) -> asyncio.AbstractEventLoop:
-        return self._batch.future.get_loop()
-
-    def done(self) -> bool:
-        return self._batch.future.done()
-
-    def cancelled(self) -> bool:
-        return self._batch.future.cancelled()
-
-    def cancel(self, msg: Any = None) -> bool:
-        return False
-
-    def result(self) -> RecordMetadata:
-        b = self._batch
-        if type(b) is ProducerBatch and b.results is None:  # inlined metadata_args: gather calls this per record
-            f = b.future
-            exc = f.exception()  # raises InvalidStateError while pending, CancelledError: new objects
-            if exc is not None:
-                raise fresh_error(exc)
-            base, lat = f.result()
-            offset = base + self._index if base >= 0 else -1
-        else:
-            exc = b.record_exception(self._index)
-            if exc is not None:
-                raise fresh_error(exc)
-            offset, lat = b.metadata_args(self._index)
-        return _new_metadata(RecordMetadata, b.topic, b.partition, offset, lat if lat >= 0 else self._timestamp)
-
-    def exception(self) -> BaseException | None:
-        b = self._batch
-        if type(b) is ProducerBatch and b.results is None:
-            exc = b.future.exception()
-        else:
-            exc = b.record_exception(self._index)
-        return None if exc is None else fresh_error(exc)
-
-    def add_done_callback(self, fn: Callable[[Any], Any], *, context: Any = None) -> None:
-        b = self._batch
-        f = b.future
-        if f.done():  # e.g. asyncio.gather over answered records
-            _call_soon(f.get_loop(), fn, self, context)
-            return
-        fo = b.fanout  # type: ignore[union-attr]
-        if fo is None:
-            fo = b.fanout = _GroupFanout() if type(b) is WaitGroup else _Fanout()  # type: ignore[union-attr]
-            f.add_done_callback(fo)
-        fo.add(fn, self, context)
-
-    def remove_done_callback(self, fn: Callable[[Any], Any]) -> int:
-        fo = getattr(self._batch, "fanout", None)
-        return fo.remove(fn, self) if fo is not None else 0
-
-    def _make_cancelled_error(self) -> BaseException:
-        return self._batch.future._make_cancelled_error()  # type: ignore[attr-defined]
-
-    def __await__(self) -> Generator[Any, None, RecordMetadata]:
-        f = self._batch.future
-        while not f.done():  # a WaitGroup resolves when the record is placed: then its batch
-            # Wait on a future of our own: cancelling the awaiting task cancels what it waits
-            # on, and the batch's (or group's) future is shared by other records.
-            # (a pending future is a BatchFuture: FailedRecords' is done from the start)
-            waiter = f.get_loop().create_future()
-            f.add_record_waiter(waiter)
-            yield from waiter.__await__()
-            f = self._batch.future
-        return self.result()
-
-    __iter__ = __await__
-
-    def __repr__(self) -> str:
-        b = self._batch
-        state = "pending" if not b.future.done() else ("error" if self.exception() else "done")
-        return f"<RecordFuture {b.topic}-{b.partition} #{self._index} {state}>"
-
-
-class WaitingRecord(RecordFuture):
-    """The future of a record that waits for metadata or memory, carrying the record itself
-    until ``RecordAccumulator.drain_waiting`` appends it (then the fields are dropped): one
-    object per waiting record in the accumulator's queues, not a future plus a tuple."""
-
-    __slots__ = ("topic", "value", "key", "headers", "partition", "deadline")
-
-    def __init__(self, group: WaitGroup, topic: str, value: Any, key: Any,
-                 headers: Sequence[tuple[str, bytes | None]] | None, partition: int | None, timestamp: int,
-                 deadline: float) -> None:
-        self._batch = group
-        self._index = 0
-        self._timestamp = timestamp
-        self.topic = topic
-        self.value = value
-        self.key = key
-        self.headers = headers
-        self.partition = partition
-        self.deadline = deadline
-
-
-def fresh_error(exc: BaseException) -> BaseException:
-    """A new exception equal to ``exc`` (same class, args, attributes, cause and traceback so
-    far), for a record future to raise or return. The batch keeps the original: were it raised,
-    the frames it passes through (holding record futures, which hold the batch) would hang off
-    the batch's own exception, a reference cycle; with the C record futures, which the cyclic
-    collector does not see, a cycle it could never free."""
-    cls = type(exc)
-    try:
-        new = cls.__new__(cls, *exc.args)
-        new.__dict__.update(exc.__dict__)
-    except Exception:  # noqa: BLE001 - an exception class that cannot be rebuilt: hand out the original
-        return exc
-    new.__cause__ = exc.__cause__
-    new.__context__ = exc.__context__
-    new.__suppress_context__ = exc.__suppress_context__
-    return new.with_traceback(exc.__traceback__)
-
-
-#: ``place_run(queue, batch, topic, partition, append_record) -> (placed, [(group, n), ...])``:
-#: RecordAccumulator.drain_waiting's common case (a run of header-less, key-less waiting records
-#: for one batch) in C, or None without the extension (client/_record_future.c documents it).
-place_run: Callable[..., tuple[int, list[tuple[WaitGroup, int]]]] | None = None
-#: ``RecordFuture(batch, index, timestamp)`` and ``WaitingRecord(...)``: the producer makes one
-#: per record sent; with the C extension these are its constructors without an argument tuple.
-new_record_future: Callable[[Any, int, int], RecordFuture] = RecordFuture
-new_waiting_record: Callable[..., WaitingRecord] = WaitingRecord
-
-
-def _adopt(ctype: type, pyclass: type) -> None:
-    """Give the C type ``ctype`` the methods and class attributes of ``pyclass`` (its Python
-    twin, whose slots the C type stores itself). A method the C type defines itself (a fast
-    path: ``result``, ``exception``, ``done``, ``cancelled``) keeps its C version, and the
-    Python one becomes ``_py_<name>``, which the C version calls for every other case."""
-    for name, attr in vars(pyclass).items():
-        if name in ("__slots__", "__init__", "__module__", "__qualname__", "__dict__", "__weakref__") or \
-                type(attr).__name__ == "member_descriptor":
-            continue
-        setattr(ctype, "_py_" + name if type(vars(ctype).get(name)).__name__ == "method_descriptor" else name, attr)
-
-
-# With the C extension built (client/_record_future.c), record futures are C objects outside
-# the cyclic garbage collector, with the methods above, and the RecordMetadata they answer are
-# untracked too: a burst keeps one future per unacknowledged record alive and gather() makes
-# one RecordMetadata each, and the collector's full passes over those millions of objects were
-# the largest single cost of that idiom. Without it (no C compiler at install) the Python
-# classes above serve, identically; ``MINIBROKER_PURE_PYTHON=1`` in the environment picks them
-# too (as it picks the Python record codec).
-try:
-    if os.environ.get("MINIBROKER_PURE_PYTHON", "") not in ("", "0"):
-        raise ImportError("MINIBROKER_PURE_PYTHON is set")
-    from client import _record_future
-except ImportError:
-    pass
-else:
-    _adopt(_record_future.RecordFuture, RecordFuture)
-    _adopt(_record_future.WaitingRecord, WaitingRecord)
-    _record_future.configure(ProducerBatch, RecordMetadata)
-    globals().update(RecordFuture=_record_future.RecordFuture, WaitingRecord=_record_future.WaitingRecord,
-                     _new_metadata=_record_future.new_metadata, place_run=_record_future.place_run,
-                     new_record_future=_record_future.new_record_future,
-                     new_waiting_record=_record_future.new_waiting_record)

@@ -29,7 +29,7 @@ log_append_time)``; a retriable error requeues it (in creation order, after
 several records in two; other errors fail it. Either way ``RecordAccumulator.finished``
 releases its memory. A lost connection fails every request in flight on it with a retriable error.
 
-Idempotence (``client/transaction_manager.py``): a retried batch keeps its producer id and
+Idempotence (``client/producer_state.py``): a retried batch keeps its producer id and
 sequence, so the broker recognises one it already wrote; OUT_OF_ORDER_SEQUENCE_NUMBER is
 retried while an earlier batch of the partition is being retried; a batch that fails for
 good stops the sending until the in-flight requests are answered and the unsent batches are
@@ -58,8 +58,8 @@ from client.cluster import Cluster
 from client.conn import BrokerConnection
 from client.errors import ERRORS, KafkaError, KafkaTimeoutError, TransactionAbortedError, error_for_code
 from client.producer_batch import BatchResult, ProducerBatch
+from client.producer_state import TransactionManager
 from client.protocol.api import ApiKey, ErrorCode, error_name
-from client.transaction_manager import TransactionManager
 from client.transactions import Transactions
 
 __all__ = ["Sender"]

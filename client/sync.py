@@ -255,7 +255,7 @@ class SyncProducer(SyncClient):
             await self._client.abort_transaction()
         self._run(pump_and_abort())
 
-    def close(self, timeout: float | None = None) -> None:  # type: ignore[override]
+    def close(self, timeout: float | None = None) -> None:
         if self._closed:
             return
         async def pump_and_close() -> None:
@@ -287,7 +287,15 @@ class RecordResult(concurrent.futures.Future[RecordMetadata]):
     record's future no longer changes, so any thread may read it). Only a future someone waits
     on (``send``, which waits at once; or whose Condition gets made) is called back by the loop
     thread when the record is answered: a burst of ``send_nowait`` then ``flush`` costs no
-    callback per record. Everything else is the standard class."""
+    callback per record. Everything else is the standard class.
+
+    CPython internals: it skips ``Future.__init__`` and provides the attributes that sets
+    (``_state``, ``_result``, ``_exception``, ``_waiters``, ``_done_callbacks``; ``_condition``
+    as a property), which ``concurrent.futures.wait``/``as_completed`` and the base methods read
+    directly. Wrapping a Future (composition) would keep the Condition per record or fail
+    those functions, which take only real Futures; so the dependency stays, pinned instead:
+    ``tests/client/test_sync.py::test_record_result_pins_the_concurrent_futures_internals_it_relies_on``
+    names the CPython versions it was verified on (3.11) and fails on any other."""
 
     # Slots, not the base class's __dict__: one object per record. Until it is handed to the
     # producer it also carries the record (the SyncProducer's outbox holds these).
@@ -307,8 +315,8 @@ class RecordResult(concurrent.futures.Future[RecordMetadata]):
         self.awaited, self.topic, self.value, self.key = awaited, topic, value, key
         self.headers, self.partition, self.timestamp_ms = headers, partition, timestamp_ms
 
-    @property  # type: ignore[override]
-    def _condition(self) -> threading.Condition:
+    @property
+    def _condition(self) -> threading.Condition:  # type: ignore[override]
         c = self._cond
         if c is None:
             self._watch()  # whoever needs the Condition may wait: make sure an outcome arrives
@@ -355,7 +363,7 @@ class RecordResult(concurrent.futures.Future[RecordMetadata]):
             if self._state == _FINISHED:
                 if self._exception is not None:
                     raise self._exception
-                return self._result  # type: ignore[no-any-return]
+                return self._result
         return super().result(timeout)
 
     def exception(self, timeout: float | None = None) -> BaseException | None:

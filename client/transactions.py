@@ -1,6 +1,6 @@
 """Transactions: the transactional producer's state machine and its requests to the
 transaction coordinator (the transactional half of Kafka's Java TransactionManager;
-``client/transaction_manager.py`` is the idempotence half, which this one drives).
+``client/producer_state.py`` is the idempotence half, which this one drives).
 
 States, as Kafka's::
 
@@ -64,11 +64,11 @@ from client.errors import (
     error_for_code,
 )
 from client.producer_batch import ProducerBatch
+from client.producer_state import TransactionManager
 from client.protocol.api import ApiKey, error_name
 from client.protocol.api import ErrorCode as E
 from client.records.batch import TRANSACTIONAL_FLAG_MASK
 from client.structs import ConsumerGroupMetadata, OffsetAndMetadata, TopicPartition
-from client.transaction_manager import TransactionManager
 
 __all__ = ["Transactions", "TxnState"]
 

@@ -13,7 +13,8 @@ import pytest
 
 from client import Admin, KafkaError, Producer
 from client.errors import UnknownTopicOrPartitionError  # type: ignore[attr-defined]
-from client.producer_batch import RecordFuture, WaitGroup
+from client.producer_batch import WaitGroup
+from client.record_future import RecordFuture
 from tests.broker_process import BrokerProcess
 from tests.compat._clients import stored_records
 
@@ -185,3 +186,40 @@ async def test_runs_of_plain_records_are_placed_in_bulk_in_order(module_broker) 
         stored = stored_records(module_broker.data_dir, topic, partition)
         assert [r.value[:7] for r in stored] == [b"%07d" % i for i in indexes]
         assert [r.timestamp for r in stored] == [mds[i].timestamp for i in indexes]
+
+
+async def test_append_is_the_one_append_path() -> None:
+    """``RecordAccumulator.append`` (no broker: batches are only opened and sealed): the record
+    goes last into its partition's open batch (index ``b.count - 1``), a full batch is sealed
+    and the next opened, the sticky partition takes key-less records and the partitioner keyed
+    ones, bad input raises with nothing appended, short memory answers None."""
+    from client.accumulator import RecordAccumulator
+    from client.records.compression import Compression
+    from client.records.record import iter_records
+
+    acc = RecordAccumulator(batch_size=300, buffer_memory=1200, compression=Compression.NONE, linger=1.0,
+                            delivery_timeout=10.0, max_block=1.0, max_request_size=10_000, partitioner=None)
+    sealed: list = []
+    acc.sealed = sealed.append
+    acc.start(asyncio.get_running_loop())
+    acc.add_topic("t", 3)
+    ts = acc.topics["t"]
+    ts.sticky = 1
+    b = acc.append(ts, b"a" * 50, None, None, None, 1000)
+    assert b is not None and (b.partition, b.count) == (1, 1)
+    assert acc.append(ts, b"b" * 50, None, [("h", b"1")], None, 1001) is b and b.count == 2  # try_append
+    keyed = acc.append(ts, b"c", b"some-key", None, None, 1002)
+    assert keyed is not None and keyed.partition == acc.partition_for(ts, b"some-key")
+    assert acc.append(ts, b"d", None, None, 2, 1003) is ts.open[2]
+    with pytest.raises(ValueError):
+        acc.append(ts, b"e", None, None, 3, 1004)
+    with pytest.raises(TypeError, match="bytes-like"):
+        acc.append(ts, "not bytes", None, None, 1, 1005)
+    assert b.count == 2 and not sealed
+    while (nb := acc.append(ts, b"f" * 100, None, None, 1, 1006)) is b:
+        pass
+    assert sealed == [b] and nb is not None and nb.partition == 1 and nb.count == 1  # b full: sealed, next opened
+    assert [r.value for r in iter_records(b.seal())][:2] == [b"a" * 50, b"b" * 50]
+    acc.used = acc.buffer_memory  # no memory left: a record that needs a new batch is refused
+    assert acc.append(ts, b"h" * 250, None, None, 1, 1007) is None
+    assert sealed == [b, nb] and nb.count == 1  # nb was full for it: sealed, nothing appended

@@ -1,5 +1,5 @@
-"""Record futures outside the cyclic garbage collector (client/_record_future.c with the methods
-of client/producer_batch.py), against a real broker: they and the RecordMetadata they answer
+"""Record futures (client/record_future.py: client/_record_future.c delegating to the methods of
+client/_record_future_py.py, or that module alone), against a real broker: they and the RecordMetadata they answer
 are untracked, they still behave as futures, and failed records leave no reference cycle
 behind (a cycle through an untracked object could never be freed)."""
 
@@ -16,11 +16,9 @@ import pytest
 
 from client import Admin, Producer, RecordMetadata
 from client.errors import MessageTooLargeError  # type: ignore[attr-defined]
-from client.producer_batch import (
-    BatchFuture,
-    ProducerBatch,
+from client.producer_batch import BatchFuture, ProducerBatch, WaitGroup
+from client.record_future import (
     RecordFuture,
-    WaitGroup,
     WaitingRecord,
     fresh_error,
     new_record_future,
@@ -173,8 +171,9 @@ def test_pure_python_record_futures_give_the_same_results(module_broker) -> None
     script = f"""
 import asyncio, gc, sys
 from client import Producer
-from client.producer_batch import RecordFuture
-assert RecordFuture.__module__ == "client.producer_batch" and "_record_future" not in sys.modules
+from client.record_future import RecordFuture, C_RECORD_FUTURES, place_run
+assert RecordFuture.__module__ == "client._record_future_py" and "client._record_future" not in sys.modules
+assert not C_RECORD_FUTURES and place_run is None
 async def main():
     async with Producer({module_broker.bootstrap!r}, acks=1) as p:
         futs = [p.send_nowait("pure-python", b"%d" % i) for i in range(100)]
@@ -187,3 +186,66 @@ asyncio.run(main())
     out = subprocess.run([sys.executable, "-c", script], env=env, cwd=REPO, capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "True"
+
+
+def _stub_interface() -> dict[str, set[str]]:
+    """The classes of client/_record_future.pyi and the names each declares."""
+    import ast
+
+    with open(os.path.join(REPO, "client", "_record_future.pyi")) as f:
+        tree = ast.parse(f.read())
+    out: dict[str, set[str]] = {}
+    for node in tree.body:
+        if isinstance(node, ast.ClassDef):
+            names = {n.name for n in node.body if isinstance(n, ast.FunctionDef)}
+            names |= {n.target.id for n in node.body if isinstance(n, ast.AnnAssign) and isinstance(n.target, ast.Name)}
+            out[node.name] = names
+    return out
+
+
+def test_both_implementations_have_the_stubbed_interface() -> None:
+    """client/_record_future.pyi is the interface of the C types and of their pure-Python twin:
+    every name it declares exists on both, and client.record_future exports the C ones here.
+    The C type's methods are its own (C functions), none set on it from Python."""
+    import types
+
+    from client import _record_future, _record_future_py, record_future
+
+    stubs = _stub_interface()
+    assert set(stubs) == {"RecordFuture", "WaitingRecord"}
+    for name, members in stubs.items():
+        for impl in (_record_future, _record_future_py):
+            cls = getattr(impl, name)
+            missing = {m for m in members if not hasattr(cls, m) and m not in getattr(cls, "__slots__", ())}
+            assert not missing, (impl.__name__, name, missing)
+    for name in ("new_record_future", "new_waiting_record", "new_metadata"):
+        assert callable(getattr(_record_future_py, name)) and getattr(record_future, name) is getattr(_record_future, name)
+    assert record_future.C_RECORD_FUTURES and record_future.place_run is _record_future.place_run
+    for cls in (_record_future.RecordFuture, _record_future.WaitingRecord):
+        assert not [k for k, v in vars(cls).items() if isinstance(v, types.FunctionType)]
+
+
+def test_the_c_type_delegates_only_once_configured() -> None:
+    """Before ``configure`` (client.record_future calls it at import) a method the C type
+    delegates to Python raises RuntimeError rather than crash; its own fast paths need no
+    configuration."""
+    script = """
+import asyncio
+from client import _record_future
+rf = _record_future.RecordFuture(None, 0, 0)
+for call in (lambda: rf.add_done_callback(print), lambda: repr(rf), lambda: rf.__await__(), rf.cancel):
+    try:
+        call()
+    except RuntimeError as e:
+        assert "configure" in str(e)
+    else:
+        raise AssertionError("no RuntimeError")
+assert rf._asyncio_future_blocking is False
+import client.record_future
+assert rf.cancel() is False  # now the Python method's answer
+print("ok")
+"""
+    out = subprocess.run([sys.executable, "-c", script], env=dict(os.environ, PYTHONPATH=REPO), cwd=REPO,
+                         capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "ok"

@@ -196,3 +196,37 @@ def test_sync_record_futures_are_concurrent_futures(module_broker) -> None:
         with pytest.raises(ValueError):
             bad.result(10)
         assert isinstance(bad.exception(), ValueError)
+
+
+#: CPython versions whose concurrent.futures internals RecordResult was checked against (below
+#: and by the tests above); a new version fails here until someone re-reads
+#: Lib/concurrent/futures/_base.py and adds it.
+RECORD_RESULT_VERIFIED_ON = {(3, 11)}
+
+
+def test_record_result_pins_the_concurrent_futures_internals_it_relies_on() -> None:
+    """RecordResult subclasses concurrent.futures.Future without calling its __init__ (the
+    Condition is made on first use, ``_condition`` a property), so it must provide every
+    attribute that __init__ sets, under the state names the module uses; ``wait`` and
+    ``as_completed`` read ``_condition``, ``_state`` and ``_waiters`` of each future directly."""
+    import inspect
+    import sys
+    from concurrent.futures import _base
+
+    from client.sync import _FINISHED, _PENDING, RecordResult
+
+    assert sys.version_info[:2] in RECORD_RESULT_VERIFIED_ON, (
+        f"RecordResult overrides concurrent.futures.Future internals verified on "
+        f"{sorted(RECORD_RESULT_VERIFIED_ON)} only: check them on {sys.version_info[:2]} (client/sync.py)")
+    provided = set(RecordResult.__slots__) | {"_condition"}
+    assert set(vars(concurrent.futures.Future())) <= provided
+    assert (_base.PENDING, _base.FINISHED) == (_PENDING, _FINISHED)
+    assert isinstance(inspect.getattr_static(RecordResult, "_condition"), property)
+    for fn in (_base._AcquireFutures.__enter__, _base._create_and_install_waiters, _base.as_completed, _base.wait):
+        src = inspect.getsource(fn)
+        assert "_condition" in src or "_state" in src or "_waiters" in src or "_AcquireFutures" in src
+    # a RecordResult that never got its Condition answers as a done Future once settled
+    rr = RecordResult(False, "t", b"v", None, None, None, None)
+    rr._settle("md", None)
+    assert rr.done() and rr.result() == "md" and rr._cond is None
+    assert concurrent.futures.wait([rr], timeout=0).done == {rr}

@@ -302,7 +302,7 @@ async def test_failed_send_makes_the_transaction_abortable(fault_broker) -> None
         assert failed.value.code == ErrorCode.INVALID_RECORD
         with pytest.raises(TransactionAbortableError) as e:
             p.send_nowait(topic, b"more", partition=1)
-        # the batch's error (a record future raises an equal copy of it: client.producer_batch.fresh_error)
+        # the batch's error (a record future raises an equal copy of it: client.record_future.fresh_error)
         cause = e.value.__cause__
         assert type(cause) is type(failed.value) and cause.args == failed.value.args
         with pytest.raises(TransactionAbortableError):

@@ -1,7 +1,8 @@
-"""TransactionManager: the idempotent producer's state (the idempotence half of Kafka's Java
-TransactionManager; the transactional half is ``client/transactions.py``, which drives this
-one: it sets the producer id and epoch from its own InitProducerId and marks batches
-transactional).
+"""The idempotent producer's state: its producer id and epoch, and each partition's next
+sequence and unresolved batches, held by ``TransactionManager`` (Kafka's Java client's name
+for the holder; this is its idempotence half). The transactional half is
+``client/transactions.py``, which drives this one: it sets the producer id and epoch from its
+own InitProducerId and marks batches transactional.
 
 With idempotence the producer asks the broker for a producer id (InitProducerId, at start),
 and numbers the records it sends to each partition from 0: every batch carries the producer
@@ -54,6 +55,8 @@ def increment_sequence(sequence: int, increment: int) -> int:
 
 
 class TransactionManager:
+    """The idempotent producer's id, epoch and per-partition sequences (see the module)."""
+
     def __init__(self, cluster: Cluster, *, max_block: float, retry_backoff: float) -> None:
         self._cluster = cluster
         self.max_block = max_block
