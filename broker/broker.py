@@ -231,7 +231,7 @@ class Broker:
                     await result
             except asyncio.CancelledError:
                 raise
-            except Exception:  # noqa: BLE001 - periodic work must keep running
+            except Exception:  # periodic work must keep running
                 logger.exception("periodic task %s failed", getattr(fn, "__name__", fn))
 
     def _run_on_loop(self, fn: Callable[[], Any]) -> Any:

@@ -126,7 +126,7 @@ class HttpListener:
             await asyncio.wait_for(writer.drain(), self.request_timeout)
         except (TimeoutError, ConnectionError):
             pass
-        except Exception:  # noqa: BLE001 - one bad request must not take the listener down
+        except Exception:  # one bad request must not take the listener down
             logger.exception("%s: request failed", self.name)
         finally:
             self._open.pop(writer, None)

@@ -242,7 +242,7 @@ class Connection:
             self.server.log_limiter.warning(self.host, cause, "closing connection from %s: %s", self.peer, e)
             self._end()
             return
-        except Exception:  # noqa: BLE001 - a failing request closes just this connection
+        except Exception:  # a failing request closes just this connection
             self.server.log_limiter.log(logging.ERROR, self.host, "request failed",
                                         "request from %s failed; closing the connection", self.peer, exc_info=True)
             self._end()
@@ -404,7 +404,7 @@ class Connection:
                              "acks=0 produce failed")
         try:
             return _encode(item.key, item.version, item.cid, task.result())
-        except Exception as e:  # noqa: BLE001
+        except Exception as e:
             self.server.log_limiter.log(logging.ERROR, self.host, "request failed", "request %d (%s v%d) from %s failed",
                                         item.cid, ApiKey(item.key).name, item.version, self.peer, exc_info=True)
             raise _Close(str(e)) from e

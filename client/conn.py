@@ -151,7 +151,7 @@ class _Callback:
         self.conn._release_slot()
         try:
             self.fn(body, exc)
-        except Exception:  # noqa: BLE001 - a callback's bug must not break the connection's reads
+        except Exception:  # a callback's bug must not break the connection's reads
             logger.exception("response callback of a request to %s:%d failed", self.conn.host, self.conn.port)
 
 

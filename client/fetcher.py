@@ -164,7 +164,7 @@ class Fetcher:
         for t in tasks:
             try:
                 await t
-            except (asyncio.CancelledError, Exception):
+            except (asyncio.CancelledError, Exception):  # noqa: BLE001 - closing: the task's outcome no longer matters
                 pass
         self.tasks.clear()
         self._task = None

@@ -497,7 +497,7 @@ class Producer:
                               "(it does not exist and was not auto-created)")
             self._acc.fail_topic_waiting(topic, err)
             return
-        except BaseException as e:  # noqa: BLE001 - cancelled or a bug: fail the records, do not hang them
+        except BaseException as e:  # cancelled or a bug: fail the records, do not hang them
             self._acc.fail_topic_waiting(topic, e if isinstance(e, Exception) else KafkaError("producer closed"))
             raise
         finally:

@@ -40,7 +40,7 @@ from typing import Any, NamedTuple
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from scripts._benchutil import child_pids, command_line, machine_line, proc_cpu_s  # noqa: E402
+from scripts._benchutil import child_pids, command_line, machine_line, proc_cpu_s
 
 
 def build_log(directory: str, dirty_mb: int, value_size: int, dup: float):  # type: ignore[no-untyped-def]

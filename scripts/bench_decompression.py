@@ -39,13 +39,13 @@ import cramjam
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from broker.testing.process import BrokerProcess  # noqa: E402
-from client.protocol.api import ApiKey, response_header_version  # noqa: E402
-from client.protocol.header import encode_request_header  # noqa: E402
-from client.protocol.messages import REQUESTS, RESPONSES  # noqa: E402
-from client.protocol.primitives import Reader, Writer  # noqa: E402
-from client.records import Compression, build_batch  # noqa: E402
-from client.records.batch import RECORDS_OFFSET, compute_crc  # noqa: E402
+from broker.testing.process import BrokerProcess
+from client.protocol.api import ApiKey, response_header_version
+from client.protocol.header import encode_request_header
+from client.protocol.messages import REQUESTS, RESPONSES
+from client.protocol.primitives import Reader, Writer
+from client.records import Compression, build_batch
+from client.records.batch import RECORDS_OFFSET, compute_crc
 
 
 def _request(key: int, version: int, cid: int, body: dict) -> bytes:

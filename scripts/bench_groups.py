@@ -30,12 +30,12 @@ import uuid
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from _benchutil import command_line, machine_line  # noqa: E402
+from _benchutil import command_line, machine_line
 
-from broker.testing import BrokerProcess  # noqa: E402
-from client.admin import Admin  # noqa: E402
-from client.consumer import Consumer  # noqa: E402
-from client.producer import Producer  # noqa: E402
+from broker.testing import BrokerProcess
+from client.admin import Admin
+from client.consumer import Consumer
+from client.producer import Producer
 
 
 async def join_time(bootstrap: str, topic: str) -> tuple[float, int]:

@@ -117,7 +117,7 @@ class EvictableOffsetIndex(OffsetIndex):
 def make_plain_lookup(index: OffsetIndex) -> Callable[[int], OffsetPosition]:
     """Kafka's search before KAFKA-6432, over the same mmap via the index's _search_value."""
     entries = index.entries
-    value = index._search_value  # noqa: SLF001 - the same accessor the real search uses
+    value = index._search_value  # the same accessor the real search uses
     base = index.base_offset
 
     def lookup(target: int) -> OffsetPosition:

@@ -26,11 +26,11 @@ from typing import Any
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from broker.testing import BrokerProcess, create_topic  # noqa: E402
-from client.protocol.api import ApiKey  # noqa: E402
-from client.protocol.header import encode_request_header  # noqa: E402
-from client.protocol.messages import REQUESTS, RESPONSES  # noqa: E402
-from client.protocol.primitives import Reader, Writer  # noqa: E402
+from broker.testing import BrokerProcess, create_topic
+from client.protocol.api import ApiKey
+from client.protocol.header import encode_request_header
+from client.protocol.messages import REQUESTS, RESPONSES
+from client.protocol.primitives import Reader, Writer
 
 
 class Conn:

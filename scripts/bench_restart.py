@@ -23,8 +23,8 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from broker.testing import BrokerProcess, create_topic  # noqa: E402
-from client.sync import SyncProducer  # noqa: E402
+from broker.testing import BrokerProcess, create_topic
+from client.sync import SyncProducer
 
 
 def one_run(partitions: int) -> dict[str, float]:

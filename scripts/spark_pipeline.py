@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from spark_consume import check_reachable, exit_status, make_session  # noqa: E402
+from spark_consume import check_reachable, exit_status, make_session
 
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:

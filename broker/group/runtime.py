@@ -109,7 +109,7 @@ class AsyncioTimer:
             del live[key]
             try:
                 entry[1]()
-            except Exception:  # noqa: BLE001 - one group's bug must not stop the others' timers
+            except Exception:  # one group's bug must not stop the others' timers
                 logger.exception("group timer %s failed", key)
         while heap and live.get(heap[0][2], (None,))[0] != heap[0][1]:
             heapq.heappop(heap)  # stale heads: do not wake up for them

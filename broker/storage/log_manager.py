@@ -230,7 +230,7 @@ class LogManager:
                                had_clean_shutdown=self.had_clean_shutdown, now_ms=self._now_ms,
                                flush_scheduler=self.flush_scheduler,
                                producer_id_expiration_ms=self.producer_id_expiration_ms)
-            except Exception as e:  # noqa: BLE001 - one partition's damage must not keep the others down
+            except Exception as e:  # one partition's damage must not keep the others down
                 logger.debug("loading %s failed", path, exc_info=True)
                 self._mark_offline(parsed, f"cannot load {path}: {type(e).__name__}: {e}")
                 continue

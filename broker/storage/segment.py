@@ -656,7 +656,7 @@ class LogSegment:
                 if self._max_ts_and_offset is not _UNKNOWN and self._max_ts_and_offset.timestamp >= 0:
                     ts = self._max_ts_and_offset
                     self.time_index.maybe_append(ts.timestamp, ts.offset, skip_full_check=True)
-            except Exception as e:  # Kafka swallows this too: closing must not fail on it
+            except Exception as e:  # noqa: BLE001 - Kafka swallows this too: closing must not fail on it
                 log.warning("could not write the final time index entry of %s: %s", self.log.path, e)
         self._offset_index.close()
         self._time_index.close()

@@ -175,7 +175,7 @@ class TransactionRuntime:
                 self.topic.append(partition, batch)
         except asyncio.CancelledError:
             raise
-        except Exception as e:  # noqa: BLE001 - the client retries COORDINATOR_NOT_AVAILABLE
+        except Exception as e:  # the client retries COORDINATOR_NOT_AVAILABLE
             logger.error("cannot write the state of transactional id %s: %s", txn_id, e)
             raise CoordinatorError(E.COORDINATOR_NOT_AVAILABLE) from e
 
@@ -219,7 +219,7 @@ class TransactionRuntime:
                 await self.host.durable(log, offset)
             except asyncio.CancelledError:
                 raise
-            except Exception as e:  # noqa: BLE001
+            except Exception as e:
                 if quiet:
                     return  # the next state write waits (and reports) instead
                 logger.error("cannot fsync a transaction marker of %s: %s", m.transactional_id, e)

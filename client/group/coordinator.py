@@ -205,7 +205,7 @@ class ConsumerCoordinator(GroupOffsets):
         for t in self._tasks:
             try:
                 await t
-            except (asyncio.CancelledError, Exception):
+            except (asyncio.CancelledError, Exception):  # noqa: BLE001 - closing: the task's outcome no longer matters
                 pass
         if self.enable_auto_commit:
             await self._commit_quietly("close")

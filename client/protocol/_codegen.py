@@ -383,5 +383,5 @@ def compile_struct(fields: Sequence[Field], version: int, flexible: bool
     _e_struct(s, 1, fields, version, flexible, "value")
     ns = s.ns
     ns["__source__"] = "\n".join(s.lines)
-    exec(compile("\n".join(s.lines) + "\n", f"<codegen v{version}>", "exec"), ns)  # noqa: S102
+    exec(compile("\n".join(s.lines) + "\n", f"<codegen v{version}>", "exec"), ns)
     return ns["dec"], ns["enc"]

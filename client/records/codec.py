@@ -38,7 +38,7 @@ append_record = append_record_py
 C_CODEC = False
 if os.environ.get("MINIBROKER_PURE_PYTHON", "") in ("", "0"):
     try:
-        from ._codec import append_record, decode_lists  # noqa: F811
+        from ._codec import append_record, decode_lists
         C_CODEC = True
     except ImportError:  # not built (no compiler at install time): the reference codec
         pass

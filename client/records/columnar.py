@@ -218,6 +218,6 @@ except ImportError:
 decode_columns = decode_columns_py
 decode_records = decode_records_py
 if C_DECODER:
-    from ._codec import decode_records  # noqa: F811
+    from ._codec import decode_records
 
-    decode_columns = decode_columns_c  # noqa: F811
+    decode_columns = decode_columns_c

@@ -151,7 +151,7 @@ class _Field(Protocol):
     name: str
 
     @property
-    def dataType(self) -> Any: ...  # noqa: N802 - pyspark's name
+    def dataType(self) -> Any: ...  # pyspark's name
 
 
 # column -> the types Spark's KafkaWriter accepts (catalog strings)

@@ -259,7 +259,7 @@ def write_task(batches: Iterator[Any], o: SinkOptions, columns: frozenset[str],
         else:  # stop at once (records still buffered fail; the task is retried whole), keep the first error
             try:  # with a transaction open, close() aborts it
                 lt.run(task.producer.close(timeout=0), timeout=30)
-            except Exception:  # noqa: BLE001 - the error being raised is the one to report
+            except Exception:  # the error being raised is the one to report
                 logger.debug("closing the failed task's producer", exc_info=True)
     return SinkCommitMessage(rows=task.rows, bytes=task.bytes, topics=dict(task.topics), batch_id=batch_id)
 
@@ -355,7 +355,7 @@ class MinibrokerStreamWriter(DataSourceStreamArrowWriter):
     def write(self, iterator: Iterator[Any]) -> SinkCommitMessage:
         return write_task(iterator, self.options, self.columns, _batch_id(), _partition_id())
 
-    def commit(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:  # noqa: N803
+    def commit(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
         # Every task of the micro-batch saw its id (tasks of a replayed batch see the same id).
         wrong = {m.batch_id for m in messages if isinstance(m, SinkCommitMessage)} - {batchId}
         if wrong:
@@ -364,7 +364,7 @@ class MinibrokerStreamWriter(DataSourceStreamArrowWriter):
         logger.info("minibroker sink: micro-batch %d wrote %d rows (%d bytes): %s", batchId, s.rows, s.bytes,
                     s.topics)
 
-    def abort(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:  # noqa: N803
+    def abort(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
         s = _summary(messages)
         if self.options.transactional_id_prefix is not None:
             logger.warning("minibroker sink: micro-batch %d failed; %d rows were committed by the tasks that"

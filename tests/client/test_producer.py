@@ -394,7 +394,7 @@ async def test_record_future_callbacks_fan_out_from_one_batch_callback(module_br
             for i, f in enumerate(futs):
                 f.add_done_callback(lambda f, i=i: order.append(i))
             futs[10].add_done_callback(boom)
-            removed = lambda _f: order.append(-1)  # noqa: E731
+            removed = lambda _f: order.append(-1)
             futs[20].add_done_callback(removed)
             assert futs[20].remove_done_callback(removed) == 1
             assert futs[20].remove_done_callback(removed) == 0

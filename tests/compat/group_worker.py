@@ -22,7 +22,7 @@ from typing import Any
 
 class Sink:
     def __init__(self, path: str) -> None:
-        self.f = open(path, "a", buffering=1)  # noqa: SIM115 - lives as long as the process
+        self.f = open(path, "a", buffering=1)  # lives as long as the process
         self.path = path
         self.revocations = 0
 

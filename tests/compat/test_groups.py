@@ -41,7 +41,7 @@ class Worker:
                 "--stop", str(self.stop_file), "--name", name]
         for k, v in opts.items():
             args += [f"--{k.replace('_', '-')}", v]
-        self.log = open(tmp / f"{name}.log", "w")  # noqa: SIM115
+        self.log = open(tmp / f"{name}.log", "w")
         self.proc = subprocess.Popen(args, cwd=ROOT, stdout=self.log, stderr=subprocess.STDOUT)
 
     def assignment(self) -> list[int] | None:
@@ -140,7 +140,7 @@ def test_members_share_leave_die_and_restart_without_rereading(
         return all(parts) and sorted(sum(parts, [])) == list(range(6))  # type: ignore[arg-type]
 
     wait_for(spread, 60, "three members sharing six partitions", [a, b, c], module_broker, group)
-    done = lambda ws: set().union(*(set(w.processed()) for w in ws))  # noqa: E731
+    done = lambda ws: set().union(*(set(w.processed()) for w in ws))
     wait_for(lambda: done((a, b, c)) >= sent, 30, "the first 60 records")
     a.stop()  # leaves the group
     b.kill()  # dies: its partitions move after its session timeout (6 s)

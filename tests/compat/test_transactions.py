@@ -142,7 +142,7 @@ class TxnWorker:
     def __init__(self, tmp: Path, n: int, bootstrap: str, *args: str) -> None:
         self.progress = tmp / f"worker-{n}.progress"
         self.stop_file = tmp / "stop"
-        self.log = open(tmp / f"worker-{n}.log", "w")  # noqa: SIM115 - closed in kill()/wait()
+        self.log = open(tmp / f"worker-{n}.log", "w")  # closed in kill()/wait()
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "tests.compat.txn_worker", bootstrap, *args, "--progress", str(self.progress),
              "--stop", str(self.stop_file)], cwd=ROOT, stdout=self.log, stderr=subprocess.STDOUT)

@@ -36,7 +36,7 @@ def main() -> None:
 
     from confluent_kafka import Consumer, KafkaError, KafkaException, Producer
 
-    progress = open(a.progress, "a", buffering=1)  # noqa: SIM115 - lives as long as the process
+    progress = open(a.progress, "a", buffering=1)  # lives as long as the process
     # No re-bootstrap when every broker is down (librdkafka's default since 2.10): it decommissions
     # the one broker there is, after which librdkafka 2.16's send_offsets_to_transaction can wait
     # out its whole timeout for a group coordinator (librdkafka issue #5511) when the test

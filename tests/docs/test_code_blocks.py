@@ -86,7 +86,7 @@ class PageRun:
             try:
                 with contextlib.redirect_stdout(out):
                     exec(code, self.namespace)
-            except BaseException as e:  # reported by the test thread
+            except BaseException as e:  # noqa: BLE001 - reported by the test thread
                 error.append(e)
 
         thread = threading.Thread(target=target, name=f"docs-{b.page}-{b.index}", daemon=True)

@@ -8,7 +8,7 @@ import pytest
 from client.spark.sink_options import check_schema, parse_sink_options
 
 pytest.importorskip("pyspark")
-from pyspark.sql import types as T  # noqa: E402
+from pyspark.sql import types as T
 
 HEADERS = T.ArrayType(T.StructType([T.StructField("key", T.StringType()), T.StructField("value", T.BinaryType())]))
 TYPES = {"string": T.StringType(), "binary": T.BinaryType(), "int": T.IntegerType(), "bigint": T.LongType(),

@@ -14,8 +14,8 @@ from client.spark.options import parse_options
 from client.sync import SyncAdmin, SyncProducer
 
 pytest.importorskip("pyspark.sql.streaming.datasource", reason="streaming needs pyspark >= 4.2")
-from client.spark.reader import DataLossError  # noqa: E402
-from client.spark.stream import MinibrokerStreamReader  # noqa: E402
+from client.spark.reader import DataLossError
+from client.spark.stream import MinibrokerStreamReader
 
 pytestmark = pytest.mark.slow  # a local Spark session (a JVM) per module
 

@@ -15,7 +15,7 @@ from client.sync import SyncAdmin, SyncConsumer
 
 pa = pytest.importorskip("pyarrow")
 pytest.importorskip("pyspark")
-from client.spark.writer import SinkCommitMessage, write_task  # noqa: E402
+from client.spark.writer import SinkCommitMessage, write_task
 
 # RecordBatch v2 header: baseOffset q, batchLength i, partitionLeaderEpoch i, magic b, crc I, attributes h,
 # lastOffsetDelta i, baseTimestamp q, maxTimestamp q, producerId q, producerEpoch h, baseSequence i, count i

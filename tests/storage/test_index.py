@@ -261,7 +261,7 @@ def test_warm_section_lookup_reads_only_warm_slots(tmp_path, cls) -> None:
     fill(idx, n)
     first_hot = n - 1 - warm
     exp = expected(cls, n)
-    key = lambda i: exp[i][0]  # noqa: E731
+    key = lambda i: exp[i][0]
 
     for i in (first_hot + 1, n // 2 + warm, n - 1):
         idx.touched = []

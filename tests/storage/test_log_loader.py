@@ -120,7 +120,7 @@ def test_check_30_startup_removes_temp_files_completes_swaps_and_deletes_orphans
     values = [r.value for b in whole_batches(log.read_bytes(0, 1 << 20)) for r in decode_batch(b)]
     log.close()
     d = log.dir
-    j = lambda n: os.path.join(d, n)  # noqa: E731
+    j = lambda n: os.path.join(d, n)
     # a swap merging segments 0 and 3 (what a cleaner would have produced), with index swaps
     _write(j("00000000000000000000.log.swap"), file_bytes(j("00000000000000000000.log")) +
            file_bytes(j("00000000000000000003.log")))

@@ -381,7 +381,7 @@ def _is_aborted(txns: CleanedTransactions, fields: tuple[int, ...]) -> bool:
     return txns.on_data_batch(pid, bool(attributes & TRANSACTIONAL_FLAG_MASK), base, base + fields[6])
 
 
-class _open_for_cleaning:  # noqa: N801 - a context manager used as a function
+class _open_for_cleaning:  # a context manager used as a function
     """A read-only descriptor of the cleaner's own on ``seg``'s ``.log``: closed at exit. A
     file renamed or removed since the cleaning began aborts it."""
 

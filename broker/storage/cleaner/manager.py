@@ -351,7 +351,7 @@ class LogCleaner:
         while not self._stop.is_set():
             try:
                 cleaned = self.clean_once(offset_map)
-            except Exception:  # noqa: BLE001 - the thread must survive
+            except Exception:  # the thread must survive
                 logger.exception("log cleaner thread %d failed", index)
                 cleaned = False
             offset_map.clear()

@@ -60,7 +60,7 @@ def abandon(log: Log) -> None:
     """A crash: drop every descriptor without trimming or writing anything."""
     for seg in log.segments.values():
         seg.close_handlers()
-    log._closed = True  # noqa: SLF001 - nothing else may run on it
+    log._closed = True  # nothing else may run on it
 
 
 class CleanerMachine(RuleBasedStateMachine):

@@ -72,7 +72,7 @@ def test_an_open_transaction_bounds_the_cleaning(tmp_path: Path) -> None:
     cleaner = cleaner_for(tmp_path, log, clock)
     ltc = cleaner.grab_filthiest_log()
     assert ltc is not None and ltc.first_uncleanable_offset == 3  # the segment holding the LSO
-    cleaner._in_progress.clear()  # noqa: SLF001 - give the grab back
+    cleaner._in_progress.clear()  # give the grab back
     assert cleaner.clean_once()
     assert read_offset_checkpoint(str(tmp_path / CLEANER_OFFSET_CHECKPOINT)) == {("t", 0): 3}
     # Below 3 only the last of each key; from 3 on, untouched although a and b are superseded.
