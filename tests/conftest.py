@@ -1,12 +1,28 @@
-"""Fixtures shared by the whole suite: a real broker process on a free port."""
+"""Fixtures shared by the whole suite: a real broker process on a free port; and the markers by
+axis, given by directory: every test under tests/compat/ is ``compat`` (other Kafka clients
+against the broker), every test under tests/spark/ is ``spark`` (a local Spark). ``slow`` is set
+by the modules themselves. ``scripts/test -m "not spark and not slow"`` is the quick loop
+without a JVM."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 
 import pytest
 
 from tests.broker_process import BrokerProcess
+
+_AXES = {"compat": os.path.join("tests", "compat") + os.sep, "spark": os.path.join("tests", "spark") + os.sep}
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    root = str(config.rootpath) + os.sep
+    for item in items:
+        path = str(item.path).removeprefix(root)
+        for marker, prefix in _AXES.items():
+            if path.startswith(prefix):
+                item.add_marker(marker)
 
 
 @pytest.fixture
