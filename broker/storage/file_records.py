@@ -36,12 +36,8 @@ from collections import OrderedDict
 from collections.abc import Iterator
 from typing import Any, NamedTuple
 
-import crc32c as _crc32c
-
 from client.records.batch import (
-    ATTRIBUTES_OFFSET,
     HEADER_SIZE_UP_TO_MAGIC,
-    HEADER_STRUCT,
     LOG_OVERHEAD,
     RECORDS_OFFSET,
     CorruptRecordError,
@@ -104,11 +100,6 @@ class OpenFiles:
     def forget(cls, records: FileRecords) -> None:
         with cls._lock:
             cls._lru.pop(id(records), None)
-
-    @classmethod
-    def open_count(cls) -> int:
-        with cls._lock:
-            return sum(1 for r in cls._lru.values() if r._handle_ref is not None)
 
 
 class LogOffsetPosition(NamedTuple):
@@ -330,21 +321,6 @@ class FileRecords:
         4 MiB chunks, unchecked (the log cleaner's reads of inactive segments)."""
         for pos, buf, off, size in self._whole_batches(start, self._size if end is None else end):
             yield pos + off, memoryview(buf)[off:off + size]
-
-    def iter_valid_batches(self, start: int = 0) -> Iterator[tuple[int, int, int, int, int]]:
-        """Recovery's scan: ``(position, size, base_offset, last_offset, max_timestamp)`` of
-        each whole batch from ``start``, every one validated as ``validate_batch`` does (magic,
-        length, CRC-32C, count, lastOffsetDelta, codec); the first invalid batch raises its
-        RecordError. Tuples instead of header objects: this loop runs once per batch of every
-        unflushed segment after a crash, so per-batch Python work sets the scan rate."""
-        unpack = HEADER_STRUCT.unpack_from
-        crc = _crc32c.crc32c
-        for pos, buf, off, size in self._whole_batches(start, self._size):
-            (base, _, _, magic, stored_crc, attributes, last_delta, _, max_ts, _, _, _, count) = unpack(buf, off)
-            if (magic != 2 or count < 0 or last_delta < 0 or (attributes & 0x07) > 4
-                    or crc(memoryview(buf)[off + ATTRIBUTES_OFFSET : off + size]) != stored_crc):
-                validate_batch(buf, off, off + size, allow_empty=True)  # raises the specific error
-            yield pos + off, size, base, base + last_delta, max_ts
 
     def search_for_offset_with_size(self, target_offset: int, start_position: int,
                                     end: int | None = None) -> LogOffsetPosition | None:

@@ -449,10 +449,6 @@ class ProducerStateManager:
         """Delete the snapshot at ``offset`` (its segment is being deleted), if there is one."""
         self._delete_snapshot(offset)
 
-    def delete_snapshots_before(self, offset: int) -> None:
-        for o in [o for o in self._snapshots if o < offset]:
-            self._delete_snapshot(o)
-
     def remove_stray_snapshots(self, segment_base_offsets: Iterable[int]) -> None:
         """Keep the snapshots at segment base offsets plus the latest other one when it lies past
         the last segment's base (a clean shutdown's snapshot at the log end offset)."""

@@ -253,9 +253,6 @@ class LogSegment:
             return None
         return None
 
-    def can_convert_to_relative_offset(self, offset: int) -> bool:
-        return 0 <= offset - self.base_offset <= _INT32_MAX
-
     # -- append --
 
     def append(self, records: bytes | bytearray | memoryview,
@@ -589,24 +586,10 @@ class LogSegment:
             return message_timestamp - ts
         return now_ms - self.created_ms
 
-    def should_roll(
-        self,
-        *,
-        max_segment_bytes: int,
-        max_segment_ms: int,
-        messages_size: int,
-        max_timestamp_in_messages: int,
-        max_offset_in_messages: int,
-        now_ms: int,
-    ) -> bool:
-        """Kafka's roll conditions: size, age, full indexes, relative offset overflow."""
-        return self.roll_needed(max_segment_bytes, max_segment_ms, messages_size, max_timestamp_in_messages,
-                                max_offset_in_messages, now_ms)
-
     def roll_needed(self, max_segment_bytes: int, max_segment_ms: int, messages_size: int,
                     max_timestamp_in_messages: int, max_offset_in_messages: int, now_ms: int) -> bool:
-        """``should_roll`` with positional arguments, for the append path: each condition is
-        tested inline, in the same order, cheapest first."""
+        """Kafka's roll conditions (shouldRoll), cheapest first: size, age, full indexes,
+        relative offset overflow."""
         size = self.log._size
         if size > max_segment_bytes - messages_size:
             return True

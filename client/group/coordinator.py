@@ -280,9 +280,6 @@ class ConsumerCoordinator(GroupOffsets):
         self._coordinator = (node, host, port)
         logger.debug("group %s: coordinator is node %d at %s:%d", self.group_id, node, host, port)
 
-    def coordinator_dead(self) -> None:
-        self._coordinator = None
-
     async def _request(self, key: ApiKey, body: dict[str, Any], timeout: float | None = None) -> tuple[int, dict[str, Any]]:
         """(version, response) from the coordinator; a broken connection forgets it."""
         conn = await self._connection()
