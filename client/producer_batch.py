@@ -52,7 +52,7 @@ from client.records.compression import Compression, compress
 from client.records.record import RecordBatchBuilder, encode_record, iter_records
 
 if TYPE_CHECKING:
-    from client.record_future import RecordFuture
+    from client._record_future import RecordFuture  # the interface (.pyi) both implementations share
 
 __all__ = ["ProducerBatch", "BatchFuture", "BatchResult", "RecordMetadata", "WaitGroup", "FailedRecords",
            "record_size_upper_bound"]

@@ -74,3 +74,43 @@ def test_no_import_cycle_and_client_never_imports_broker() -> None:
     for n in sorted(graph):
         if n not in state:
             visit(n)
+
+
+#: broker/'s packages and top-level modules, lowest first: a unit imports only units of lower
+#: layers (module level, TYPE_CHECKING imports included). A new unit must be placed here.
+BROKER_LAYERS: list[set[str]] = [
+    {"broker.errors", "broker.log_limiter"},  # leaves: the error base, rate-limited log lines
+    {"broker.storage"},  # the log engine: files and mmap, no asyncio
+    {"broker.config"},  # broker properties (topic configs are storage's)
+    {"broker.dynamic_config", "broker.coordinator", "broker.http_listener", "broker.metrics", "broker.testing"},
+    {"broker.group"},  # the group coordinator
+    {"broker.txn"},  # the transaction coordinator (settles the groups' transactional offsets)
+    {"broker.state"},  # what handlers share, the coordinators bound to it
+    {"broker.request_context"},
+    {"broker.handlers"},  # one module per API
+    {"broker.socket_server"},
+    {"broker.broker", "broker.healthcheck"},
+    {"broker.serve", "broker.tools", "broker.__main__"},
+]
+
+
+def _unit(name: str) -> str | None:
+    parts = name.split(".")
+    return ".".join(parts[:2]) if parts[0] == "broker" and len(parts) > 1 else None
+
+
+def test_broker_layers_import_only_downwards() -> None:
+    known = _modules()
+    rank = {u: i for i, layer in enumerate(BROKER_LAYERS) for u in layer}
+    units = {u for n in known if (u := _unit(n)) is not None}
+    assert units <= set(rank), f"units missing from BROKER_LAYERS: {sorted(units - set(rank))}"
+    upward = []
+    for name, path in known.items():
+        u = _unit(name)
+        if u is None:
+            continue
+        for dep in _imports(name, path, known):
+            v = _unit(dep)
+            if v is not None and v != u and rank[v] >= rank[u]:
+                upward.append(f"{name} -> {dep}")
+    assert not upward, "imports that do not go down a layer: " + ", ".join(sorted(upward))
