@@ -280,10 +280,8 @@ class Broker:
         expired: list[LogSegment] = []
         for log in list(self.logs.logs.values()):
             expired += log.pop_expired_files(now)
-            if log.flush_due(now):
-                self._schedule_flush(log)
-            elif log.recovery_point < log.active_segment.base_offset:
-                self._schedule_flush(log, log.active_segment.base_offset)
+        for log, up_to in self.logs.flushes_due(now):
+            self._schedule_flush(log, up_to)
         if expired:  # unlinking large files frees their blocks in the syscall: off the loop
             asyncio.get_running_loop().run_in_executor(None, _delete_segment_files, expired)
 

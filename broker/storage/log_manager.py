@@ -742,26 +742,28 @@ class LogManager:
             write_offset_checkpoint(os.path.join(self.log_dir, LOG_START_OFFSET_CHECKPOINT),
                                     {k: log.log_start_offset for k, log in logs})
 
-    def logs_due_for_flush(self) -> list[Log]:
-        now = self._now_ms()
-        return [log for log in self.logs.values()
-                if log.flush_due(now) or log.recovery_point < log.active_segment.base_offset]
+    def flushes_due(self, now: int | None = None) -> list[tuple[Log, int | None]]:
+        """The flushes due, as (log, up to which offset): None (everything) for a log whose
+        ``flush.ms`` has elapsed; its active segment's base offset for a log whose rolled
+        segments are not yet durable — Kafka flushes up to the new active segment after each
+        roll (asynchronously), which moves the recovery point there: recovery after a crash then
+        re-validates only the active segment instead of everything since the last flush. The
+        broker runs them in worker threads; ``flush_dirty_logs`` runs them here."""
+        now = self._now_ms() if now is None else now
+        due: list[tuple[Log, int | None]] = []
+        for log in self.logs.values():
+            if log.flush_due(now):
+                due.append((log, None))
+            elif log.recovery_point < log.active_segment.base_offset:
+                due.append((log, log.active_segment.base_offset))
+        return due
 
     def flush_dirty_logs(self) -> int:
-        """Flush every log whose ``flush.ms`` has elapsed (or whose rolled segments are not yet
-        durable); returns how many were flushed."""
-        n = 0
-        now = self._now_ms()
-        for log in self.logs_due_for_flush():
-            if log.flush_due(now):
-                log.flush()
-            else:
-                # Kafka flushes up to the new active segment after each roll (asynchronously),
-                # which moves the recovery point there: recovery after a crash then re-validates
-                # only the active segment instead of everything since the last flush.
-                log.flush(log.active_segment.base_offset)
-            n += 1
-        return n
+        """Run the ``flushes_due`` in this thread; returns how many logs were flushed."""
+        due = self.flushes_due()
+        for log, up_to in due:
+            log.flush(up_to)
+        return len(due)
 
     def shutdown(self) -> None:
         """Flush all, close all (trims), write the checkpoints, then the clean-shutdown marker.

@@ -566,7 +566,7 @@ def test_flush_dirty_logs_flushes_logs_past_flush_ms(start) -> None:
     clock.ms = 10_999
     assert m.flush_dirty_logs() == 0 and fast.recovery_point == 0
     clock.ms = 11_000
-    assert m.logs_due_for_flush() == [fast]
+    assert m.flushes_due() == [(fast, None)]
     assert m.flush_dirty_logs() == 1
     assert fast.recovery_point == 3 and slow.recovery_point == 0
     assert m.flush_dirty_logs() == 0  # nothing unflushed any more
