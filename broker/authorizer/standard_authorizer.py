@@ -17,11 +17,12 @@ A request is authorized for (principal, host, operation, resource type, resource
    matches, deny.
 
 Index and cost: per resource type, a dict of LITERAL names (``*`` is one of its keys) and a dict
-of PREFIXED names, each to the entries bound to that pattern, plus the sorted distinct lengths
-of the prefixes. A decision costs two dict lookups for the literal name and the wildcard, and
-one slice and lookup per distinct prefix length not longer than the name: O(L) with L the
-number of distinct prefix lengths (bounded by the name's length, 249 for a topic, and in
-practice a handful), plus the entries found. It never scans the ACL set. Decisions are cached
+of PREFIXED names, each to the entries bound to that pattern grouped by principal, plus the
+sorted distinct lengths of the prefixes. A decision costs two dict lookups for the literal name
+and the wildcard, and one slice and lookup per distinct prefix length not longer than the name:
+O(L) with L the number of distinct prefix lengths (bounded by the name's length, 249 for a
+topic, and in practice a handful); then, per applicable pattern, two lookups (the principal
+and ``User:*``) and a look at their entries only. It never scans the ACL set. Decisions are cached
 per (principal, host, operation, resource type, name) until the next ACL change (the cache is
 dropped whole when it reaches ``CACHE_SIZE`` entries). An ACL change updates the index in
 place (``acls_changed``): O(1) per binding, plus a re-sort of the prefix lengths when a length
@@ -39,7 +40,7 @@ thread-safe: the broker calls it from its event loop only.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Collection, Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from typing import Protocol
 
 from .acl import (
@@ -97,8 +98,37 @@ def _parse_bool(key: str, value: str | None) -> bool:
     raise ValueError(f"Invalid value {value} for configuration {key}: Expected value to be either true or false")
 
 
-#: entries bound to one pattern, as an insertion-ordered set
-_Entries = dict[AccessControlEntry, None]
+class _PatternAcls:
+    """The entries bound to one pattern, by principal (a decision looks at two principals: the
+    request's and ``User:*``)."""
+
+    __slots__ = ("by_principal", "count")
+
+    def __init__(self) -> None:
+        self.by_principal: dict[str, dict[AccessControlEntry, None]] = {}
+        self.count = 0
+
+    def add(self, entry: AccessControlEntry) -> bool:
+        entries = self.by_principal.setdefault(entry.principal, {})
+        if entry in entries:
+            return False
+        entries[entry] = None
+        self.count += 1
+        return True
+
+    def remove(self, entry: AccessControlEntry) -> bool:
+        entries = self.by_principal.get(entry.principal)
+        if entries is None or entry not in entries:
+            return False
+        del entries[entry]
+        if not entries:
+            del self.by_principal[entry.principal]
+        self.count -= 1
+        return True
+
+    def __iter__(self) -> Iterator[AccessControlEntry]:
+        for entries in self.by_principal.values():
+            yield from entries
 
 
 class _TypeIndex:
@@ -107,34 +137,30 @@ class _TypeIndex:
     __slots__ = ("literal", "prefixed", "prefix_lengths", "lengths")
 
     def __init__(self) -> None:
-        self.literal: dict[str, _Entries] = {}
-        self.prefixed: dict[str, _Entries] = {}
+        self.literal: dict[str, _PatternAcls] = {}
+        self.prefixed: dict[str, _PatternAcls] = {}
         self.prefix_lengths: Counter[int] = Counter()  # distinct prefixes per length
         self.lengths: tuple[int, ...] = ()  # the lengths present, ascending
 
     def add(self, name: str, pattern_type: PatternType, entry: AccessControlEntry) -> bool:
         """Index ``entry`` under the pattern; False if it was there already."""
         table = self.literal if pattern_type == PatternType.LITERAL else self.prefixed
-        entries = table.get(name)
-        if entries is None:
-            entries = table[name] = {}
+        acls = table.get(name)
+        if acls is None:
+            acls = table[name] = _PatternAcls()
             if table is self.prefixed:
                 self.prefix_lengths[len(name)] += 1
                 if self.prefix_lengths[len(name)] == 1:
                     self.lengths = tuple(sorted(self.prefix_lengths))
-        elif entry in entries:
-            return False
-        entries[entry] = None
-        return True
+        return acls.add(entry)
 
     def remove(self, name: str, pattern_type: PatternType, entry: AccessControlEntry) -> bool:
         """Drop ``entry`` from the pattern; False if it was not there."""
         table = self.literal if pattern_type == PatternType.LITERAL else self.prefixed
-        entries = table.get(name)
-        if entries is None or entry not in entries:
+        acls = table.get(name)
+        if acls is None or not acls.remove(entry):
             return False
-        del entries[entry]
-        if not entries:
+        if not acls.count:
             del table[name]
             if table is self.prefixed:
                 self.prefix_lengths[len(name)] -= 1
@@ -143,22 +169,22 @@ class _TypeIndex:
                     self.lengths = tuple(sorted(self.prefix_lengths))
         return True
 
-    def applicable(self, name: str) -> list[_Entries]:
-        """The entry sets of every pattern that applies to the resource ``name``."""
+    def applicable(self, name: str) -> list[_PatternAcls]:
+        """The ACLs of every pattern that applies to the resource ``name`` (none is empty)."""
         out = []
         literal = self.literal
-        if (entries := literal.get(name)) is not None:
-            out.append(entries)
-        if name != WILDCARD_RESOURCE and (entries := literal.get(WILDCARD_RESOURCE)) is not None:
-            out.append(entries)
+        if (acls := literal.get(name)) is not None:
+            out.append(acls)
+        if name != WILDCARD_RESOURCE and (acls := literal.get(WILDCARD_RESOURCE)) is not None:
+            out.append(acls)
         if self.lengths:
             prefixed = self.prefixed
             n = len(name)
             for k in self.lengths:
                 if k > n:
                     break
-                if (entries := prefixed.get(name[:k])) is not None:
-                    out.append(entries)
+                if (acls := prefixed.get(name[:k])) is not None:
+                    out.append(acls)
         return out
 
 
@@ -258,17 +284,23 @@ class StandardAuthorizer:
             return self.allow_everyone_if_no_acl_found
         implied = _IMPLIED_BY.get(operation, _NOTHING)
         allowed = False
-        for entries in sets:
-            for e in entries:
-                if (e.principal != principal and e.principal != WILDCARD_PRINCIPAL) or \
-                        (e.host != host and e.host != WILDCARD_HOST):
+        for acls in sets:
+            by_principal = acls.by_principal
+            for who in (principal, WILDCARD_PRINCIPAL):
+                entries = by_principal.get(who)
+                if entries is None:
                     continue
-                op = e.operation
-                if e.permission_type == _DENY:
-                    if op == operation or op == _ALL:
-                        return False
-                elif op == operation or op == _ALL or op in implied:
-                    allowed = True
+                for e in entries:
+                    if e.host != host and e.host != WILDCARD_HOST:
+                        continue
+                    op = e.operation
+                    if e.permission_type == _DENY:
+                        if op == operation or op == _ALL:
+                            return False
+                    elif op == operation or op == _ALL or op in implied:
+                        allowed = True
+                if principal == WILDCARD_PRINCIPAL:
+                    break
         return allowed
 
     def authorize_by_resource_type(self, principal: str | PrincipalLike, host: str, operation: AclOperation,
