@@ -197,7 +197,7 @@ class StandardAuthorizer:
 
     def __init__(self, *, super_users: Iterable[str] = (), allow_everyone_if_no_acl_found: bool = False) -> None:
         self.super_users = frozenset(super_users)
-        self.allow_everyone_if_no_acl_found = allow_everyone_if_no_acl_found
+        self._allow_everyone = allow_everyone_if_no_acl_found
         self._index: dict[int, _TypeIndex] = {}
         self._count = 0
         self._cache: dict[tuple[str, str, int, int, str], bool] = {}
@@ -209,6 +209,15 @@ class StandardAuthorizer:
         return cls(super_users=parse_super_users(props.get("super.users")),
                    allow_everyone_if_no_acl_found=_parse_bool("allow.everyone.if.no.acl.found",
                                                                props.get("allow.everyone.if.no.acl.found")))
+
+    @property
+    def allow_everyone_if_no_acl_found(self) -> bool:
+        return self._allow_everyone
+
+    @allow_everyone_if_no_acl_found.setter
+    def allow_everyone_if_no_acl_found(self, value: bool) -> None:
+        self._allow_everyone = value
+        self._cache.clear()  # cached decisions may have come from the old default
 
     # -- the ACL set (AclStore's listener interface) --------------------------------------
 
@@ -281,7 +290,7 @@ class StandardAuthorizer:
         idx = self._index.get(resource_type)
         sets = idx.applicable(name) if idx is not None else []
         if not sets:
-            return self.allow_everyone_if_no_acl_found
+            return self._allow_everyone
         implied = _IMPLIED_BY.get(operation, _NOTHING)
         allowed = False
         for acls in sets:
