@@ -47,6 +47,8 @@ BROKER_DEFAULTS: dict[str, str] = {
     "log.flush.start.offset.checkpoint.interval.ms": "60000",
     "default.replication.factor": "1",
     "queued.max.requests": "500",
+    # Kafka's authorizer: none (ACLs are not enforced yet, so a class name is refused at start-up)
+    "authorizer.class.name": "",
     # ours: what inflating producers' compressed batches may cost (storage/inflation.py)
     "message.max.decompressed.bytes": str(64 << 20),
     "request.max.decompressed.bytes": str(128 << 20),
@@ -309,6 +311,9 @@ class BrokerConfig:
             if self.props.get(k, "").strip().lower() not in allowed:
                 raise ConfigError(f"Invalid value {self.props.get(k, '')} for configuration {k}:"
                                   f" String must be one of: {', '.join(allowed)}")
+        if self.props.get("authorizer.class.name", "").strip():
+            raise ConfigError(f"authorizer.class.name={self.props['authorizer.class.name'].strip()}: this broker"
+                              " cannot enforce ACLs yet; refusing to start rather than run without them")
         _ = self.metrics_listener, self.fault_injection_listener
         _ = self.log_config  # validates the log.* properties
 

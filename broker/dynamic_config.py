@@ -73,6 +73,8 @@ _BROKER_DOCS = {
     "broker.id": "This broker's id; follows node.id when unset.",
     "num.partitions": "Partitions of topics created without a count (auto-created ones included).",
     "auto.create.topics.enable": "Create a topic on a Metadata request or produce to an unknown one.",
+    "authorizer.class.name": "The authorizer; must stay empty: ACLs are not enforced yet (the ACL APIs answer"
+                             " SECURITY_DISABLED).",
     "delete.topic.enable": "Whether DeleteTopics is allowed.",
     "socket.request.max.bytes": "The largest request accepted.",
     "log.retention.check.interval.ms": "How often retention runs over every partition.",

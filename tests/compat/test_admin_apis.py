@@ -472,3 +472,46 @@ def test_create_topics_with_the_configs_librdkafka_sets(module_broker: Any, ck_a
             bad[topic + "-bad"].result(10)
         assert err.value.args[0].code() == KafkaError.INVALID_CONFIG
     assert not glob.glob(os.path.join(module_broker.data_dir, f"{topic}-bad-*"))
+
+
+def test_acl_admin_calls_are_told_security_disabled(ck_admin: Any, kp_admin: Any) -> None:
+    """No authorizer: confluent-kafka's and kafka-python's ACL calls reach the broker and get
+    SECURITY_DISABLED (before, kafka-python refused them as unsupported by the broker)."""
+    from confluent_kafka import KafkaError, KafkaException
+    from confluent_kafka.admin import (
+        AclBinding,
+        AclBindingFilter,
+        AclOperation,
+        AclPermissionType,
+        ResourcePatternType,
+        ResourceType,
+    )
+    from kafka.admin import ACL, ACLFilter, ACLOperation, ACLPermissionType, ResourcePattern
+    from kafka.admin import ACLResourcePatternType as KpPatternType
+    from kafka.admin import ResourceType as KpResourceType
+    from kafka.errors import SecurityDisabledError
+
+    binding = AclBinding(ResourceType.TOPIC, "orders", ResourcePatternType.LITERAL, "User:alice", "*",
+                         AclOperation.READ, AclPermissionType.ALLOW)
+    any_filter = AclBindingFilter(ResourceType.ANY, None, ResourcePatternType.ANY, None, None, AclOperation.ANY,
+                                  AclPermissionType.ANY)
+    for fut in (*ck_admin.create_acls([binding]).values(), *ck_admin.delete_acls([any_filter]).values()):
+        with pytest.raises(KafkaException) as e:
+            fut.result(timeout=30)
+        assert e.value.args[0].code() == KafkaError.SECURITY_DISABLED
+    # librdkafka drops DescribeAcls' top-level error code (rd_kafka_DescribeAclsResponse_parse):
+    # an empty listing; what tells a client there is no authorizer is authorizer.class.name
+    assert ck_admin.describe_acls(any_filter).result(timeout=30) == []
+    from confluent_kafka.admin import ConfigResource
+    (configs,) = ck_admin.describe_configs([ConfigResource("broker", "0")]).values()
+    assert configs.result(timeout=30)["authorizer.class.name"].value in ("", None)
+
+    acl_filter = ACLFilter(principal=None, host="*", operation=ACLOperation.ANY,
+                           permission_type=ACLPermissionType.ANY,
+                           resource_pattern=ResourcePattern(KpResourceType.TOPIC, "orders", KpPatternType.LITERAL))
+    with pytest.raises(SecurityDisabledError):
+        kp_admin.describe_acls(acl_filter)
+    acl = ACL(principal="User:alice", host="*", operation=ACLOperation.READ, permission_type=ACLPermissionType.ALLOW,
+              resource_pattern=ResourcePattern(KpResourceType.TOPIC, "orders", KpPatternType.LITERAL))
+    result = kp_admin.create_acls([acl])
+    assert result == {"succeeded": [], "failed": [SecurityDisabledError]}  # kafka-python lists the error classes
