@@ -210,13 +210,15 @@ def build_batch(
 
 
 def _read_blob(data: bytes, p: int, end: int, what: str) -> tuple[bytes | None, int]:
-    """A length-prefixed field ending at or before ``end``; length -1 is null."""
+    """A length-prefixed field ending at or before ``end``; length -1 is null. Always ``bytes``
+    (as the C decoder's): a slice of a memoryview would be a view that keeps its buffer
+    exported — an inflated section's mapping could then not be closed."""
     n, p = read_varint(data, p)
     if n == -1:
         return None, p
     if n < -1 or p + n > end:
         raise CorruptRecordError(f"corrupt record: {what} length {n} at {p} runs past the record")
-    return data[p:p + n], p + n
+    return bytes(data[p:p + n]), p + n
 
 
 def _read_headers(data: bytes, p: int, end: int) -> tuple[tuple[Header, ...], int]:

@@ -506,3 +506,20 @@ def test_aiokafka_compressed_batches_both_ways(codec: Compression) -> None:
 def test_uncompressed_bytes_identical_to_aiokafka(records: list[Record]) -> None:
     """aiokafka writes partitionLeaderEpoch -1 like Java: our default bytes are identical."""
     assert bytes(build_batch(records)) == ak_build(records, Compression.NONE)
+
+
+@pytest.mark.parametrize("codec", [Compression.GZIP, Compression.SNAPPY, Compression.LZ4, Compression.ZSTD])
+def test_reference_decoder_inside_an_inflated_section(codec: Compression) -> None:
+    """The pure-Python decoder (the broker's path without the C extension) over an inflated
+    section: its keys, values and header values are bytes, not views, so the section's mapping
+    closes when the block ends (a view kept it exported: BufferError, every compressed produce
+    refused with INVALID_RECORD)."""
+    from client.records.compression import inflated
+    from client.records.record import decode_lists as reference_decode_lists
+
+    buf = build_batch([Record(0, 0, b"k", b"v" * 100, (("h", b"x"),)), Record(1, 0, None, b"w")], compression=codec)
+    with inflated(codec, memoryview(buf)[RECORDS_OFFSET:], 1 << 20) as section:
+        offsets, _, keys, values, headers = reference_decode_lists(section, 2)
+    assert offsets == [0, 1] and keys == [b"k", None] and values == [b"v" * 100, b"w"]
+    assert headers == [(("h", b"x"),), ()]
+    assert all(type(b) is bytes for b in (*keys[:1], *values, headers[0][0][1]))
