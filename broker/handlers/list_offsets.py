@@ -1,4 +1,4 @@
-"""ListOffsets (2), v1-9 (Kafka 3.9): -2 = log start offset, -1 = log end offset (= high
+"""ListOffsets (2), v0-9 (Kafka 3.9): -2 = log start offset, -1 = log end offset (= high
 watermark; with ``isolation_level`` 1, read_committed (v2+), the last stable offset), -3 (v7+) = the first offset holding the largest
 timestamp, -4 (v8+, earliest local) = the log start offset and -5 (v9+, latest tiered) = offset
 -1, as Kafka answers without tiered storage; otherwise the first offset whose record timestamp
@@ -7,9 +7,15 @@ timestamp, -4 (v8+, earliest local) = the log start offset and -5 (v9+, latest t
 ``leader_epoch`` (v4+): 0, the only epoch a partition has here, for any offset found in a log
 that has held records (-1 otherwise, as Kafka's empty epoch cache answers). A
 ``current_leader_epoch`` above 0 is UNKNOWN_LEADER_EPOCH (the client knows a newer leader than
-this broker; cannot happen with one broker). v0 (the old list of offsets) is not served.
+this broker; cannot happen with one broker).
 As in Kafka, an offset found by timestamp at or past the last fetchable offset (the LSO for
-read_committed, else the high watermark) is not answered (offset -1)."""
+read_committed, else the high watermark) is not answered (offset -1).
+
+v0 answers the old style (Kafka's legacyFetchOffsetsBefore, see ``Log.legacy_offsets_before``):
+up to ``max_num_offsets`` offsets in descending order — for -1 the log end offset first, then
+segment base offsets; for -2 the log start offset; for a timestamp, the segments whose files
+were last modified at or before it. The high watermark is the log end offset here, so no
+offset needs capping to it."""
 
 from __future__ import annotations
 
@@ -55,8 +61,24 @@ def _answer(state: BrokerState, name: str, p: dict[str, Any], read_committed: bo
     return resp
 
 
+def _answer_v0(state: BrokerState, name: str, p: dict[str, Any]) -> dict[str, Any]:
+    resp: dict[str, Any] = {"partition_index": p["partition_index"], "error_code": 0, "old_style_offsets": []}
+    log = state.logs.get_log(name, p["partition_index"])
+    if log is None:
+        resp["error_code"] = state.logs.missing_partition_error(name, p["partition_index"])
+        return resp
+    try:
+        resp["old_style_offsets"] = log.legacy_offsets_before(p["timestamp"], p["max_num_offsets"])
+    except Exception as e:  # noqa: BLE001 - the partition's error code (a closed log, a file gone)
+        resp["error_code"] = error_code_of(e)
+    return resp
+
+
 def handle(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
     state = ctx.state
+    if ctx.api_version == 0:
+        return {"topics": [{"name": t["name"], "partitions": [_answer_v0(state, t["name"], p) for p in t["partitions"]]}
+                           for t in request["topics"]]}
     read_committed = request.get("isolation_level", 0) == 1
     topics = [{"name": t["name"], "partitions": [_answer(state, t["name"], p, read_committed)
                                                  for p in t["partitions"]]}

@@ -519,6 +519,30 @@ class Log:
                     return found
         return None
 
+    def legacy_offsets_before(self, timestamp: int, max_num_offsets: int) -> list[int]:
+        """ListOffsets v0's old-style answer (Kafka's legacyFetchOffsetsBefore): candidate
+        offsets are each segment's base offset (at least the log start offset), dated by the
+        segment file's modification time, plus the log end offset dated now when the active
+        segment holds data. -1 (latest) starts from the last candidate, -2 (earliest) from the
+        first, another timestamp from the last candidate dated at or before it; from there at
+        most ``max_num_offsets`` candidates going back, in descending order (empty when none is
+        dated early enough, or for a ``max_num_offsets`` below 1)."""
+        self._check_open()
+        segments = list(self.segments.values())
+        candidates = [(max(seg.base_offset, self.log_start_offset), seg.last_modified_ms) for seg in segments]
+        if segments[-1].size > 0:
+            candidates.append((self._leo, self._now_ms()))
+        if timestamp == LATEST_TIMESTAMP:
+            start = len(candidates) - 1
+        elif timestamp == EARLIEST_TIMESTAMP:
+            start = 0
+        else:
+            start = len(candidates) - 1
+            while start >= 0 and candidates[start][1] > timestamp:
+                start -= 1
+        n = max(min(max_num_offsets, start + 1), 0)
+        return sorted((candidates[start - j][0] for j in range(n)), reverse=True)
+
     # ---------------------------------------------------------------- cleaner support
 
     def segment_list(self, from_offset: int | None = None, to_offset: int | None = None) -> list[LogSegment]:

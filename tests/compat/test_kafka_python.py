@@ -110,6 +110,20 @@ def test_assign_and_seek(module_broker: Any, topic: str) -> None:
         c.close(autocommit=False)
 
 
+def test_list_offsets_v0_for_clients_pinned_before_0_10_1(module_broker: Any, topic: str) -> None:
+    """kafka-python pinned to 0.10.0 asks for offsets with ListOffsets v0 (the old-style list),
+    as Burrow and old Sarama do: it used to time out on a closed connection."""
+    b = module_broker.bootstrap
+    kp_produce(b, topic, None, [Msg(None, b"m%d" % i) for i in range(7)])
+    tp = TopicPartition(topic, 0)
+    c = KafkaConsumer(bootstrap_servers=b, api_version=(0, 10, 0), request_timeout_ms=10000)
+    try:
+        assert c.end_offsets([tp]) == {tp: 7}
+        assert c.beginning_offsets([tp]) == {tp: 0}
+    finally:
+        c.close(autocommit=False)
+
+
 def test_offsets_for_times(module_broker: Any, topic: str) -> None:
     b = module_broker.bootstrap
     base = 1_650_000_000_000

@@ -167,7 +167,7 @@ def test_api_versions_above_max_gets_v0_fallback_and_stays_open(srv: BrokerProce
     (int(MD), 13),  # above our max
     (int(F), 3),  # below our min
     (int(F), 18),
-    (int(LO), 0),
+    (int(LO), 10),
     (int(MD), -1),
 ])
 def test_unsupported_request_closes_only_that_connection(srv: BrokerProcess, key: int, version: int) -> None:

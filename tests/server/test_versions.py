@@ -34,12 +34,13 @@ def _fetch_by_id(topic_id: uuid.UUID, offset: int, **partition: Any) -> dict[str
 
 
 @pytest.mark.parametrize("key,expected", [
-    (ApiKey.PRODUCE, (0, 11)), (ApiKey.FETCH, (4, 17)), (ApiKey.LIST_OFFSETS, (1, 9)), (ApiKey.METADATA, (0, 12)),
+    (ApiKey.PRODUCE, (0, 11)), (ApiKey.FETCH, (4, 17)), (ApiKey.LIST_OFFSETS, (0, 9)), (ApiKey.METADATA, (0, 12)),
     (ApiKey.CREATE_TOPICS, (0, 7)), (ApiKey.DELETE_TOPICS, (0, 6)), (ApiKey.INIT_PRODUCER_ID, (0, 5)),
     (ApiKey.API_VERSIONS, (0, 4)), (ApiKey.FIND_COORDINATOR, (0, 6)),
 ])
 def test_ranges(key: ApiKey, expected: tuple[int, int]) -> None:
-    """Kafka 3.9's maxima; the minima old librdkafka needs (Produce 0, Fetch 4, ListOffsets 1)."""
+    """Kafka 3.9's maxima; the minima old clients need (Produce 0 for old librdkafka, Fetch 4,
+    ListOffsets 0 for Burrow and Sarama)."""
     assert SUPPORTED_VERSIONS[key] == expected
 
 
@@ -151,6 +152,26 @@ def test_list_offsets_special_timestamps(module_broker) -> None:
         assert _list_offset(c, 4, "lo", now + 300)["offset"] == 1
         assert _list_offset(c, 1, "lo", -1)["offset"] == 5
         assert _list_offset(c, 4, "lo", -1, current_leader_epoch=3)["error_code"] == ErrorCode.UNKNOWN_LEADER_EPOCH
+
+
+def test_list_offsets_v0_old_style_offsets(module_broker) -> None:
+    """v0: up to max_num_offsets offsets, descending: for -1 the log end offset, then each
+    segment's base offset; for -2 the log start offset; for a timestamp, the segments whose
+    files were modified at or before it (Kafka's legacyFetchOffsetsBefore)."""
+    with Conn(module_broker.port) as c:
+        c.call(ApiKey.CREATE_TOPICS, 4, create_topic("lo0", configs={"segment.bytes": "500"}))
+        assert _list_offset(c, 0, "lo0", -1, max_num_offsets=5)["old_style_offsets"] == [0]  # empty: base 0
+        for _ in range(3):  # two batches (~400 bytes each) do not fit in 500: one segment per batch
+            assert partition_response(c.call(ApiKey.PRODUCE, 7, produce("lo0", 0, batch(3, 100))))["error_code"] == 0
+        latest = _list_offset(c, 0, "lo0", -1, max_num_offsets=10)
+        assert (latest["error_code"], latest["old_style_offsets"]) == (0, [9, 6, 3, 0])
+        assert _list_offset(c, 0, "lo0", -1, max_num_offsets=1)["old_style_offsets"] == [9]
+        assert _list_offset(c, 0, "lo0", -2, max_num_offsets=3)["old_style_offsets"] == [0]
+        future = int(time.time() * 1000) + 3_600_000
+        assert _list_offset(c, 0, "lo0", future, max_num_offsets=2)["old_style_offsets"] == [9, 6]
+        assert _list_offset(c, 0, "lo0", 1, max_num_offsets=2)["old_style_offsets"] == []  # nothing that old
+        unknown = _list_offset(c, 0, "no-such-topic", -1, max_num_offsets=1)
+        assert (unknown["error_code"], unknown["old_style_offsets"]) == (ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, [])
 
 
 def test_produce_v8_plus_says_why(module_broker) -> None:

@@ -1,6 +1,8 @@
-"""ListOffsets (API key 2): request and response schemas, v1-9 (Kafka 3.9; v0, the
-old-style list of offsets, is not served: Kafka 4 drops it too).
+"""ListOffsets (API key 2): request and response schemas, v0-9 (Kafka 3.9; Kafka 4 drops v0).
 
+v0: the old-style answer, up to ``max_num_offsets`` offsets per partition
+(``old_style_offsets``) instead of one timestamp and offset; tools built on old clients
+(Burrow, Sarama with its default version) still send it.
 v2+: isolation_level; v4+: current_leader_epoch and the answer's leader_epoch; v6+: flexible;
 v7+: MAX_TIMESTAMP (-3); v8+: EARLIEST_LOCAL (-4); v9+: LATEST_TIERED (-5)."""
 
@@ -9,7 +11,7 @@ from __future__ import annotations
 from ..schema import Array, Message
 from ..schema import Field as F
 
-ListOffsetsRequest = Message("ListOffsetsRequest", 2, "1-9", "6+", [
+ListOffsetsRequest = Message("ListOffsetsRequest", 2, "0-9", "6+", [
     # The spec gives no default (0 = broker 0, a follower); a client codec means a consumer (-1).
     F("replica_id", "int32", default=-1),
     F("isolation_level", "int8", "2+"),
@@ -19,16 +21,18 @@ ListOffsetsRequest = Message("ListOffsetsRequest", 2, "1-9", "6+", [
             F("partition_index", "int32"),
             F("current_leader_epoch", "int32", "4+", default=-1),
             F("timestamp", "int64"),
+            F("max_num_offsets", "int32", "0", default=1),
         ])),
     ])),
 ])
-ListOffsetsResponse = Message("ListOffsetsResponse", 2, "1-9", "6+", [
+ListOffsetsResponse = Message("ListOffsetsResponse", 2, "0-9", "6+", [
     F("throttle_time_ms", "int32", "2+"),
     F("topics", Array([
         F("name", "string"),
         F("partitions", Array([
             F("partition_index", "int32"),
             F("error_code", "int16"),
+            F("old_style_offsets", Array("int64"), "0", default=[]),
             F("timestamp", "int64", "1+", default=-1),
             F("offset", "int64", "1+", default=-1),
             F("leader_epoch", "int32", "4+", default=-1),
