@@ -515,3 +515,20 @@ def test_acl_admin_calls_are_told_security_disabled(ck_admin: Any, kp_admin: Any
               resource_pattern=ResourcePattern(KpResourceType.TOPIC, "orders", KpPatternType.LITERAL))
     result = kp_admin.create_acls([acl])
     assert result == {"succeeded": [], "failed": [SecurityDisabledError]}  # kafka-python lists the error classes
+
+
+def test_alter_replica_log_dirs_kafka_python(module_broker: Any, kp_admin: Any) -> None:
+    """kafka-python's alter_replica_log_dirs: the broker's one log dir answers NONE (nothing to
+    move), another path LOG_DIR_NOT_FOUND, a partition not hosted REPLICA_NOT_AVAILABLE."""
+    from kafka import TopicPartitionReplica
+    from kafka.admin import NewTopic
+    from kafka.errors import LogDirNotFoundError, NoError, ReplicaNotAvailableError
+
+    kp_admin.create_topics([NewTopic("ardirs-kp", 1, 1)])
+    here, there = os.path.abspath(module_broker.data_dir), os.path.abspath(module_broker.data_dir) + "-elsewhere"
+    assert kp_admin.alter_replica_log_dirs({TopicPartitionReplica("ardirs-kp", 0, 0): here}) == {
+        TopicPartitionReplica("ardirs-kp", 0, 0): NoError}
+    assert kp_admin.alter_replica_log_dirs({TopicPartitionReplica("ardirs-kp", 0, 0): there}) == {
+        TopicPartitionReplica("ardirs-kp", 0, 0): LogDirNotFoundError}
+    assert kp_admin.alter_replica_log_dirs({TopicPartitionReplica("ardirs-kp", 5, 0): here}) == {
+        TopicPartitionReplica("ardirs-kp", 5, 0): ReplicaNotAvailableError}
