@@ -5,18 +5,10 @@ from __future__ import annotations
 
 from ..schema import NULL, Array, Message
 from ..schema import Field as F
-from .describe_acls import LITERAL
+from .describe_acls import ACL_FILTER, LITERAL
 
 DeleteAclsRequest = Message("DeleteAclsRequest", 31, "0-3", "2+", [
-    F("filters", Array([
-        F("resource_type_filter", "int8"),
-        F("resource_name_filter", "string", nullable="0+", default=NULL),
-        F("pattern_type_filter", "int8", "1+", default=LITERAL),
-        F("principal_filter", "string", nullable="0+", default=NULL),
-        F("host_filter", "string", nullable="0+", default=NULL),
-        F("operation", "int8"),
-        F("permission_type", "int8"),
-    ])),
+    F("filters", Array(ACL_FILTER)),
 ])
 DeleteAclsResponse = Message("DeleteAclsResponse", 31, "0-3", "2+", [
     F("throttle_time_ms", "int32"),

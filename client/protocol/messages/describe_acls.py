@@ -9,7 +9,8 @@ from ..schema import Field as F
 #: PatternType LITERAL: the default of the pattern type fields before v1
 LITERAL = 3
 
-DescribeAclsRequest = Message("DescribeAclsRequest", 29, "0-3", "2+", [
+#: an ACL filter: DescribeAcls' request, and each of DeleteAcls' filters
+ACL_FILTER = [
     F("resource_type_filter", "int8"),
     F("resource_name_filter", "string", nullable="0+", default=NULL),
     F("pattern_type_filter", "int8", "1+", default=LITERAL),
@@ -17,7 +18,9 @@ DescribeAclsRequest = Message("DescribeAclsRequest", 29, "0-3", "2+", [
     F("host_filter", "string", nullable="0+", default=NULL),
     F("operation", "int8"),
     F("permission_type", "int8"),
-])
+]
+
+DescribeAclsRequest = Message("DescribeAclsRequest", 29, "0-3", "2+", ACL_FILTER)
 DescribeAclsResponse = Message("DescribeAclsResponse", 29, "0-3", "2+", [
     F("throttle_time_ms", "int32"),
     F("error_code", "int16"),
