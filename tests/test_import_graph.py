@@ -83,6 +83,7 @@ BROKER_LAYERS: list[set[str]] = [
     {"broker.storage"},  # the log engine: files and mmap, no asyncio
     {"broker.authorizer"},  # ACLs: the StandardAuthorizer's decisions and the durable ACL file
     {"broker.config"},  # broker properties (topic configs are storage's)
+    {"broker.security"},  # listeners, TLS contexts, SASL mechanisms, SCRAM credentials, principals
     {"broker.dynamic_config", "broker.coordinator", "broker.http_listener", "broker.metrics", "broker.testing"},
     {"broker.group"},  # the group coordinator
     {"broker.txn"},  # the transaction coordinator (settles the groups' transactional offsets)

@@ -1,0 +1,1 @@
+"""SASL mechanisms' shared parts: what both the client and the broker compute (SCRAM's keys)."""
