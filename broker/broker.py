@@ -47,6 +47,7 @@ from .config import BrokerConfig
 from .dynamic_config import DynamicBrokerConfig
 from .http_listener import HttpListener, Response
 from .request_context import RequestContext
+from .security.listener_security import ListenerSecurity
 from .socket_server import BrokerServer, Connection, RequestHook, handle_request
 from .state import BrokerState
 from .storage.cleaner import CleanerConfig, LogCleaner
@@ -107,11 +108,13 @@ class Broker:
                                                      run_swap=self._run_on_loop)
             self.cleaner.start()
         self.state = BrokerState(cfg, self.logs, dynamic)
-        host, port = cfg.listener
-        self.server = BrokerServer(self.state, host, port)
+        listeners = [ListenerSecurity(cfg.props, e, getattr(self.state, "scram_credentials", None)) for e in cfg.endpoints]
+        self.server = BrokerServer(self.state, listeners)
         await self.server.start()
-        if self.state.port == 0 or (cfg.props.get("advertised.listeners", "") == "" and port == 0):
-            self.state.port = self.server.port
+        for name, e in self.state.advertised.items():  # port 0: the port each listener was given
+            if e.port == 0:
+                self.state.advertised[name] = e._replace(port=self.server.ports[name])
+        self.state.host, self.state.port = self.state.advertised_endpoint(listeners[0].name)
         await self._start_operator_endpoints()
         self._start_groups()
         self._periodic = [
@@ -131,8 +134,9 @@ class Broker:
         checkpoint_ms = cfg.int("log.flush.offset.checkpoint.interval.ms")
         if checkpoint_ms > 0:  # 0: no periodic checkpoint (Kafka's scheduler runs a period-0 task once)
             self._periodic.append(asyncio.ensure_future(self._every(checkpoint_ms / 1000, self._checkpoint)))
-        logger.info("minibroker listening on %s:%d (advertised %s:%d), data in %s, %d partitions, started in %.3f s",
-                    host, self.server.port, self.state.host, self.state.port, self.logs.log_dir,
+        logger.info("minibroker listening on %s (advertised %s), data in %s, %d partitions, started in %.3f s",
+                    ", ".join(f"{ls.name}://{ls.endpoint.host}:{self.server.ports[ls.name]}" for ls in listeners),
+                    ", ".join(str(e) for e in self.state.advertised.values()), self.logs.log_dir,
                     len(self.logs.logs), time.perf_counter() - t0)
 
     async def _start_operator_endpoints(self) -> None:

@@ -18,6 +18,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
+from .security.listener_security import ListenerSecurity, SecurityConfigError
+from .security.listeners import DEFAULT_PROTOCOL_MAP, EndPoint, ListenerError, parse_endpoints, parse_protocol_map
 from .storage.config import BROKER_SYNONYMS, TOPIC_CONFIGS, LogConfig
 from .storage.errors import InvalidConfigError
 
@@ -34,6 +36,37 @@ class ConfigError(ValueError):
 BROKER_DEFAULTS: dict[str, str] = {
     "listeners": "PLAINTEXT://127.0.0.1:9092",  # ours (Kafka: PLAINTEXT://:9092)
     "advertised.listeners": "",
+    "listener.security.protocol.map": DEFAULT_PROTOCOL_MAP,
+    # TLS (broker/security/ssl_factory.py); each may be set per listener: listener.name.<name>.<property>
+    "ssl.keystore.type": "JKS",  # Kafka's default; a PEM or PKCS12 file is recognised by its content
+    "ssl.keystore.location": "",
+    "ssl.keystore.password": "",
+    "ssl.key.password": "",
+    "ssl.keystore.key": "",
+    "ssl.keystore.certificate.chain": "",
+    "ssl.truststore.type": "JKS",
+    "ssl.truststore.location": "",
+    "ssl.truststore.password": "",
+    "ssl.truststore.certificates": "",
+    "ssl.client.auth": "none",
+    "ssl.enabled.protocols": "TLSv1.2,TLSv1.3",
+    "ssl.protocol": "TLSv1.3",
+    "ssl.cipher.suites": "",
+    "ssl.principal.mapping.rules": "DEFAULT",
+    "ssl.endpoint.identification.algorithm": "https",
+    # SASL (broker/security/authenticator.py)
+    "sasl.enabled.mechanisms": "GSSAPI",  # Kafka's default; GSSAPI itself is refused at start-up
+    "sasl.server.max.receive.size": "524288",
+    "connections.max.reauth.ms": "0",
+    "connection.failed.authentication.delay.ms": "100",
+    "sasl.oauthbearer.jwks.endpoint.url": "",
+    "sasl.oauthbearer.expected.audience": "",
+    "sasl.oauthbearer.expected.issuer": "",
+    "sasl.oauthbearer.scope.claim.name": "scope",
+    "sasl.oauthbearer.sub.claim.name": "sub",
+    "sasl.oauthbearer.clock.skew.seconds": "30",
+    # ours: a connection must finish its TLS handshake and SASL login within this, or it is closed
+    "connections.authentication.timeout.ms": "10000",
     "log.dirs": "./data",  # ours (Kafka: /tmp/kafka-logs)
     "node.id": "0",
     "broker.id": "",
@@ -154,6 +187,11 @@ BROKER_TYPES: dict[str, tuple[str, int | None, int | None]] = {
     "metrics.connections.max": ("int", 1, None),
     "metrics.connections.max.idle.ms": ("int", 1, None),
     "metrics.request.timeout.ms": ("int", 1, None),
+    "sasl.server.max.receive.size": ("int", 1, None),
+    "connections.max.reauth.ms": ("long", 0, None),
+    "connection.failed.authentication.delay.ms": ("int", 0, None),
+    "sasl.oauthbearer.clock.skew.seconds": ("int", 0, None),
+    "connections.authentication.timeout.ms": ("int", 1, None),
 }
 
 #: minibroker's floor (ms) for the properties that set the period of one of its timers or loops
@@ -194,6 +232,7 @@ def check_period_floor(key: str, value: str) -> None:
 #: Properties that take one of a few strings (Kafka's ValidString), checked at start-up too.
 BROKER_CHOICES: dict[str, tuple[str, ...]] = {
     "log.cleaner.mode": ("process", "thread"),
+    "ssl.client.auth": ("none", "requested", "required"),
 }
 
 
@@ -294,13 +333,11 @@ class BrokerConfig:
 
     def validate(self) -> None:
         for k in self.props:
-            if k not in BROKER_DEFAULTS and k not in _LOG_PROPS:
+            if k not in BROKER_DEFAULTS and k not in _LOG_PROPS and not k.startswith("listener.name."):
                 logger.warning("The configuration '%s' was supplied but isn't a known config.", k)
         if not self.log_dir:
             raise ConfigError("At least one log directory must be defined via log.dirs or log.dir.")
-        parse_listener(self.props["listeners"], "listeners")
-        if self.props.get("advertised.listeners"):
-            parse_listener(self.props["advertised.listeners"], "advertised.listeners")
+        _ = self.advertised_endpoints  # validates listeners and advertised.listeners
         for k, (kind, lower, upper) in BROKER_TYPES.items():
             value = self.props.get(k, "")
             if value.strip() or k != "broker.id":  # broker.id may be left empty (node.id then)
@@ -316,6 +353,11 @@ class BrokerConfig:
                               " cannot enforce ACLs yet; refusing to start rather than run without them")
         _ = self.metrics_listener, self.fault_injection_listener
         _ = self.log_config  # validates the log.* properties
+        for endpoint in self.endpoints:  # TLS material readable, SASL mechanisms usable, per listener
+            try:
+                ListenerSecurity(self.props, endpoint)
+            except SecurityConfigError as e:
+                raise ConfigError(str(e)) from None
 
     def get(self, key: str) -> str:
         return self.props[key]
@@ -349,15 +391,50 @@ class BrokerConfig:
         return v == "true"
 
     @property
+    def endpoints(self) -> list[EndPoint]:
+        """``listeners``, each with its security protocol (security/listeners.py); ConfigError
+        for a bad entry, a name without a protocol, a name or a port used twice."""
+        try:
+            protocols = parse_protocol_map(self.props["listener.security.protocol.map"])
+            out = parse_endpoints(self.props["listeners"], "listeners", protocols, "0.0.0.0")
+        except ListenerError as e:
+            raise ConfigError(str(e)) from None
+        ports = [e.port for e in out if e.port != 0]
+        if len(ports) != len(set(ports)):
+            raise ConfigError(f"listeners: each listener must have a different port, got {self.props['listeners']!r}")
+        return out
+
+    @property
+    def advertised_endpoints(self) -> dict[str, EndPoint]:
+        """Per listener name, the endpoint clients that came in on it are told about:
+        ``advertised.listeners``' entry for that name, else the listener's own address
+        (127.0.0.1 for a wildcard host). A port of 0 is filled in once the listener is bound."""
+        endpoints = self.endpoints
+        out = {e.name: e._replace(host="127.0.0.1" if e.host in ("0.0.0.0", "", "::") else e.host)
+               for e in endpoints}
+        given = self.props.get("advertised.listeners", "").strip()
+        if given:
+            try:
+                protocols = {e.name: e.security_protocol for e in endpoints}
+                advertised = parse_endpoints(given, "advertised.listeners", protocols, "127.0.0.1")
+            except ListenerError as e:
+                raise ConfigError(str(e).replace("add it to listener.security.protocol.map",
+                                                 "every advertised listener must be one of listeners")) from None
+            for ep in advertised:
+                out[ep.name] = ep
+        return out
+
+    @property
     def listener(self) -> tuple[str, builtins.int]:
-        return parse_listener(self.props["listeners"], "listeners")
+        """The first listener's (host, port)."""
+        first = self.endpoints[0]
+        return first.host, first.port
 
     @property
     def advertised_listener(self) -> tuple[str, builtins.int]:
-        if self.props.get("advertised.listeners"):
-            return parse_listener(self.props["advertised.listeners"], "advertised.listeners")
-        host, port = self.listener
-        return ("127.0.0.1" if host in ("0.0.0.0", "", "::") else host), port
+        """What the first listener advertises, (host, port)."""
+        first = self.advertised_endpoints[self.endpoints[0].name]
+        return first.host, first.port
 
     @property
     def metrics_listener(self) -> tuple[str, builtins.int] | None:

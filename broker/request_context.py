@@ -18,26 +18,14 @@ Fields:
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING
+
+from .security.principal import ANONYMOUS, KafkaPrincipal
 
 if TYPE_CHECKING:
     from .state import BrokerState
 
 __all__ = ["KafkaPrincipal", "ANONYMOUS", "Session", "RequestContext"]
-
-
-class KafkaPrincipal(NamedTuple):
-    """A principal as Kafka writes it, ``<type>:<name>`` (``User:alice``)."""
-
-    principal_type: str
-    name: str
-
-    def __str__(self) -> str:
-        return f"{self.principal_type}:{self.name}"
-
-
-#: the principal of an unauthenticated connection (Kafka's KafkaPrincipal.ANONYMOUS)
-ANONYMOUS = KafkaPrincipal("User", "ANONYMOUS")
 
 
 class Session:

@@ -18,8 +18,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--config", metavar="FILE", help="server.properties-style file (Kafka's property names)")
     parser.add_argument("--override", metavar="KEY=VALUE", action="append", default=[],
                         help="set one property, e.g. --override num.partitions=3 (repeatable)")
-    parser.add_argument("--host", help="listen address (sets listeners; default 127.0.0.1)")
-    parser.add_argument("--port", type=int, help="listen port (sets listeners; default 9092; 0 = any free port)")
+    parser.add_argument("--host", help="listen address of the first listener (default 127.0.0.1)")
+    parser.add_argument("--port", type=int, help="listen port of the first listener (default 9092; 0 = any free port)")
     parser.add_argument("--data-dir", metavar="DIR", help="data directory (sets log.dirs; default ./data)")
     parser.add_argument("--metrics-port", type=int, metavar="PORT",
                         help="serve Prometheus metrics and /healthz on http://127.0.0.1:PORT (sets metrics.listeners;"
@@ -40,13 +40,11 @@ def run(args: argparse.Namespace) -> int:
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     try:
         cfg = BrokerConfig.load(args.config, args.override)
-        if args.host is not None or args.port is not None:
-            host, port = cfg.listener
-            host = args.host if args.host is not None else host
-            port = args.port if args.port is not None else port
-            if ":" in host and not host.startswith("["):  # an IPv6 address: [::1]:9092
-                host = f"[{host}]"
-            cfg.set("listeners", f"PLAINTEXT://{host}:{port}")
+        if args.host is not None or args.port is not None:  # they change the first listener
+            first, *rest = cfg.endpoints
+            first = first._replace(host=args.host if args.host is not None else first.host,
+                                   port=args.port if args.port is not None else first.port)
+            cfg.set("listeners", ",".join(str(e) for e in (first, *rest)))
         if args.metrics_port is not None:
             cfg.set("metrics.listeners", f"http://127.0.0.1:{args.metrics_port}")
         if args.data_dir is not None:

@@ -57,10 +57,13 @@ import collections
 import logging
 import os
 import socket
+import ssl
 import struct
 import time
 from collections.abc import Callable
 from typing import Any
+
+import aiofiles.os
 
 from client.protocol.api import SUPPORTED_VERSIONS, ApiKey, ErrorCode
 from client.protocol.frame import FrameDecoder, FrameError
@@ -71,6 +74,9 @@ from client.protocol.primitives import DecodeError, Writer
 from .handlers import CLOSE, HANDLERS, NO_RESPONSE, FetchReply
 from .log_limiter import LogLimiter
 from .request_context import RequestContext, Session
+from .security.authenticator import AuthenticationFailed, SaslAuthenticator
+from .security.listener_security import ListenerSecurity
+from .security.principal import KafkaPrincipal, PrincipalMappingError, certificate_subject
 from .state import BrokerState
 from .storage.file_records import FileSlice
 
@@ -144,17 +150,30 @@ class Connection:
     """One client connection: the readable callback (``_on_readable``) and the write path
     (``_flush``) described in the module docstring."""
 
-    def __init__(self, server: BrokerServer, sock: socket.socket, peer: str) -> None:
+    def __init__(self, server: BrokerServer, sock: socket.socket, peer: str, listener: ListenerSecurity) -> None:
         self.server = server
         self.sock = sock
         self.fd = sock.fileno()
         self.peer = peer
+        self.listener = listener
         #: the peer's address without the port: the key of its log lines' rate limit
         self.host, _, port = peer.rpartition(":")
-        #: who is at the other end (the principal, once authentication exists): every request's context holds it
-        self.session = Session(self.host, int(port or 0))
+        #: who is at the other end: every request's context holds it (the principal is set by
+        #: the TLS handshake or the SASL login)
+        self.session = Session(self.host, int(port or 0), listener_name=listener.name,
+                               security_protocol=listener.endpoint.security_protocol)
         self.loop = asyncio.get_running_loop()
-        self.decoder = FrameDecoder(server.max_request_size)
+        #: SASL listeners: the login's state machine (None on PLAINTEXT and SSL listeners)
+        self.auth: SaslAuthenticator | None = SaslAuthenticator(listener) if listener.endpoint.sasl else None
+        #: True until the SASL login completes: requests go to ``_dispatch_sasl``
+        self.authenticating = self.auth is not None
+        #: a frame before the login is bounded by sasl.server.max.receive.size (Kafka's)
+        self.decoder = FrameDecoder(min(server.max_request_size, listener.max_receive_size)
+                                    if self.authenticating else server.max_request_size)
+        #: how bytes go out: the socket's own send, or TLS's (TlsConnection)
+        self._send: Callable[[Any], int] = sock.send
+        #: closes a connection whose TLS handshake or SASL login is not done in time
+        self._auth_timer: asyncio.TimerHandle | None = None
         #: replies in request order: bytes (a whole frame), a deque of wire parts (bytes,
         #: memoryview, FileSlice: a Fetch reply, or what is left of a partial send), _Pending
         self.queue: collections.deque[Any] = collections.deque()
@@ -172,7 +191,19 @@ class Connection:
         self.last_active = time.monotonic()
 
     def start(self) -> None:
+        if self.authenticating or self.listener.endpoint.tls:
+            self._start_auth_timer()
         self._start_reading()
+
+    def _start_auth_timer(self) -> None:
+        self._auth_timer = self.loop.call_later(self.listener.auth_timeout_ms / 1000, self._auth_timed_out)
+
+    def _auth_timed_out(self) -> None:
+        self._auth_timer = None
+        self.server.log_limiter.info(self.host, "authentication timeout", "closing connection from %s: no"
+                                     " TLS handshake and SASL login within connections.authentication.timeout.ms"
+                                     " (%d ms)", self.peer, self.listener.auth_timeout_ms)
+        self.close()
 
     # ------------------------------------------------------------ reading
 
@@ -252,11 +283,17 @@ class Connection:
             self._start_reading()
 
     def _dispatch(self, frame: bytearray) -> None:
+        if self.authenticating:
+            self._dispatch_sasl(frame)
+            return
         try:
             header, reader = decode_request_header(frame)
         except DecodeError as e:
             raise _Close(f"malformed request header: {e}", "malformed header") from None
         key, version, cid = header.api_key, header.api_version, header.correlation_id
+        if self.auth is not None and self._session_check(key):
+            self._dispatch_sasl(frame)
+            return
         supported = SUPPORTED_VERSIONS.get(key)  # type: ignore[call-overload]
         if supported is None:
             raise _Close(f"unknown API key {key} (correlation id {cid}, client {header.client_id!r})", "unknown API key")
@@ -290,6 +327,108 @@ class Connection:
         else:
             self.queue.append(_encode(key, version, cid, result))
 
+    # ------------------------------------------------------------ SASL
+
+    def _session_check(self, key: int) -> bool:
+        """An authenticated SASL connection's request: True if it starts a re-authentication
+        (a SaslHandshake when sessions expire); _Close if the session has expired (KIP-368:
+        a client that did not re-authenticate in time is disconnected)."""
+        auth = self.auth
+        assert auth is not None
+        if key == ApiKey.SASL_HANDSHAKE and auth.can_reauthenticate():
+            auth.begin_reauthentication()
+            self.authenticating = True
+            return True
+        if auth.expired():
+            raise _Close(f"the SASL session of {self.session.principal} expired (connections.max.reauth.ms) and the"
+                         " client did not re-authenticate", "session expired")
+        return False
+
+    def _dispatch_sasl(self, frame: bytearray) -> None:
+        """A frame before the SASL login completes (the authenticator's states)."""
+        auth = self.auth
+        assert auth is not None
+        if auth.raw:  # after SaslHandshake v0: the frame is the token itself, answered raw
+            try:
+                challenge = auth.raw_token(bytes(frame))
+            except AuthenticationFailed as e:
+                self._authentication_failed(e, 0, 0, 0)
+                return
+            self.queue.append(_SIZE.pack(len(challenge)) + challenge)
+            if auth.complete:
+                self._authenticated()
+            return
+        try:
+            header, reader = decode_request_header(frame)
+        except DecodeError as e:
+            raise _Close(f"malformed request header during SASL authentication: {e}", "malformed header") from None
+        key, version, cid = header.api_key, header.api_version, header.correlation_id
+        if not auth.accepts(key):
+            name = ApiKey(key).name if key in ApiKey._value2member_map_ else str(key)
+            raise _Close(f"Unexpected Kafka request of type {name} during SASL handshake.", "unexpected request")
+        if key == ApiKey.API_VERSIONS:
+            auth.saw_api_versions()
+            self.authenticating = False  # served as any connection's
+            try:
+                self._dispatch(frame)
+            finally:
+                self.authenticating = not auth.complete
+            return
+        lo, hi = SUPPORTED_VERSIONS[ApiKey(key)]
+        if not lo <= version <= hi:
+            raise _Close(f"unsupported version {version} of API {ApiKey(key).name} during SASL authentication",
+                         "unsupported version")
+        try:
+            request = REQUESTS[key].decode(reader, version)
+        except DecodeError as e:
+            raise _Close(f"malformed {ApiKey(key).name} v{version} request body: {e}", "malformed body") from None
+        try:
+            if key == ApiKey.SASL_HANDSHAKE:
+                response = auth.handshake(version, request["mechanism"])
+            else:
+                response = auth.authenticate(version, bytes(request["auth_bytes"]))
+        except AuthenticationFailed as e:
+            self._authentication_failed(e, key, version, cid)
+            return
+        self.queue.append(_encode(key, version, cid, response))
+        if auth.complete:
+            self._authenticated()
+
+    def _authenticated(self) -> None:
+        auth = self.auth
+        assert auth is not None and auth.principal is not None
+        self.authenticating = False
+        self.decoder.max_size = self.server.max_request_size
+        if self._auth_timer is not None:
+            self._auth_timer.cancel()
+            self._auth_timer = None
+        stats = self.server.auth_stats
+        if auth.reauthenticating:
+            auth.reauthenticating = False
+            stats["successful-reauthentication-total"] += 1
+        else:
+            stats["successful-authentication-total"] += 1
+            if not auth.reauth_capable:
+                stats["successful-authentication-no-reauth-total"] += 1
+        self.session.principal = auth.principal
+        logger.debug("%s authenticated as %s with %s on listener %s", self.peer, auth.principal,
+                     auth.mechanism_name, self.listener.name)
+
+    def _authentication_failed(self, e: Exception, key: int, version: int, cid: int) -> None:
+        """Kafka's KIP-306: the failure's answer goes out after
+        ``connection.failed.authentication.delay.ms``, then the connection closes; nothing more is
+        read from it meanwhile."""
+        reauth = self.auth is not None and self.auth.reauthenticating
+        self.server.auth_stats["failed-reauthentication-total" if reauth else "failed-authentication-total"] += 1
+        self.server.log_limiter.info(self.host, "authentication failed", "failed authentication from %s on"
+                                     " listener %s: %s", self.peer, self.listener.name, e)
+        response = e.response if isinstance(e, AuthenticationFailed) else None
+        delay = self.listener.failed_delay_ms / 1000
+        answer: asyncio.Future[Any] = self.loop.create_future()
+        self.loop.call_later(delay, _resolve, answer, NO_RESPONSE if response is None else response)
+        self.queue.append(_Pending(key, version, cid, answer))
+        self._end()
+
     # ------------------------------------------------------------ writing
 
     def _flush(self) -> None:
@@ -304,6 +443,9 @@ class Connection:
         q = self.queue
         sent = False
         try:
+            if self._pending_output():
+                self._wait_writable()
+                return
             while q:
                 item = q[0]
                 t = type(item)
@@ -312,7 +454,7 @@ class Connection:
                     if q:
                         data = self._take_ready(data)
                     try:
-                        n = self.sock.send(data)
+                        n = self._send(data)
                     except BlockingIOError:
                         n = 0
                     if n < len(data):
@@ -320,8 +462,10 @@ class Connection:
                         self._wait_writable()
                         break
                 elif t is collections.deque:
-                    if not self._send_parts(item):
-                        self._wait_writable()
+                    done = self._send_parts(item)
+                    if not done:
+                        if done is False:  # None: waiting for a file read (_waiting is set)
+                            self._wait_writable()
                         break
                     q.popleft()
                 else:  # _Pending
@@ -340,7 +484,14 @@ class Connection:
         if sent:
             self.last_active = time.monotonic()
         if not q and self.closing:
+            if self._pending_output():
+                self._wait_writable()
+                return
             self._finish()
+
+    def _pending_output(self) -> bool:
+        """Bytes accepted by ``_send`` but not yet on the socket (TLS records); none here."""
+        return False
 
     def _take_ready(self, first: bytes) -> bytes:
         """``first`` and the ready replies behind it, up to about 1 MiB, as one buffer. Replies
@@ -361,10 +512,10 @@ class Connection:
             parts.append(q.popleft())
         return first if len(parts) == 1 else b"".join(parts)
 
-    def _send_parts(self, parts: collections.deque[Any]) -> bool:
+    def _send_parts(self, parts: collections.deque[Any]) -> bool | None:
         """Send ``parts`` (bytes-like, or FileSlice by ``os.sendfile``) from the left, removing
         what went out; False when the socket is full (what is left stays in ``parts``)."""
-        fd, sock = self.fd, self.sock
+        fd = self.fd
         while parts:
             part = parts[0]
             if type(part) is FileSlice:
@@ -381,7 +532,7 @@ class Connection:
                     return False
             else:
                 try:
-                    n = sock.send(part)
+                    n = self._send(part)
                 except BlockingIOError:
                     return False
                 if n < len(part):
@@ -453,6 +604,9 @@ class Connection:
         if self._finished:
             return
         self._finished = self.closing = True
+        if self._auth_timer is not None:
+            self._auth_timer.cancel()
+            self._auth_timer = None
         self._stop_reading()
         if self._resume is not None:
             self._resume.cancel()
@@ -494,6 +648,203 @@ class Connection:
         self._end()
 
 
+#: plaintext encrypted per TLS write (a bound on the TLS records waiting for the socket)
+_TLS_CHUNK = 1 << 18
+#: bytes of a .log slice read per file read on a TLS connection (one read in flight per connection)
+_TLS_READ_CHUNK = 1 << 20
+_pread = aiofiles.os.wrap(os.pread)
+
+
+class TlsConnection(Connection):
+    """A connection on an SSL or SASL_SSL listener: the same callbacks, with TLS in memory
+    (``ssl.MemoryBIO`` in and out of an ``SSLObject``) between the socket and the frames.
+
+    - Reading: the received bytes feed the TLS object; until the handshake is done they only
+      drive it (its answers go out raw); then the decrypted bytes feed the FrameDecoder.
+    - Writing: ``_send`` (``_tls_send``) encrypts up to ``_TLS_CHUNK`` bytes at a time and sends
+      the records; records the socket did not take wait in ``_cipher_out`` (``_pending_output``)
+      and nothing more is encrypted until they are gone: the buffered output stays bounded.
+    - Fetch record bytes cannot be sent with ``os.sendfile`` (the kernel would send them
+      unencrypted): each ``FileSlice`` is read with aiofiles off the event loop, at most
+      ``_TLS_READ_CHUNK`` bytes and one read at a time, then encrypted and sent like any bytes;
+      the next read starts only once the previous chunk is on its way (back-pressure).
+    - On an SSL listener the principal comes from the client's certificate (when it sent one)
+      through ``ssl.principal.mapping.rules``; otherwise ``User:ANONYMOUS``. A handshake that
+      fails (a plaintext client, an untrusted certificate) closes the connection after a log line.
+    """
+
+    def __init__(self, server: BrokerServer, sock: socket.socket, peer: str, listener: ListenerSecurity,
+                 context: ssl.SSLContext) -> None:
+        super().__init__(server, sock, peer, listener)
+        self._incoming = ssl.MemoryBIO()
+        self._outgoing = ssl.MemoryBIO()
+        self._tls = context.wrap_bio(self._incoming, self._outgoing, server_side=True)
+        self._handshaken = False
+        self._cipher_out: memoryview | None = None
+        self._file_read: asyncio.Future[bytes] | None = None
+        self._send = self._tls_send
+
+    def _on_readable(self) -> None:
+        try:
+            n = self.sock.recv_into(self.server.read_buffer)
+        except BlockingIOError:
+            return
+        except OSError as e:
+            logger.debug("connection from %s failed: %s", self.peer, e)
+            self._end()
+            return
+        if n == 0:
+            self._end()
+            return
+        self._incoming.write(self.server.read_view[:n])
+        tls = self._tls
+        try:
+            if not self._handshaken:
+                try:
+                    tls.do_handshake()
+                except ssl.SSLWantReadError:
+                    self._collect_output()
+                    self._flush()
+                    return
+                self._handshake_done()
+                if self._finished or self.closing:
+                    return
+            while True:
+                data = tls.read(_RECV_SIZE)
+                if not data:
+                    break
+                self.decoder.feed(data)
+        except ssl.SSLWantReadError:
+            pass
+        except ssl.SSLZeroReturnError:  # the client's close_notify
+            self._end()
+            return
+        except ssl.SSLError as e:
+            self._tls_failed(e)
+            return
+        self._collect_output()  # a TLS 1.3 key update's answer, session tickets
+        self._process()
+
+    def _tls_failed(self, e: ssl.SSLError) -> None:
+        what = "TLS handshake" if not self._handshaken else "TLS"
+        if not self._handshaken:
+            self.server.auth_stats["failed-authentication-total"] += 1
+        self.server.log_limiter.info(self.host, "tls failed", "closing connection from %s on listener %s: %s failed:"
+                                     " %s", self.peer, self.listener.name, what, e.reason or e)
+        self._collect_output()  # the alert, if any, goes out before the close
+        self.closing = True
+        self._stop_reading()
+        self._flush()
+        if not self._finished and not self._pending_output():
+            self._finish()
+
+    def _handshake_done(self) -> None:
+        self._handshaken = True
+        self._collect_output()
+        if self.auth is not None:  # SASL_SSL: the principal comes from the SASL login
+            return
+        der = self._tls.getpeercert(binary_form=True)
+        if der:
+            try:
+                name = self.listener.principal_mapper.name(certificate_subject(der))
+            except (PrincipalMappingError, ValueError) as e:
+                self.server.auth_stats["failed-authentication-total"] += 1
+                self.server.log_limiter.info(self.host, "authentication failed", "failed authentication from %s on"
+                                             " listener %s: %s", self.peer, self.listener.name, e)
+                self.close()
+                return
+            self.session.principal = KafkaPrincipal("User", name)
+        self.server.auth_stats["successful-authentication-total"] += 1
+        if self._auth_timer is not None:
+            self._auth_timer.cancel()
+            self._auth_timer = None
+
+    def _collect_output(self) -> None:
+        data = self._outgoing.read()
+        if data:
+            self._cipher_out = memoryview(data if self._cipher_out is None else bytes(self._cipher_out) + data)
+
+    def _flush_cipher(self) -> bool:
+        """Send the TLS records waiting; False if the socket did not take them all."""
+        out = self._cipher_out
+        if out is None:
+            return True
+        try:
+            n = self.sock.send(out)
+        except BlockingIOError:
+            return False
+        if n < len(out):
+            self._cipher_out = out[n:]
+            return False
+        self._cipher_out = None
+        return True
+
+    def _pending_output(self) -> bool:
+        return self._cipher_out is not None and not self._flush_cipher()
+
+    def _tls_send(self, data: Any) -> int:
+        """Encrypt and send ``data`` as far as the socket takes it: the plaintext bytes taken
+        (BlockingIOError when records of an earlier call still wait)."""
+        if self._cipher_out is not None and not self._flush_cipher():
+            raise BlockingIOError
+        view = memoryview(data)
+        total, size = 0, len(view)
+        while total < size:
+            chunk = view[total:total + _TLS_CHUNK]
+            self._tls.write(chunk)
+            total += len(chunk)
+            self._collect_output()
+            if not self._flush_cipher():
+                break
+        return total
+
+    def _send_parts(self, parts: collections.deque[Any]) -> bool | None:
+        """As Connection's, but a FileSlice is read (aiofiles, off the loop) and encrypted; None
+        while a read is in flight (``_waiting`` is set to it)."""
+        while parts:
+            part = parts[0]
+            if type(part) is FileSlice:
+                read = self._file_read
+                if read is None:
+                    self._file_read = read = asyncio.ensure_future(
+                        _pread(part.fd, min(part.size, _TLS_READ_CHUNK), part.position))
+                if not read.done():
+                    self._waiting = read
+                    read.add_done_callback(self._on_done)
+                    return None
+                self._file_read = None
+                data = read.result()
+                if not data:
+                    raise _Close(f"log file shrank during a fetch (fd {part.fd} at {part.position})")
+                if len(data) < part.size:
+                    parts[0] = part._replace(position=part.position + len(data), size=part.size - len(data))
+                    parts.appendleft(data)
+                else:
+                    parts[0] = data
+                continue
+            try:
+                n = self._send(part)
+            except BlockingIOError:
+                return False
+            if n < len(part):
+                parts[0] = memoryview(part)[n:]
+                return False
+            parts.popleft()
+        return True
+
+    def _finish(self) -> None:
+        read = self._file_read
+        if read is not None:
+            self._file_read = None
+            read.add_done_callback(lambda f: f.cancelled() or f.exception())  # retrieved: no warning
+        super()._finish()
+
+
+def _resolve(future: asyncio.Future[Any], value: Any) -> None:
+    if not future.done():
+        future.set_result(value)
+
+
 def _encode(key: int, version: int, cid: int, body: Any) -> bytes | collections.deque[Any]:
     """A reply's wire form: the whole frame as bytes, or for a Fetch reply with record bytes
     the parts to send in turn (the size field is prepended to the first)."""
@@ -513,12 +864,19 @@ def _encode(key: int, version: int, cid: int, body: Any) -> bytes | collections.
 
 
 class BrokerServer:
-    """Listens on ``host:port`` and serves ``state``; ``start()``, then ``stop()``."""
+    """Listens on every listener of ``listeners`` and serves ``state``; ``start()``, then
+    ``stop()``. ``max.connections`` counts the connections of all listeners together."""
 
-    def __init__(self, state: BrokerState, host: str, port: int) -> None:
+    def __init__(self, state: BrokerState, listeners: list[ListenerSecurity]) -> None:
         self.state = state
-        self.host = host
-        self.port = port
+        self.listeners = {ls.name: ls for ls in listeners}
+        first = listeners[0].endpoint
+        #: the first listener's address (its port once bound)
+        self.host, self.port = first.host, first.port
+        #: per listener name, the port it listens on (once bound)
+        self.ports: dict[str, int] = {ls.name: ls.endpoint.port for ls in listeners}
+        #: Kafka's authentication counters (their names in Kafka's selector metrics), all listeners
+        self.auth_stats: collections.Counter[str] = collections.Counter()
         self.max_request_size = state.config.int("socket.request.max.bytes")
         self.max_queued = state.config.int("queued.max.requests")
         self.max_connections = state.config.int("max.connections")
@@ -536,13 +894,14 @@ class BrokerServer:
         #: of the handler for every decoded request (metrics, fault injection; see
         #: ``handle_request``); returns what a handler returns.
         self.request_hook: RequestHook | None = None
-        self._listener: socket.socket | None = None
-        self._accept_task: asyncio.Task[None] | None = None
+        self._sockets: list[socket.socket] = []
+        self._accept_tasks: list[asyncio.Task[None]] = []
         self._idle_task: asyncio.Task[None] | None = None
 
-    async def start(self) -> None:
+    @staticmethod
+    def _bind(host: str, port: int, name: str) -> socket.socket:
         try:
-            infos = socket.getaddrinfo(self.host, self.port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+            infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
             family, _, _, _, addr = infos[0]
             sock = socket.socket(family, socket.SOCK_STREAM)
             try:
@@ -553,13 +912,25 @@ class BrokerServer:
                 sock.close()
                 raise
         except OSError as e:  # the line an operator sees names the property and the address
-            error = OSError(f"listeners: cannot listen on {self.host}:{self.port}: {e.strerror or e}")
+            error = OSError(f"listeners: cannot listen on {host}:{port} (listener {name}): {e.strerror or e}")
             error.errno = e.errno
             raise error from None
         sock.setblocking(False)
-        self._listener = sock
-        self.port = sock.getsockname()[1]
-        self._accept_task = asyncio.ensure_future(self._accept_loop())
+        return sock
+
+    async def start(self) -> None:
+        try:
+            for ls in self.listeners.values():
+                sock = self._bind(ls.endpoint.host, ls.endpoint.port, ls.name)
+                self._sockets.append(sock)
+                self.ports[ls.name] = sock.getsockname()[1]
+        except OSError:
+            for sock in self._sockets:
+                sock.close()
+            raise
+        self.port = next(iter(self.ports.values()))
+        for ls, sock in zip(self.listeners.values(), self._sockets, strict=True):
+            self._accept_tasks.append(asyncio.ensure_future(self._accept_loop(sock, ls)))
         if self.max_idle >= 0:  # negative: no idle timeout (Kafka's Selector)
             self._idle_task = asyncio.ensure_future(self._close_idle_connections())
 
@@ -577,12 +948,11 @@ class BrokerServer:
                                           " connections.max.idle.ms (%d ms)", conn.peer, int(self.max_idle * 1000))
                     conn.close()
 
-    async def _accept_loop(self) -> None:
+    async def _accept_loop(self, listener: socket.socket, security: ListenerSecurity) -> None:
         loop = asyncio.get_running_loop()
-        assert self._listener is not None
         while True:
             try:
-                conn_sock, addr = await loop.sock_accept(self._listener)
+                conn_sock, addr = await loop.sock_accept(listener)
             except asyncio.CancelledError:
                 raise
             except OSError as e:
@@ -599,7 +969,10 @@ class BrokerServer:
                 continue
             conn_sock.setblocking(False)
             conn_sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-            conn = Connection(self, conn_sock, f"{ip}:{addr[1]}")
+            peer = f"{ip}:{addr[1]}"
+            context = security.ssl_context  # read per connection: a new keystore applies to new ones
+            conn = (Connection(self, conn_sock, peer, security) if context is None
+                    else TlsConnection(self, conn_sock, peer, security, context))
             self.connections.add(conn)
             self._per_ip[ip] += 1
             self.accepted += 1
@@ -616,14 +989,14 @@ class BrokerServer:
     async def stop_accepting(self) -> None:
         if self._idle_task is not None:
             self._idle_task.cancel()
-        if self._accept_task is not None:
-            self._accept_task.cancel()
+        for task in self._accept_tasks:
+            task.cancel()
             try:
-                await self._accept_task
+                await task
             except (asyncio.CancelledError, Exception):  # noqa: BLE001
                 pass
-        if self._listener is not None:
-            self._listener.close()
+        for sock in self._sockets:
+            sock.close()
 
     async def stop(self, grace: float = 5.0) -> None:
         """Stop accepting, let in-flight requests finish (up to ``grace`` s), close connections."""

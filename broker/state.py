@@ -74,6 +74,11 @@ INFLATE_THREADS = 2
 
 
 class BrokerState:
+    def advertised_endpoint(self, listener_name: str) -> tuple[str, int]:
+        """(host, port) to tell a client that came in on ``listener_name``."""
+        e = self.advertised.get(listener_name)
+        return (self.host, self.port) if e is None else (e.host, e.port)
+
     def __init__(self, config: BrokerConfig, logs: LogManager, dynamic: DynamicBrokerConfig | None = None) -> None:
         self.config = config
         self.logs = logs
@@ -83,6 +88,9 @@ class BrokerState:
         #: the handlers' log lines that a client can repeat at will (a rejected produce), per cause
         self.log_limiter = LogLimiter(logger)
         self.host, self.port = config.advertised_listener
+        #: per listener name, the endpoint its clients are told about (Metadata, FindCoordinator,
+        #: DescribeCluster answer with the one of the listener the request came in on)
+        self.advertised = config.advertised_endpoints
         self.cluster_id = logs.cluster_id
         self.num_partitions = config.int("num.partitions")
         self.auto_create_topics = config.bool("auto.create.topics.enable")

@@ -82,8 +82,8 @@ BROKER_LAYERS: list[set[str]] = [
     {"broker.errors", "broker.log_limiter"},  # leaves: the error base, rate-limited log lines
     {"broker.storage"},  # the log engine: files and mmap, no asyncio
     {"broker.authorizer"},  # ACLs: the StandardAuthorizer's decisions and the durable ACL file
-    {"broker.config"},  # broker properties (topic configs are storage's)
     {"broker.security"},  # listeners, TLS contexts, SASL mechanisms, SCRAM credentials, principals
+    {"broker.config"},  # broker properties (topic configs are storage's)
     {"broker.dynamic_config", "broker.coordinator", "broker.http_listener", "broker.metrics", "broker.testing"},
     {"broker.group"},  # the group coordinator
     {"broker.txn"},  # the transaction coordinator (settles the groups' transactional offsets)

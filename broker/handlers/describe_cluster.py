@@ -22,10 +22,11 @@ NOT_REQUESTED = -2147483648
 
 def handle(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
     state = ctx.state
+    host, port = state.advertised_endpoint(ctx.session.listener_name)
     body: dict[str, Any] = {"throttle_time_ms": 0, "error_code": 0, "error_message": None,
                             "endpoint_type": BROKER_ENDPOINT, "cluster_id": state.cluster_id,
                             "controller_id": state.node_id,
-                            "brokers": [{"broker_id": state.node_id, "host": state.host, "port": state.port,
+                            "brokers": [{"broker_id": state.node_id, "host": host, "port": port,
                                          "rack": None}],
                             "cluster_authorized_operations": NOT_REQUESTED}
     if request["endpoint_type"] != BROKER_ENDPOINT:

@@ -28,7 +28,7 @@ TRANSACTION = 1
 SHARE = 2
 
 
-def _lookup(key: str, key_type: int, state: BrokerState, version: int) -> dict[str, Any]:
+def _lookup(key: str, key_type: int, state: BrokerState, version: int, listener: str) -> dict[str, Any]:
     def error(code: int, message: str) -> dict[str, Any]:
         return {"key": key, "error_code": int(code), "error_message": message, "node_id": -1, "host": "", "port": -1}
 
@@ -46,8 +46,9 @@ def _lookup(key: str, key_type: int, state: BrokerState, version: int) -> dict[s
         topic = "__consumer_offsets" if key_type == GROUP else "__transaction_state"
         logger.error("cannot create %s: %s", topic, e)
         return error(ErrorCode.COORDINATOR_NOT_AVAILABLE, f"cannot create {topic}: {error_code_of(e)}")
-    return {"key": key, "error_code": 0, "error_message": None, "node_id": state.node_id, "host": state.host,
-            "port": state.port}
+    host, port = state.advertised_endpoint(listener)
+    return {"key": key, "error_code": 0, "error_message": None, "node_id": state.node_id, "host": host,
+            "port": port}
 
 
 def handle(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
@@ -55,8 +56,8 @@ def handle(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
     key_type = request.get("key_type", GROUP)
     if version >= 4:
         return {"throttle_time_ms": 0,
-                "coordinators": [_lookup(k, key_type, state, version) for k in request["coordinator_keys"]]}
-    found = _lookup(request["key"], key_type, state, version)
+                "coordinators": [_lookup(k, key_type, state, version, ctx.session.listener_name) for k in request["coordinator_keys"]]}
+    found = _lookup(request["key"], key_type, state, version, ctx.session.listener_name)
     if version == 0 and found["error_code"] == ErrorCode.INVALID_REQUEST:
         found["error_code"] = int(ErrorCode.INVALID_GROUP_ID)
     return {"throttle_time_ms": 0, **found}

@@ -106,7 +106,7 @@ def handle(ctx: RequestContext, request: dict[str, Any]) -> Any:
         if new:
             new = list({n: (n, p, c) for n, p, c in new}.values())  # a name listed twice is created once
             if total_partitions(new) > INLINE_PARTITIONS:
-                return _create_then_answer(request, version, state, new, invalid)
+                return _create_then_answer(request, version, state, new, invalid, ctx.session.listener_name)
             for name, partitions, _ in new:
                 try:
                     logs.create_topic(name, partitions)
@@ -115,11 +115,11 @@ def handle(ctx: RequestContext, request: dict[str, Any]) -> Any:
                     pass
                 except StorageError as e:
                     logger.error("cannot auto-create topic %s: %s", name, e)
-    return _answer(request, version, state, wanted, invalid)
+    return _answer(request, version, state, wanted, invalid, ctx.session.listener_name)
 
 
 async def _create_then_answer(request: dict[str, Any], version: int, state: BrokerState, new: list[tuple[str, int, dict[str, str]]],
-                              invalid: set[str]) -> dict[str, Any]:
+                              invalid: set[str], listener: str) -> dict[str, Any]:
     reserved, refused = reserve_all(state.logs, new)
     refused = {name: e for name, e in refused.items() if not isinstance(e, TopicExistsError)}
     if refused:  # one line, however many (thousands past the open files budget)
@@ -131,11 +131,12 @@ async def _create_then_answer(request: dict[str, Any], version: int, state: Brok
     logger.info("auto-created %d topics with %d partitions each%s", len(results) - failed, state.num_partitions,
                 f" ({failed} failed)" if failed else "")
     wanted = request["topics"]
-    return _answer(request, version, state, wanted, invalid)
+    return _answer(request, version, state, wanted, invalid, listener)
 
 
 def _answer(request: dict[str, Any], version: int, state: BrokerState, wanted: list[dict[str, Any]],
-            invalid: set[str]) -> dict[str, Any]:
+            invalid: set[str], listener: str) -> dict[str, Any]:
+    """The answer; the broker's endpoint is the one ``listener`` advertises."""
     logs = state.logs
     counts = logs.partition_counts()
     ops = TOPIC_OPERATIONS if request["include_topic_authorized_operations"] else AUTHORIZED_OPERATIONS_OMITTED
@@ -157,9 +158,10 @@ def _answer(request: dict[str, Any], version: int, state: BrokerState, wanted: l
             out.append(_error(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, name))
         else:
             out.append(_topic(state, name, partitions, logs.topic_id(name), ops))
+    host, port = state.advertised_endpoint(listener)
     return {
         "throttle_time_ms": 0,
-        "brokers": [{"node_id": state.node_id, "host": state.host, "port": state.port, "rack": None}],
+        "brokers": [{"node_id": state.node_id, "host": host, "port": port, "rack": None}],
         "cluster_id": state.cluster_id,
         "controller_id": state.node_id,
         "topics": out,

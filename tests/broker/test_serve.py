@@ -241,7 +241,7 @@ def test_every_start_up_failure_is_one_line_without_a_traceback(tmp_path) -> Non
         (["--config", str(not_text)], 2, f"configuration error: {not_text}: not UTF-8 text (byte 0xff at offset 15)"),
         (["--override", "advertised.listeners=PLAINTEXT://[zz:0"], 2,
          "configuration error: advertised.listeners: invalid listener 'PLAINTEXT://[zz:0': Invalid IPv6 URL"),
-        (["--port", str(busy_port)], 1, f"cannot start: listeners: cannot listen on 127.0.0.1:{busy_port}:"
+        (["--port", str(busy_port)], 1, f"cannot start: listeners: cannot listen on 127.0.0.1:{busy_port} (listener PLAINTEXT):"
                                          " Address already in use"),
     ]
     if os.geteuid() != 0:  # root may write anywhere: a read-only directory stops others only

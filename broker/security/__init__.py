@@ -1,0 +1,2 @@
+"""Listeners' security: endpoints and their protocols, TLS contexts, SASL mechanisms, SCRAM
+credentials, principals."""
