@@ -29,6 +29,7 @@ SUBCOMMANDS: dict[str, str] = {
     "log-dirs": "client.cli.log_dirs",
     "groups": "client.cli.groups",
     "transactions": "client.cli.transactions",
+    "users": "client.cli.users",
 }
 
 

@@ -36,7 +36,7 @@ import concurrent.futures
 import logging
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from time import perf_counter
 from typing import TYPE_CHECKING, Any
 
@@ -48,6 +48,7 @@ from .dynamic_config import DynamicBrokerConfig
 from .http_listener import HttpListener, Response
 from .request_context import RequestContext
 from .security.listener_security import ListenerSecurity
+from .security.scram_credentials import ScramSeed, apply_seeds
 from .socket_server import BrokerServer, Connection, RequestHook, handle_request
 from .state import BrokerState
 from .storage.cleaner import CleanerConfig, LogCleaner
@@ -68,8 +69,11 @@ class Broker:
     """``faults``: a FaultInjector to consult (in-process test brokers pass one); one is made
     when ``fault.injection.listener`` is set."""
 
-    def __init__(self, config: BrokerConfig, faults: FaultInjector | None = None) -> None:
+    def __init__(self, config: BrokerConfig, faults: FaultInjector | None = None, *,
+                 scram_seeds: Sequence[ScramSeed] = ()) -> None:
         self.config = config
+        #: SCRAM credentials stored at start-up, before the listener opens (``serve --add-scram``)
+        self.scram_seeds = list(scram_seeds)
         self.logs: LogManager | None = None
         self.state: BrokerState | None = None
         self.server: BrokerServer | None = None
@@ -108,7 +112,11 @@ class Broker:
                                                      run_swap=self._run_on_loop)
             self.cleaner.start()
         self.state = BrokerState(cfg, self.logs, dynamic)
-        listeners = [ListenerSecurity(cfg.props, e, getattr(self.state, "scram_credentials", None)) for e in cfg.endpoints]
+        if self.scram_seeds:  # replaces a user's credential for that mechanism, as kafka-storage format does
+            apply_seeds(self.state.scram_credentials, self.scram_seeds)
+            logger.info("stored the SCRAM credentials of %s", ", ".join(sorted({f"{s.user} ({s.mechanism})"
+                                                                               for s in self.scram_seeds})))
+        listeners = [ListenerSecurity(cfg.props, e, self.state.scram_credentials) for e in cfg.endpoints]
         self.server = BrokerServer(self.state, listeners)
         await self.server.start()
         for name, e in self.state.advertised.items():  # port 0: the port each listener was given

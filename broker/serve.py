@@ -1,9 +1,15 @@
 """``minibroker serve``: run the broker until SIGTERM/SIGINT, then shut down cleanly (exit 0).
 
 A start that fails prints one line on stderr, never a traceback: ``minibroker: configuration
-error: ...`` (a bad property, properties file or flag; exit status 2), ``minibroker: cannot
-start: ...`` (a data directory that cannot be used or belongs to another node: 2; a listener
-that cannot bind, another I/O error: 1)."""
+error: ...`` (a bad property, properties file or flag, a malformed ``--add-scram``; exit status
+2), ``minibroker: cannot start: ...`` (a data directory that cannot be used or belongs to
+another node, a corrupt SCRAM credentials file: 2; a listener that cannot bind, another I/O
+error: 1).
+
+``--add-scram`` (repeatable) stores SCRAM credentials in the data directory before the listener
+opens, with ``kafka-storage format --add-scram``'s syntax
+(``SCRAM-SHA-256=[name=alice,password=alice-secret]``, see
+broker/security/scram_credentials.py's ``parse_add_scram``)."""
 
 from __future__ import annotations
 
@@ -24,6 +30,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--metrics-port", type=int, metavar="PORT",
                         help="serve Prometheus metrics and /healthz on http://127.0.0.1:PORT (sets metrics.listeners;"
                              " off by default; 0 = any free port; a non-loopback address needs metrics.listeners)")
+    parser.add_argument("--add-scram", metavar="MECHANISM=[name=USER,password=PASSWORD]", action="append",
+                        default=[], help="store a SCRAM credential before the listener opens, as kafka-storage format"
+                                         " --add-scram (repeatable; also iterations=N, salt=BASE64, or"
+                                         " saltedpassword=BASE64 with salt; replaces that user's credential)")
     parser.add_argument("--log-level", default="INFO", choices=["DEBUG", "INFO", "WARNING", "ERROR"],
                         help="stderr log level (default INFO)")
 
@@ -34,6 +44,7 @@ def run(args: argparse.Namespace) -> int:
 
     from .broker import Broker
     from .config import BrokerConfig, ConfigError
+    from .security.scram_credentials import ScramCredentialFileError, parse_add_scram
     from .storage.errors import InconsistentMetaPropertiesError, LogDirError
 
     logging.basicConfig(level=getattr(logging, args.log_level), stream=sys.stderr,
@@ -50,12 +61,18 @@ def run(args: argparse.Namespace) -> int:
         if args.data_dir is not None:
             cfg.set("log.dirs", args.data_dir)
         cfg.validate()
+        seeds = []
+        for value in args.add_scram:
+            try:
+                seeds.append(parse_add_scram(value))
+            except ValueError as e:  # the message never quotes a password
+                raise ConfigError(f"--add-scram: {e}") from None
     except (ConfigError, OSError) as e:
         print(f"minibroker: configuration error: {e}", file=sys.stderr)
         return 2
 
     async def main() -> int:
-        broker = Broker(cfg)
+        broker = Broker(cfg, scram_seeds=seeds)
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGTERM, signal.SIGINT):
@@ -64,6 +81,10 @@ def run(args: argparse.Namespace) -> int:
             await broker.start()
         except (InconsistentMetaPropertiesError, LogDirError) as e:
             print(f"minibroker: cannot start: {e}", file=sys.stderr)
+            return 2
+        except ScramCredentialFileError as e:  # found once the logs (and the cleaner) have started
+            print(f"minibroker: cannot start: {e}", file=sys.stderr)
+            await broker.stop()
             return 2
         except OSError as e:  # a listener that cannot bind, a data directory that fails while loading
             print(f"minibroker: cannot start: {e}", file=sys.stderr)

@@ -20,6 +20,7 @@ from .config import BrokerConfig
 from .dynamic_config import DynamicBrokerConfig
 from .group.runtime import GroupRuntime
 from .log_limiter import LogLimiter
+from .security.scram_credentials import ScramCredentialStore
 from .storage.fileutil import atomic_write
 from .storage.inflation import InflationLimits
 from .storage.log import Log
@@ -95,6 +96,9 @@ class BrokerState:
         self.num_partitions = config.int("num.partitions")
         self.auto_create_topics = config.bool("auto.create.topics.enable")
         self.producer_ids = ProducerIdManager(logs.log_dir)
+        #: SCRAM credentials (KIP-554): <log.dir>/scram-credentials.json; ScramCredentialFileError
+        #: if that file is corrupt (the broker does not start)
+        self.scram_credentials = ScramCredentialStore(logs.log_dir)
         #: the group coordinator bound to this state (broker/group/runtime.py); loads at Broker.start
         self.groups = GroupRuntime(self)
         #: the transaction coordinator (broker/txn/); loads at Broker.start

@@ -1,7 +1,8 @@
 """Admin: create, delete, list and describe topics; list offsets; describe and alter configs;
 (``client/admin_cluster.py``) partitions, records, log dirs, leaders, reassignments, producers;
-(``client/admin_txn.py``) transactions: list, describe, abort a hanging one; and consumer
-groups (``client.group.admin``: list, describe, delete, committed offsets with lag, reset).
+(``client/admin_txn.py``) transactions: list, describe, abort a hanging one;
+(``client/admin_scram.py``) users' SCRAM credentials: describe, create, replace, delete; and
+consumer groups (``client.group.admin``: list, describe, delete, committed offsets with lag, reset).
 
 ::
 
@@ -38,6 +39,14 @@ from client.admin_cluster import (
     ProducerState,
     ReplicaInfo,
 )
+from client.admin_scram import (
+    ScramAdmin,
+    ScramCredentialInfo,
+    ScramMechanism,
+    UserScramCredentialDeletion,
+    UserScramCredentialsDescription,
+    UserScramCredentialUpsertion,
+)
 from client.admin_txn import TransactionAdmin, TransactionDescription, TransactionListing
 from client.cluster import Cluster, TopicMetadata
 from client.conn import BrokerConnection
@@ -51,7 +60,8 @@ __all__ = ["Admin", "NewTopic", "TopicDescription", "PartitionInfo", "ConfigEntr
            "TopicPartition", "BrokerInfo", "ClusterDescription", "LogDirDescription", "ReplicaInfo",
            "PartitionReassignment", "ProducerState", "EpochEndOffset", "ElectionType",
            "GroupListing", "GroupDescription", "MemberDescription", "GroupOffset", "TransactionListing",
-           "TransactionDescription"]
+           "TransactionDescription", "ScramMechanism", "ScramCredentialInfo", "UserScramCredentialsDescription",
+           "UserScramCredentialUpsertion", "UserScramCredentialDeletion"]
 
 
 class NewTopic(NamedTuple):
@@ -153,7 +163,7 @@ def _resource(resource_type: ConfigResourceType | int | str, name: str | int) ->
     return ConfigResourceType(resource_type), str(name)
 
 
-class Admin(ClusterAdmin, GroupAdmin, TransactionAdmin):
+class Admin(ClusterAdmin, GroupAdmin, TransactionAdmin, ScramAdmin):
     """Asyncio admin client. Options: ``client_id``, ``request_timeout_ms`` (default 30000),
     ``connect_timeout_ms`` (10000), ``retry_backoff_ms`` (100)."""
 

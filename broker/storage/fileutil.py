@@ -17,11 +17,17 @@ def fsync_path(path: str) -> None:
         os.close(fd)
 
 
-def atomic_write(path: str, data: bytes) -> None:
+def atomic_write(path: str, data: bytes, mode: int = 0o644) -> None:
     """Replace ``path`` with ``data`` so a crash leaves the old or the new content: write
-    ``<path>.tmp``, fsync it, rename it over ``path``, fsync the directory."""
+    ``<path>.tmp``, fsync it, rename it over ``path``, fsync the directory. ``mode``: the new
+    file's permissions (before the umask), set when the temp file is created, so a secret
+    written with 0o600 is never readable by others, not even for a moment."""
     tmp = path + ".tmp"
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    try:  # a torn earlier write may have left the temp file with other permissions: start afresh
+        os.unlink(tmp)
+    except FileNotFoundError:
+        pass
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
     try:
         view = memoryview(data)
         while view:
