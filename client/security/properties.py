@@ -54,7 +54,7 @@ from client.security.sasl import validate_extensions
 
 __all__ = ["SECURITY_PROPERTIES", "parse_properties", "load_properties", "parse_jaas_config", "JaasConfig",
            "UnsecuredTokenProvider", "security_options", "check_security_properties", "ssl_context_from",
-           "is_security_property"]
+           "is_security_property", "security_items"]
 
 #: The properties this module translates (others with a ``ssl.``/``sasl.`` prefix are refused).
 SECURITY_PROPERTIES = (
@@ -392,3 +392,12 @@ def security_options(props: Mapping[str, str]) -> dict[str, Any]:
     if protocol.startswith("SASL_"):
         out.update(_sasl_options(props, protocol))
     return out
+
+
+def security_items(props: Mapping[str, str]) -> tuple[tuple[str, str], ...]:
+    """The security properties of ``props``, checked (no file read) and sorted: a hashable,
+    picklable form to carry to where the clients are made (Spark's executors), which then call
+    ``security_options(dict(items))``."""
+    items = tuple(sorted((k, v) for k, v in props.items() if is_security_property(k)))
+    check_security_properties(dict(items))
+    return items
