@@ -167,3 +167,16 @@ async def test_failed_reauthentication_fails_the_connection() -> None:
         with pytest.raises(SaslAuthenticationFailedError):
             await _metadata(conn)
         await conn.close()
+
+
+async def test_admin_logs_in_through_its_cluster(ca: trustme.CA) -> None:
+    """The clients' options reach every connection their cluster makes."""
+    from client.admin import Admin
+
+    server, client = _contexts(ca)
+    async with FakeSaslBroker(ssl_context=server) as b:
+        admin = Admin(f"127.0.0.1:{b.port}", security_protocol="SASL_SSL", ssl_context=client,
+                      sasl_mechanism="SCRAM-SHA-512", sasl_plain_username="alice", sasl_plain_password="alice-secret")
+        await admin.start()
+        assert b.logins == ["SCRAM-SHA-512:alice"] and ApiKey.METADATA in b.requests
+        await admin.close()
