@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import asyncio
 import enum
+import ssl
 from collections.abc import Iterable, Mapping
 from typing import Any, NamedTuple
 
@@ -53,6 +54,7 @@ from client.conn import BrokerConnection
 from client.errors import KafkaConnectionError, KafkaError, error_for_code
 from client.group.admin import GroupAdmin, GroupDescription, GroupListing, GroupOffset, MemberDescription
 from client.protocol.api import ApiKey, ErrorCode, error_name
+from client.security.config import SecurityConfig, TokenProvider
 from client.structs import OffsetAndTimestamp, OffsetSpec, TopicPartition
 
 __all__ = ["Admin", "NewTopic", "TopicDescription", "PartitionInfo", "ConfigEntry", "ConfigResourceType",
@@ -170,11 +172,19 @@ class Admin(ClusterAdmin, GroupAdmin, TransactionAdmin, ScramAdmin):
     def __init__(self, bootstrap_servers: str | Iterable[str] = "127.0.0.1:9092", *,
                  client_id: str = "minibroker-python-admin", request_timeout_ms: int = 30000,
                  connect_timeout_ms: int = 10000, retry_backoff_ms: int = 100,
-                 metadata_max_age_ms: int = 300000) -> None:
+                 metadata_max_age_ms: int = 300000,
+                 security_protocol: str = "PLAINTEXT",
+                 ssl_context: ssl.SSLContext | None = None,
+                 sasl_mechanism: str = "PLAIN",
+                 sasl_plain_username: str | None = None,
+                 sasl_plain_password: str | None = None,
+                 sasl_oauth_token_provider: TokenProvider | None = None) -> None:
         self.request_timeout_ms = request_timeout_ms
         self._cluster = Cluster(bootstrap_servers, client_id=client_id, request_timeout_ms=request_timeout_ms,
                                 connect_timeout_ms=connect_timeout_ms, retry_backoff_ms=retry_backoff_ms,
-                                metadata_max_age_ms=metadata_max_age_ms, allow_auto_create_topics=False)
+                                metadata_max_age_ms=metadata_max_age_ms, allow_auto_create_topics=False,
+                                security=SecurityConfig(security_protocol, ssl_context, sasl_mechanism, sasl_plain_username,
+                                  sasl_plain_password, sasl_oauth_token_provider))
         self._started = False
 
     async def start(self) -> None:

@@ -21,6 +21,7 @@ from typing import Any
 from client.conn import BrokerConnection
 from client.errors import KafkaConnectionError, error_for_code
 from client.protocol.api import ApiKey, ErrorCode, error_name
+from client.security.config import SecurityConfig
 
 __all__ = ["Cluster", "TopicMetadata", "parse_bootstrap"]
 
@@ -55,7 +56,8 @@ class Cluster:
     def __init__(self, bootstrap_servers: str | Iterable[str], *, client_id: str = "minibroker-python",
                  request_timeout_ms: int = 30000, connect_timeout_ms: int = 10000,
                  metadata_max_age_ms: int = 300000, retry_backoff_ms: int = 100,
-                 reconnect_backoff_max_ms: int = 1000, allow_auto_create_topics: bool = True) -> None:
+                 reconnect_backoff_max_ms: int = 1000, allow_auto_create_topics: bool = True,
+                 security: SecurityConfig | None = None) -> None:
         self.bootstrap = parse_bootstrap(bootstrap_servers)
         self.client_id = client_id
         self.request_timeout_ms = request_timeout_ms
@@ -64,6 +66,7 @@ class Cluster:
         self.retry_backoff_ms = retry_backoff_ms
         self.reconnect_backoff_max_ms = reconnect_backoff_max_ms
         self.allow_auto_create_topics = allow_auto_create_topics
+        self.security = security or SecurityConfig()
         self.brokers: dict[int, tuple[str, int]] = {}
         self.controller_id = -1
         self.cluster_id: str | None = None
@@ -95,7 +98,7 @@ class Cluster:
         try:
             conn = await BrokerConnection.connect(host, port, client_id=self.client_id,
                                                   request_timeout_ms=self.request_timeout_ms,
-                                                  timeout_ms=self.connect_timeout_ms)
+                                                  timeout_ms=self.connect_timeout_ms, security=self.security)
             self._conns[key] = conn
             fut.set_result(conn)
             return conn

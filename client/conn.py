@@ -11,6 +11,18 @@ pipelines up to ``max_in_flight`` requests, applies a per-request timeout, and f
 pending request with KafkaConnectionError when the connection breaks. On connect it asks
 ApiVersions (v0: every broker answers it) and keeps the broker's version ranges.
 
+Security (``client.security.config.SecurityConfig``): with SSL or SASL_SSL the connection is
+TLS (``ssl_context``, the host name for SNI and, if the context checks it, verification). With
+SASL_PLAINTEXT or SASL_SSL, after ApiVersions, ``connect`` logs in: SaslHandshake v1 (the
+mechanism's name; UNSUPPORTED_SASL_MECHANISM lists the broker's), then SaslAuthenticate
+rounds carrying the mechanism's bytes (``client.security.sasl``) until it is complete; the
+broker's ``error_message`` is the raised error's message. When SaslAuthenticate v1+ gives a
+``session_lifetime_ms`` > 0 (KIP-368), the connection re-authenticates itself, the same
+handshake and rounds again, at a random 85-95 % of that lifetime, as Kafka's Java client: it
+holds the write lock throughout, so no other request is written in between (requests already
+in flight are answered first: the broker answers in order). A failed re-authentication fails
+the connection like a broken one, and the cluster reconnects.
+
 ``conn.send_request(..., on_response)`` is the same request without a coroutine: written at
 once, or not at all (False) when it would have to wait — for a request slot, for a paused
 transport, or behind an awaited request holding the write lock. The response, or the error
@@ -25,16 +37,26 @@ from __future__ import annotations
 import asyncio
 import collections
 import logging
+import random
+import ssl
 import struct
 from collections.abc import Callable
 from typing import Any
 
-from client.errors import KafkaConnectionError, KafkaError, KafkaTimeoutError
+from client.errors import (
+    KafkaConnectionError,
+    KafkaError,
+    KafkaTimeoutError,
+    SaslAuthenticationFailedError,
+    UnsupportedSaslMechanismError,
+    error_for_code,
+)
 from client.protocol.api import ApiKey, response_header_version
 from client.protocol.frame import FrameDecoder
 from client.protocol.header import encode_request_header
 from client.protocol.messages import REQUESTS, RESPONSES
 from client.protocol.primitives import DecodeError, Reader, Writer
+from client.security.config import SecurityConfig
 
 __all__ = ["ClientConnectionState", "BrokerConnection", "CLIENT_VERSIONS"]
 
@@ -173,21 +195,116 @@ class BrokerConnection:
         # Set by connect: asyncio.get_running_loop() per request costs a getpid() system call.
         self._loop: asyncio.AbstractEventLoop | None = None
         self.api_versions: dict[int, tuple[int, int]] = {}
+        self.security = SecurityConfig()
+        #: the last SASL session's lifetime (ms; 0: none given), and the re-authentications done
+        self.session_lifetime_ms = 0
+        self.reauthentications = 0
+        self._reauth_timer: asyncio.TimerHandle | None = None
+        self._reauth_task: asyncio.Task[None] | None = None
 
     @classmethod
-    async def connect(cls, host: str, port: int, *, timeout_ms: int = 10000, **kwargs: Any) -> BrokerConnection:
+    async def connect(cls, host: str, port: int, *, timeout_ms: int = 10000, security: SecurityConfig | None = None,
+                      **kwargs: Any) -> BrokerConnection:
         conn = cls(host, port, **kwargs)
+        if security is not None:
+            conn.security = security
         loop = conn._loop = asyncio.get_running_loop()
+        context = conn.security.ssl_context if conn.security.use_ssl else None
         try:
-            await asyncio.wait_for(loop.create_connection(lambda: _Protocol(conn), host, port), timeout_ms / 1000)
+            await asyncio.wait_for(loop.create_connection(lambda: _Protocol(conn), host, port, ssl=context,
+                                                          server_hostname=host if context is not None else None),
+                                   timeout_ms / 1000)
+        except ssl.SSLCertVerificationError as e:
+            raise KafkaConnectionError(f"TLS with {host}:{port}: the broker's certificate is not trusted: "
+                                       f"{e.verify_message or e}") from None
         except (TimeoutError, OSError) as e:
             raise KafkaConnectionError(f"cannot connect to {host}:{port}: {e or 'timed out'}") from None
-        resp = await conn.request(ApiKey.API_VERSIONS, 0, {})
-        if resp["error_code"]:
+        try:
+            resp = await conn.request(ApiKey.API_VERSIONS, 0, {})
+            if resp["error_code"]:
+                raise KafkaConnectionError(f"ApiVersions failed with error {resp['error_code']}")
+            conn.api_versions = {k["api_key"]: (k["min_version"], k["max_version"]) for k in resp["api_keys"]}
+            if conn.security.use_sasl:
+                async with conn._write_lock:
+                    await conn._authenticate()
+        except BaseException:
             await conn.close()
-            raise KafkaConnectionError(f"ApiVersions failed with error {resp['error_code']}")
-        conn.api_versions = {k["api_key"]: (k["min_version"], k["max_version"]) for k in resp["api_keys"]}
+            raise
         return conn
+
+    # -- SASL (KIP-43 handshake, KIP-152 SaslAuthenticate, KIP-368 re-authentication) --
+
+    async def _authenticate(self) -> None:
+        """One login: SaslHandshake v1 then SaslAuthenticate rounds. The caller holds the write
+        lock, so these are the only requests written meanwhile."""
+        mechanism = await self.security.new_mechanism()
+        if self.pick_version(ApiKey.SASL_HANDSHAKE) < 1:
+            raise KafkaError(f"broker {self.host}:{self.port} has no SaslHandshake v1 (SaslAuthenticate)")
+        resp = await self._auth_request(ApiKey.SASL_HANDSHAKE, 1, {"mechanism": mechanism.name})
+        code = resp["error_code"]
+        if code == UnsupportedSaslMechanismError.code:
+            raise UnsupportedSaslMechanismError(
+                f"broker {self.host}:{self.port} does not enable SASL mechanism {mechanism.name}; it enables "
+                + (", ".join(resp["mechanisms"]) or "none"))
+        if code:
+            raise error_for_code(code, f"SaslHandshake with {self.host}:{self.port} failed")
+        version = self.pick_version(ApiKey.SASL_AUTHENTICATE)
+        out: bytes | None = mechanism.first()
+        while out is not None:
+            resp = await self._auth_request(ApiKey.SASL_AUTHENTICATE, version, {"auth_bytes": out})
+            if resp["error_code"]:
+                raise error_for_code(resp["error_code"], f"{mechanism.name} authentication with {self.host}:"
+                                     f"{self.port} failed: {resp['error_message'] or 'no reason given'}")
+            out = mechanism.step(bytes(resp["auth_bytes"]))
+        if not mechanism.complete:  # a mechanism returns None only once complete; kept as a guard
+            raise SaslAuthenticationFailedError(f"{mechanism.name} exchange ended incomplete")
+        self.session_lifetime_ms = resp.get("session_lifetime_ms", 0)
+        if self.session_lifetime_ms > 0 and self._loop is not None:
+            # Kafka's client: at 85-95 % of the lifetime, so that connections made together
+            # do not all re-authenticate at once.
+            delay = self.session_lifetime_ms * random.uniform(0.85, 0.95) / 1000
+            self._reauth_timer = self._loop.call_later(delay, self._start_reauthentication)
+
+    async def _auth_request(self, api_key: int, version: int, body: dict[str, Any]) -> dict[str, Any]:
+        """A login request, written under the write lock the caller holds. It takes no request
+        slot: requests that hold slots may be waiting for that lock (one extra in flight)."""
+        if not self._can_write.is_set():
+            await self._can_write.wait()
+        if self._closed_exc is not None or self._transport is None:
+            raise self._closed_exc or KafkaConnectionError("not connected")
+        _, data = self.state.encode_request(api_key, version, body, True)
+        loop = self._loop or asyncio.get_running_loop()
+        fut: asyncio.Future[dict[str, Any]] = loop.create_future()
+        self._futures.append(fut)
+        self._transport.write(data)
+        timer = loop.call_later(self.request_timeout, self._timed_out, fut, api_key)
+        try:
+            return await fut
+        finally:
+            timer.cancel()
+
+    def _start_reauthentication(self) -> None:
+        self._reauth_timer = None
+        if self._closed_exc is None:
+            self._reauth_task = asyncio.ensure_future(self._reauthenticate())
+
+    async def _reauthenticate(self) -> None:
+        try:
+            async with self._write_lock:
+                if self._closed_exc is not None:
+                    return
+                await self._authenticate()
+            self.reauthentications += 1
+            logger.debug("re-authenticated with %s:%d (session lifetime %d ms)", self.host, self.port,
+                         self.session_lifetime_ms)
+        except KafkaError as e:
+            logger.warning("re-authentication with %s:%d failed: %s", self.host, self.port, e)
+            self._fail(e)
+        except Exception as e:  # noqa: BLE001 - a token provider's failure: the connection cannot stay either
+            logger.warning("re-authentication with %s:%d failed: %r", self.host, self.port, e)
+            self._fail(KafkaConnectionError(f"re-authentication with {self.host}:{self.port} failed: {e!r}"))
+        finally:
+            self._reauth_task = None
 
     @property
     def connected(self) -> bool:
@@ -303,6 +420,9 @@ class BrokerConnection:
     def _fail(self, exc: KafkaError) -> None:
         if self._closed_exc is None:
             self._closed_exc = exc
+        if self._reauth_timer is not None:
+            self._reauth_timer.cancel()
+            self._reauth_timer = None
         while self._futures:
             fut = self._futures.popleft()
             if not fut.done():
@@ -313,3 +433,6 @@ class BrokerConnection:
 
     async def close(self) -> None:
         self._fail(KafkaConnectionError("connection closed"))
+        task = self._reauth_task
+        if task is not None and task is not asyncio.current_task():
+            task.cancel()

@@ -54,6 +54,7 @@ from __future__ import annotations
 
 import asyncio
 import re
+import ssl
 import time
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping
 
@@ -65,6 +66,7 @@ from client.group.assignors import PartitionAssignor
 from client.group.coordinator import ConsumerCoordinator, ConsumerRebalanceListener
 from client.group.offsets import CommitFailedError
 from client.protocol.api import ErrorCode
+from client.security.config import SecurityConfig, TokenProvider
 from client.structs import (
     ConsumerGroupMetadata,
     OffsetAndMetadata,
@@ -106,14 +108,22 @@ class Consumer:
                  partition_assignment_strategy: Iterable[str | PartitionAssignor] = ("range", "roundrobin"),
                  enable_auto_commit: bool = True,
                  auto_commit_interval_ms: int = 5000,
-                 exclude_internal_topics: bool = True) -> None:
+                 exclude_internal_topics: bool = True,
+                 security_protocol: str = "PLAINTEXT",
+                 ssl_context: ssl.SSLContext | None = None,
+                 sasl_mechanism: str = "PLAIN",
+                 sasl_plain_username: str | None = None,
+                 sasl_plain_password: str | None = None,
+                 sasl_oauth_token_provider: TokenProvider | None = None) -> None:
         if auto_offset_reset not in ("earliest", "latest", "none"):
             raise ValueError(f"auto_offset_reset must be earliest, latest or none, not {auto_offset_reset!r}")
         if isolation_level not in ("read_uncommitted", "read_committed"):
             raise ValueError(f"isolation_level must be read_uncommitted or read_committed, not {isolation_level!r}")
         self._cluster = Cluster(bootstrap_servers, client_id=client_id, request_timeout_ms=request_timeout_ms,
                                 connect_timeout_ms=connect_timeout_ms, metadata_max_age_ms=metadata_max_age_ms,
-                                retry_backoff_ms=retry_backoff_ms, allow_auto_create_topics=allow_auto_create_topics)
+                                retry_backoff_ms=retry_backoff_ms, allow_auto_create_topics=allow_auto_create_topics,
+                                security=SecurityConfig(security_protocol, ssl_context, sasl_mechanism, sasl_plain_username,
+                                  sasl_plain_password, sasl_oauth_token_provider))
         self.max_poll_records = max_poll_records
         self.request_timeout_ms = request_timeout_ms
         self._fetcher = Fetcher(self._cluster, fetch_min_bytes=fetch_min_bytes, fetch_max_wait_ms=fetch_max_wait_ms,

@@ -88,6 +88,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import ssl
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
@@ -104,6 +105,7 @@ from client.producer_state import TransactionManager
 from client.protocol.api import ErrorCode
 from client.record_future import RecordFuture, new_record_future, new_waiting_record
 from client.records.compression import Compression
+from client.security.config import SecurityConfig, TokenProvider
 from client.sender import Sender
 from client.structs import ConsumerGroupMetadata, OffsetAndMetadata, offsets_and_metadata
 from client.transactions import Transactions, TxnState
@@ -163,6 +165,12 @@ class Producer:
         enable_idempotence: bool | None = None,
         transactional_id: str | None = None,
         transaction_timeout_ms: int = 60000,
+        security_protocol: str = "PLAINTEXT",
+        ssl_context: ssl.SSLContext | None = None,
+        sasl_mechanism: str = "PLAIN",
+        sasl_plain_username: str | None = None,
+        sasl_plain_password: str | None = None,
+        sasl_oauth_token_provider: TokenProvider | None = None,
     ) -> None:
         if batch_size < 1 or buffer_memory < batch_size:
             raise ValueError("batch_size must be >= 1 and buffer_memory >= batch_size")
@@ -200,7 +208,9 @@ class Producer:
         self.value_serializer = value_serializer
         self._cluster = Cluster(bootstrap_servers, client_id=client_id, request_timeout_ms=request_timeout_ms,
                                 connect_timeout_ms=connect_timeout_ms, metadata_max_age_ms=metadata_max_age_ms,
-                                retry_backoff_ms=retry_backoff_ms, allow_auto_create_topics=allow_auto_create_topics)
+                                retry_backoff_ms=retry_backoff_ms, allow_auto_create_topics=allow_auto_create_topics,
+                                security=SecurityConfig(security_protocol, ssl_context, sasl_mechanism, sasl_plain_username,
+                                  sasl_plain_password, sasl_oauth_token_provider))
         self._acc = RecordAccumulator(
             batch_size=batch_size, buffer_memory=buffer_memory, compression=self.compression, linger=self.linger,
             delivery_timeout=self.delivery_timeout, max_block=self.max_block, max_request_size=max_request_size,

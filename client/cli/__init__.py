@@ -2,8 +2,10 @@
 ``groups``.
 
 They talk to a running broker (this one or any Kafka) through the ``client`` library, like
-Kafka's console tools. Shared here: ``--bootstrap-server`` (default 127.0.0.1:9092) and
-``--request-timeout-ms``, and ``run_client`` which runs the command's coroutine and turns failures into
+Kafka's console tools. Shared here: ``--bootstrap-server`` (default 127.0.0.1:9092),
+``--request-timeout-ms`` and ``--command-config FILE`` (Kafka's client properties for TLS and
+SASL: ``security.protocol``, ``sasl.mechanism``, ``sasl.jaas.config``, ``ssl.*``, translated by
+``client.security.properties``; other properties are reported as unused), and ``run_client`` which runs the command's coroutine and turns failures into
 one line on stderr and an exit status:
 
     0  success
@@ -30,6 +32,13 @@ def add_common(parser: argparse.ArgumentParser) -> None:
                         help=f"broker(s) to connect to (default {DEFAULT_BOOTSTRAP})")
     parser.add_argument("--request-timeout-ms", type=positive_int, default=10000, metavar="MS",
                         help="give up connecting, or waiting for a request's answer, after MS (default 10000)")
+    parser.add_argument("--command-config", metavar="FILE", default=None,
+                        help="Kafka client properties for TLS and SASL (security.protocol, sasl.mechanism, "
+                             "sasl.jaas.config, ssl.truststore.location, ...)")
+
+
+class CommandConfigError(ValueError):
+    """A ``--command-config`` file that cannot be read or has a bad value."""
 
 
 def positive_int(text: str) -> int:
@@ -43,8 +52,32 @@ def positive_int(text: str) -> int:
 
 
 def client_options(args: argparse.Namespace) -> dict[str, Any]:
-    """Keyword options every client takes, from the common arguments."""
-    return {"request_timeout_ms": args.request_timeout_ms, "connect_timeout_ms": args.request_timeout_ms}
+    """Keyword options every client takes, from the common arguments (the security options of
+    ``--command-config`` are built once per command: its TLS context reads the stores)."""
+    out: dict[str, Any] = {"request_timeout_ms": args.request_timeout_ms, "connect_timeout_ms": args.request_timeout_ms}
+    path = getattr(args, "command_config", None)
+    if path:
+        cached = getattr(args, "_security_options", None)
+        if cached is None:
+            cached = args._security_options = _security_options(path)
+        out.update(cached)
+    return out
+
+
+def _security_options(path: str) -> dict[str, Any]:
+    from client.security.properties import is_security_property, load_properties, security_options
+
+    try:
+        props = load_properties(path)
+    except (OSError, UnicodeDecodeError) as e:
+        raise CommandConfigError(f"--command-config {path}: {e}") from None
+    unused = sorted(k for k in props if not is_security_property(k))
+    if unused:
+        sys.stderr.write(f"minibroker: warning: --command-config {path}: not used here: {', '.join(unused)}\n")
+    try:
+        return security_options(props)
+    except (OSError, ValueError) as e:  # ssl.SSLError is an OSError: a store that does not load
+        raise CommandConfigError(f"--command-config {path}: {e}") from None
 
 
 def unescape(text: str) -> str:
@@ -91,6 +124,8 @@ def run_client(prog: str, args: argparse.Namespace, main: Callable[[], Coroutine
         return fail(prog, f"cannot reach {args.bootstrap_server} ({detail}); is the broker running?"
                           " (`minibroker serve` starts one)")
     except KafkaError as e:
+        return fail(prog, str(e))
+    except CommandConfigError as e:
         return fail(prog, str(e))
     except OSError as e:
         if isinstance(e, BrokenPipeError):

@@ -56,6 +56,8 @@ def _add_connection(p: argparse.ArgumentParser) -> None:
                    help=f"broker(s) to connect to (default {DEFAULT_BOOTSTRAP})")
     p.add_argument("--request-timeout-ms", type=positive_int, default=argparse.SUPPRESS, metavar="MS",
                    help="give up connecting, or waiting for a request's answer, after MS (default 10000)")
+    p.add_argument("--command-config", metavar="FILE", default=argparse.SUPPRESS,
+                   help="Kafka client properties for TLS and SASL")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

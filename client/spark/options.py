@@ -11,9 +11,13 @@ two fails the same way.
   ``CONSUMER_CONFIGS``: ``client.id``, ``fetch.*``, ``max.partition.fetch.bytes``,
   ``check.crcs``, ``isolation.level``, ``request.timeout.ms``, ...) as snake_case keyword
   arguments, values checked like Kafka's ``ConfigException``; consumer-group settings are
-  ignored (Spark assigns partitions itself); ``security.protocol`` other than PLAINTEXT and
-  ``ssl.*``/``sasl.*`` are refused (the client speaks PLAINTEXT only); anything else is logged
-  as Kafka's "supplied but isn't a known config" warning. Refused as by Spark: deserializers,
+  ignored (Spark assigns partitions itself); ``security.protocol``, ``sasl.mechanism``,
+  ``sasl.jaas.config`` and ``ssl.*`` (truststore and keystore location, type and password,
+  ``ssl.key.password``, ``ssl.endpoint.identification.algorithm``) secure the connections as
+  in ``client.security.properties``: checked here, carried as strings in ``security`` and
+  turned into client options (an ``SSLContext``, which cannot be pickled) by each process that
+  makes a client (``SourceOptions.security_options()``); anything else is logged as Kafka's
+  "supplied but isn't a known config" warning. Refused as by Spark: deserializers,
   ``auto.offset.reset``, ``enable.auto.commit``, ``interceptor.classes``.
 - exactly one of ``assign`` (JSON ``{"t":[0,1]}``), ``subscribe`` (comma-separated),
   ``subscribePattern`` (a regex that must match the whole topic name, as Java's ``matches``).
@@ -41,6 +45,8 @@ import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
+
+from client.security.properties import is_security_property, security_items, security_options
 
 __all__ = ["SourceOptions", "Earliest", "Latest", "parse_options", "client_configs", "EARLIEST", "LATEST",
            "CONSUMER_CONFIGS"]
@@ -126,16 +132,8 @@ def client_configs(kafka: Mapping[str, str]) -> tuple[tuple[tuple[str, Any], ...
     consumer: dict[str, Any] = {}
     admin: dict[str, Any] = {}
     for name, value in sorted(kafka.items()):
-        if name == "bootstrap.servers" or name in _IGNORED_KAFKA:
-            continue
-        if name == "security.protocol":
-            if value.strip().upper() != "PLAINTEXT":
-                raise ValueError(f"Kafka option 'security.protocol' = '{value}' is not supported: the minibroker"
-                                 " source connects with PLAINTEXT only")
-            continue
-        if name.startswith(("ssl.", "sasl.")):
-            raise ValueError(f"Kafka option '{name}' is not supported: the minibroker source connects with"
-                             " PLAINTEXT only")
+        if name == "bootstrap.servers" or name in _IGNORED_KAFKA or is_security_property(name):
+            continue  # security's: SourceOptions.security
         if name not in CONSUMER_CONFIGS:
             logger.warning("The configuration '%s' was supplied but isn't a known config.", name)
             continue
@@ -202,6 +200,8 @@ class SourceOptions:
     consumer_config: tuple[tuple[str, Any], ...] = ()            # keyword items for client.Consumer
     admin_config: tuple[tuple[str, Any], ...] = ()               # ... and for client.Admin
     streaming: bool = False
+    #: the ``kafka.`` security properties (prefix removed), checked, as sorted string pairs
+    security: tuple[tuple[str, str], ...] = ()
     max_offsets_per_trigger: int | None = None
     min_offsets_per_trigger: int | None = None
     max_trigger_delay_ms: int = 15 * 60 * 1000
@@ -211,6 +211,10 @@ class SourceOptions:
         """``kafka.isolation.level``: with read_committed the latest offsets are the last stable
         offsets, and reads skip aborted records."""
         return str(dict(self.consumer_config).get("isolation_level", "read_uncommitted"))
+
+    def security_options(self) -> dict[str, Any]:
+        """The clients' security options (reads the TLS stores: call where the client is made)."""
+        return security_options(dict(self.security)) if self.security else {}
 
 
 def _json_example() -> str:
@@ -358,6 +362,7 @@ def parse_options(options: Mapping[str, str], streaming: bool = False) -> Source
     if not servers:
         raise ValueError("Option 'kafka.bootstrap.servers' must be specified for configuring Kafka consumer")
     consumer_config, admin_config = client_configs(kafka)
+    security = security_items(kafka)
 
     given = [k for k in STRATEGY_KEYS if k in opts]
     names = "assign, subscribe, subscribePattern"
@@ -411,7 +416,7 @@ def parse_options(options: Mapping[str, str], streaming: bool = False) -> Source
         include_headers=_bool(opts, "includeheaders", "includeHeaders", False),
         poll_timeout_ms=poll if poll is not None else 120000,
         kafka_params=kafka, consumer_config=consumer_config, admin_config=admin_config,
-        streaming=streaming,
+        streaming=streaming, security=security,
         max_offsets_per_trigger=max_trigger if streaming else None,
         min_offsets_per_trigger=min_trigger if streaming else None,
         max_trigger_delay_ms=_duration_ms(opts, "maxtriggerdelay", "maxTriggerDelay", 15 * 60 * 1000),

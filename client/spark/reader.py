@@ -155,7 +155,7 @@ async def _resolve(admin: Admin, tps: list[tuple[str, int]], bound: Bound, name:
 
 
 async def plan_ranges_async(o: SourceOptions) -> list[OffsetRange]:
-    async with Admin(o.bootstrap_servers, **dict(o.admin_config)) as admin:
+    async with Admin(o.bootstrap_servers, **dict(o.admin_config), **o.security_options()) as admin:
         tps = await _topic_partitions(admin, o)
         if not tps:
             return []
@@ -180,12 +180,12 @@ def plan_ranges(o: SourceOptions) -> list[OffsetRange]:
 # ---------------------------------------------------------------------------- reading (workers)
 
 _cache_lock = threading.Lock()
-CacheKey = tuple[str, tuple[tuple[str, Any], ...]]
+CacheKey = tuple[str, tuple[tuple[str, Any], ...], tuple[tuple[str, str], ...]]
 _consumers: dict[CacheKey, tuple[LoopThread, Consumer]] = {}
 
 
 def _cache_key(o: SourceOptions) -> CacheKey:
-    return o.bootstrap_servers, o.consumer_config
+    return o.bootstrap_servers, o.consumer_config, o.security
 
 
 def _cached_consumer(o: SourceOptions) -> tuple[LoopThread, Consumer]:
@@ -198,7 +198,8 @@ def _cached_consumer(o: SourceOptions) -> tuple[LoopThread, Consumer]:
             lt = LoopThread("minibroker-spark")
 
             async def make() -> Consumer:
-                kw: dict[str, Any] = {"client_id": "minibroker-spark", **dict(o.consumer_config)}
+                kw: dict[str, Any] = {"client_id": "minibroker-spark", **dict(o.consumer_config),
+                                      **o.security_options()}
                 c = Consumer(o.bootstrap_servers, auto_offset_reset="none", max_poll_records=None, **kw)
                 await c.start()
                 return c

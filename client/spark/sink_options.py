@@ -14,7 +14,9 @@ Options:
   ``max.request.size``, ``max.block.ms``, ``delivery.timeout.ms``, ``retries``,
   ``max.in.flight.requests.per.connection``, ``client.id``, ``request.timeout.ms``, ... .
   Refused as by Spark: ``key.serializer``, ``value.serializer`` (keys and values are written as
-  bytes). Refused here: ``security.protocol`` other than PLAINTEXT, ``ssl.*``, ``sasl.*``.
+  bytes). ``security.protocol``, ``sasl.*`` and ``ssl.*`` as in the source
+  (``client.spark.options``, ``client.security.properties``): checked here, carried as strings
+  in ``security``, made into the clients' options where they are made.
   Anything else is logged as Kafka's "supplied but isn't a known config" warning.
 - ``kafka.transactional.id``: the **exactly-once option** (client/spark/writer.py): a prefix;
   each task writes in one transaction with the transactional id ``<prefix>-<partition id>``.
@@ -41,6 +43,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from client.security.properties import is_security_property, security_items, security_options
 from client.spark.options import CLIENT_CONFIGS, Parse, _kafka_bool, _kafka_int
 
 __all__ = ["SinkOptions", "parse_sink_options", "check_schema", "PRODUCER_CONFIGS", "HEADERS_TYPE"]
@@ -105,6 +108,12 @@ class SinkOptions:
     producer_config: tuple[tuple[str, Any], ...] = ()
     #: ``kafka.transactional.id``: the exactly-once option's prefix (None: at-least-once)
     transactional_id_prefix: str | None = None
+    #: the ``kafka.`` security properties (prefix removed), checked, as sorted string pairs
+    security: tuple[tuple[str, str], ...] = ()
+
+    def security_options(self) -> dict[str, Any]:
+        """The clients' security options (reads the TLS stores: call where the client is made)."""
+        return security_options(dict(self.security)) if self.security else {}
 
 
 def parse_sink_options(options: Mapping[str, str]) -> SinkOptions:
@@ -128,15 +137,10 @@ def parse_sink_options(options: Mapping[str, str]) -> SinkOptions:
     if not servers:
         raise ValueError("Option 'kafka.bootstrap.servers' must be specified for configuring Kafka producer")
     config: dict[str, Any] = {}
+    security = security_items(kafka)
     for name, value in sorted(kafka.items()):
-        if name == "security.protocol":
-            if value.strip().upper() != "PLAINTEXT":
-                raise ValueError(f"Kafka option 'security.protocol' = '{value}' is not supported: the minibroker"
-                                 " sink connects with PLAINTEXT only")
+        if is_security_property(name):
             continue
-        if name.startswith(("ssl.", "sasl.")):
-            raise ValueError(f"Kafka option '{name}' is not supported: the minibroker sink connects with"
-                             " PLAINTEXT only")
         if name not in PRODUCER_CONFIGS:
             logger.warning("The configuration '%s' was supplied but isn't a known config.", name)
             continue
@@ -144,7 +148,8 @@ def parse_sink_options(options: Mapping[str, str]) -> SinkOptions:
         config[kw] = parse(name, value)
     topic = opts.get("topic")
     return SinkOptions(bootstrap_servers=servers, topic=topic.strip() if topic is not None else None,
-                       producer_config=tuple(sorted(config.items())), transactional_id_prefix=prefix)
+                       producer_config=tuple(sorted(config.items())), transactional_id_prefix=prefix,
+                       security=security)
 
 
 class _Field(Protocol):

@@ -95,7 +95,8 @@ class MinibrokerStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
             self._lt = LoopThread("minibroker-spark-stream")
         lt = self._lt
         if self._admin is None:
-            admin = Admin(self.options.bootstrap_servers, **dict(self.options.admin_config))
+            admin = Admin(self.options.bootstrap_servers, **dict(self.options.admin_config),
+                          **self.options.security_options())
             lt.run(admin.start())
             self._admin = admin
         try:

@@ -221,7 +221,7 @@ def write_task(batches: Iterator[Any], o: SinkOptions, columns: frozenset[str],
     prefix = o.transactional_id_prefix
 
     async def start() -> _Task | None:
-        config = {"client_id": "minibroker-spark-sink", **dict(o.producer_config)}
+        config = {"client_id": "minibroker-spark-sink", **dict(o.producer_config), **o.security_options()}
         if prefix is not None:
             config["transactional_id"] = f"{prefix}-{partition_id}"
         p = Producer(o.bootstrap_servers, **config)
@@ -268,7 +268,7 @@ async def _committed_batch(o: SinkOptions, prefix: str, partition_id: int) -> in
     """The next micro-batch the task partition has to write (0 if it never committed one)."""
     from client.admin import Admin
 
-    async with Admin(o.bootstrap_servers, client_id="minibroker-spark-sink") as admin:
+    async with Admin(o.bootstrap_servers, client_id="minibroker-spark-sink", **o.security_options()) as admin:
         tp = TopicPartition(BATCH_MARKER_TOPIC, partition_id)
         got = await admin.fetch_group_offsets(prefix, [tp], require_stable=True)
     om = got.get(tp)
@@ -281,7 +281,7 @@ async def _ensure_marker_partition(o: SinkOptions, partition_id: int) -> None:
     from client.admin import Admin
     from client.errors import InvalidPartitionsError, TopicAlreadyExistsError, UnknownTopicOrPartitionError
 
-    async with Admin(o.bootstrap_servers, client_id="minibroker-spark-sink") as admin:
+    async with Admin(o.bootstrap_servers, client_id="minibroker-spark-sink", **o.security_options()) as admin:
         for _ in range(5):
             try:
                 have = len((await admin.describe_topics([BATCH_MARKER_TOPIC], include_configs=False))

@@ -111,8 +111,9 @@ def test_kafka_options_reach_the_client(caplog: pytest.LogCaptureFixture) -> Non
     ("kafka.fetch.min.bytes", "-1", "Invalid value -1 for configuration fetch.min.bytes: Value must be at least 0"),
     ("kafka.check.crcs", "maybe", "Invalid value maybe for configuration check.crcs: Expected value to be either"),
     ("kafka.isolation.level", "dirty", "String must be one of: read_committed, read_uncommitted"),
-    ("kafka.security.protocol", "SSL", "'security.protocol' = 'SSL' is not supported"),
-    ("kafka.sasl.mechanism", "PLAIN", "'sasl.mechanism' is not supported"),
+    ("kafka.security.protocol", "TLS", "String must be one of: PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL"),
+    ("kafka.security.protocol", "SASL_SSL", "sasl.mechanism GSSAPI is not supported"),
+    ("kafka.ssl.cipher.suites", "x", "not supported by this client: ssl.cipher.suites"),
 ])
 def test_bad_kafka_options(name: str, value: str, message: str) -> None:
     with pytest.raises(ValueError, match=re.escape(message)):
@@ -135,3 +136,29 @@ def test_streaming_options() -> None:
             parse_options(opts(subscribe="t", **bad), streaming=True)
     # batch: the trigger options are ignored with Spark's warning
     assert parse_options(opts(subscribe="t", maxOffsetsPerTrigger="5")).max_offsets_per_trigger is None
+
+
+def test_security_options_travel_as_strings(tmp_path) -> None:
+    """Kafka's security properties are checked on the driver, carried as strings (an SSLContext
+    cannot be pickled) and made into the clients' options where a client is made."""
+    import pickle
+    import ssl
+
+    import trustme
+
+    ca = trustme.CA()
+    trust = tmp_path / "ca.pem"
+    ca.cert_pem.write_to_path(str(trust))
+    jaas = 'org.apache.kafka.common.security.scram.ScramLoginModule required username="alice" password="s3cret";'
+    o = parse_options(opts(subscribe="t", **{"kafka.security.protocol": "SASL_SSL",
+                                             "kafka.sasl.mechanism": "SCRAM-SHA-512", "kafka.sasl.jaas.config": jaas,
+                                             "kafka.ssl.truststore.location": str(trust),
+                                             "kafka.ssl.truststore.type": "PEM",
+                                             "kafka.ssl.endpoint.identification.algorithm": ""}))
+    assert dict(o.security)["sasl.mechanism"] == "SCRAM-SHA-512"
+    assert "security_protocol" not in dict(o.consumer_config) and "s3cret" not in str(o.consumer_config)
+    o = pickle.loads(pickle.dumps(o))
+    kw = o.security_options()
+    assert kw["security_protocol"] == "SASL_SSL" and kw["sasl_plain_username"] == "alice"
+    assert isinstance(kw["ssl_context"], ssl.SSLContext) and not kw["ssl_context"].check_hostname
+    assert parse_options(opts(subscribe="t")).security_options() == {}

@@ -53,7 +53,8 @@ def test_transactional_id_is_the_exactly_once_prefix() -> None:
     ({"kafka.compression.type": "brotli"}, "Invalid value brotli for configuration compression.type"),
     ({"kafka.batch.size": "0"}, "Invalid value 0 for configuration batch.size: Value must be at least 1"),
     ({"kafka.linger.ms": "soon"}, "Invalid value soon for configuration linger.ms: Not a number of type INT"),
-    ({"kafka.security.protocol": "SSL"}, "PLAINTEXT only"),
+    ({"kafka.security.protocol": "TLS"}, "String must be one of: PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL"),
+    ({"kafka.security.protocol": "SASL_PLAINTEXT", "kafka.sasl.mechanism": "PLAIN"}, "needs sasl.jaas.config"),
 ])
 def test_refused_options(options: dict[str, str], message: str) -> None:
     if "kafka.bootstrap.servers" not in options and options:
@@ -90,3 +91,15 @@ def test_column_errors(ddl: str, topic: str | None, message: str) -> None:
     with pytest.raises(ValueError) as e:
         check_schema(fields(ddl), topic)
     assert str(e.value) == message or message in str(e.value)
+
+
+def test_security_options() -> None:
+    import pickle
+
+    jaas = 'org.apache.kafka.common.security.plain.PlainLoginModule required username="alice" password="s3cret";'
+    o = parse_sink_options({"kafka.bootstrap.servers": "h:1", "kafka.security.protocol": "SASL_PLAINTEXT",
+                            "kafka.sasl.mechanism": "PLAIN", "kafka.sasl.jaas.config": jaas})
+    assert pickle.loads(pickle.dumps(o)).security_options() == {
+        "security_protocol": "SASL_PLAINTEXT", "sasl_mechanism": "PLAIN", "sasl_plain_username": "alice",
+        "sasl_plain_password": "s3cret"}
+    assert dict(o.producer_config) == {}
