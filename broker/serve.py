@@ -96,6 +96,10 @@ def run(args: argparse.Namespace) -> int:
         for listener in broker.http:
             print(f"minibroker {listener.name} listening on http://{listener.host}:{listener.port}",
                   file=sys.stderr, flush=True)
+        if broker.server is not None and len(broker.server.ports) > 1:  # each listener, before the ready line
+            for e in cfg.endpoints:
+                print(f"minibroker listener {e.name} ({e.security_protocol}) on {e.host}:{broker.server.ports[e.name]}",
+                      file=sys.stderr, flush=True)
         print(f"minibroker listening on {cfg.listener[0]}:{broker.port}", file=sys.stderr, flush=True)
         await stop.wait()
         logging.getLogger("broker").info("shutting down")

@@ -35,6 +35,7 @@ __all__ = ["BrokerProcess", "BrokerStartError"]
 #: the directory holding the ``broker`` package the child must import
 _ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 _LISTENING = re.compile(r"^minibroker listening on ([\d.]+):(\d+)")
+_LISTENER = re.compile(r"^minibroker listener (\S+) \((\w+)\) on ([\d.]+):(\d+)")
 _HTTP_LISTENING = re.compile(r"minibroker (metrics|fault injection) listening on http://([\d.]+):(\d+)")
 
 
@@ -58,6 +59,8 @@ class BrokerProcess:
         self.proc: subprocess.Popen[str] | None = None
         self.port = -1
         self.http_ports: dict[str, int] = {}
+        #: with several listeners, each one's port by listener name
+        self.listener_ports: dict[str, int] = {}
         self.output: list[str] = []
         self._reader: threading.Thread | None = None
         self._faults: RemoteFaults | None = None
@@ -118,6 +121,9 @@ class BrokerProcess:
                 m = _HTTP_LISTENING.search(line)
                 if m:
                     self.http_ports[m.group(1)] = int(m.group(3))
+                m = _LISTENER.search(line)
+                if m:
+                    self.listener_ports[m.group(1)] = int(m.group(4))
                 m = _LISTENING.search(line)
                 if m:
                     self.port = int(m.group(2))
