@@ -97,8 +97,8 @@ def run(args: argparse.Namespace) -> int:
             print(f"minibroker {listener.name} listening on http://{listener.host}:{listener.port}",
                   file=sys.stderr, flush=True)
         if broker.server is not None and len(broker.server.ports) > 1:  # each listener, before the ready line
-            for e in cfg.endpoints:
-                print(f"minibroker listener {e.name} ({e.security_protocol}) on {e.host}:{broker.server.ports[e.name]}",
+            for ep in cfg.endpoints:
+                print(f"minibroker listener {ep.name} ({ep.security_protocol}) on {ep.host}:{broker.server.ports[ep.name]}",
                       file=sys.stderr, flush=True)
         print(f"minibroker listening on {cfg.listener[0]}:{broker.port}", file=sys.stderr, flush=True)
         await stop.wait()
