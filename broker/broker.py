@@ -36,7 +36,7 @@ import concurrent.futures
 import logging
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from time import perf_counter
 from typing import TYPE_CHECKING, Any
 
@@ -116,8 +116,10 @@ class Broker:
             apply_seeds(self.state.scram_credentials, self.scram_seeds)
             logger.info("stored the SCRAM credentials of %s", ", ".join(sorted({f"{s.user} ({s.mechanism})"
                                                                                for s in self.scram_seeds})))
-        listeners = [ListenerSecurity(cfg.props, e, self.state.scram_credentials) for e in cfg.endpoints]
+        props = dynamic.effective_props()  # a keystore set at run time (AlterConfigs) outlives a restart
+        listeners = [ListenerSecurity(props, e, self.state.scram_credentials) for e in cfg.endpoints]
         self.server = BrokerServer(self.state, listeners)
+        dynamic.on_keystore_change = self._reload_keystores
         await self.server.start()
         for name, e in self.state.advertised.items():  # port 0: the port each listener was given
             if e.port == 0:
@@ -146,6 +148,15 @@ class Broker:
                     ", ".join(f"{ls.name}://{ls.endpoint.host}:{self.server.ports[ls.name]}" for ls in listeners),
                     ", ".join(str(e) for e in self.state.advertised.values()), self.logs.log_dir,
                     len(self.logs.logs), time.perf_counter() - t0)
+
+    def _reload_keystores(self, props: Mapping[str, str]) -> None:
+        """A new keystore (AlterConfigs): new connections of each TLS listener use it; those
+        already open keep the one they were accepted with."""
+        assert self.server is not None
+        for ls in self.server.listeners.values():
+            if ls.endpoint.tls:
+                ls.reload_ssl(props)
+                logger.info("listener %s: new TLS keystore loaded for new connections", ls.name)
 
     async def _start_operator_endpoints(self) -> None:
         cfg, server = self.config, self.server

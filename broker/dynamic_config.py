@@ -32,10 +32,12 @@ from __future__ import annotations
 import json
 import logging
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import NamedTuple
 
 from .config import BROKER_DEFAULTS, BROKER_TYPES, BrokerConfig
+from .security.listeners import is_sensitive, unprefixed
+from .security.ssl_factory import KEYSTORE_PROPERTIES, SslConfigError, server_context
 from .storage.config import BROKER_SYNONYMS, TOPIC_CONFIGS, LogConfig, parse_value
 from .storage.errors import InvalidConfigError, StorageError
 from .storage.fileutil import atomic_write
@@ -173,13 +175,17 @@ class DynamicBrokerConfig:
         self.path = os.path.join(log_dir, FILE)
         self.per_broker: dict[str, str] = {}
         self.cluster_default: dict[str, str] = {}
+        #: called with the effective properties once a per-broker keystore change is applied
+        #: (the broker gives its TLS listeners a new server context)
+        self.on_keystore_change: Callable[[Mapping[str, str]], None] | None = None
         self._load()
 
     def _load(self) -> None:
         try:
             with open(self.path, encoding="utf-8") as f:
                 data = json.load(f)
-            self.per_broker = {k: str(v) for k, v in data.get("broker", {}).items() if k in DYNAMIC_BROKER_CONFIGS}
+            self.per_broker = {k: str(v) for k, v in data.get("broker", {}).items()
+                               if k in DYNAMIC_BROKER_CONFIGS or is_keystore_config(k)}
             self.cluster_default = {k: str(v) for k, v in data.get("default", {}).items()
                                     if k in DYNAMIC_BROKER_CONFIGS}
             self.log_config()  # still valid?
@@ -230,13 +236,24 @@ class DynamicBrokerConfig:
         the current one: every name dynamic, every value valid. Returns the topic defaults they
         give. Raises DynamicConfigError."""
         resource = f"ConfigResource(type=BROKER, name='{self.static.node_id if per_broker else ''}')"
-        fixed = sorted(k for k in values if k not in DYNAMIC_BROKER_CONFIGS)
+        fixed = sorted(k for k in values if k not in DYNAMIC_BROKER_CONFIGS
+                       and not (per_broker and is_keystore_config(k)))
         if fixed:
             raise DynamicConfigError(f"Invalid config value for resource {resource}: Cannot update these configs"
                                      f" dynamically: Set({', '.join(fixed)})", 42)
+        if per_broker and (self._keystore_values(values) or self.per_broker.keys() != values.keys()):
+            props = {**self.static.props, **self.cluster_default, **values}
+            for endpoint in self.static.endpoints:  # the new keystore must load, or nothing changes
+                if endpoint.tls:
+                    try:
+                        server_context(props, endpoint.name)
+                    except SslConfigError as e:
+                        raise DynamicConfigError(f"Invalid config value for resource {resource}: Validation of"
+                                                 f" dynamic config update of SSLFactory failed: {e}", 42) from None
         try:
             for k, v in values.items():
-                parse_value(BROKER_SYNONYMS[k], v, k)
+                if k in BROKER_SYNONYMS:  # a topic default (keystore properties were checked above)
+                    parse_value(BROKER_SYNONYMS[k], v, k)
             if per_broker:
                 return self.log_config(per_broker=values)
             return self.log_config(cluster_default=values)
@@ -248,14 +265,23 @@ class DynamicBrokerConfig:
     def apply(self, per_broker: bool, values: Mapping[str, str]) -> LogConfig:
         """``prepare``, then make ``values`` the resource's dynamic configs and persist them."""
         config = self.prepare(per_broker, values)
+        # a keystore named again is read again (Kafka reloads a rewritten file at the same path)
+        keystore_changed = per_broker and (bool(self._keystore_values(values)) or
+                                           self._keystore_values(values) != self._keystore_values(self.per_broker))
         if per_broker:
             self.per_broker = dict(values)
         else:
             self.cluster_default = dict(values)
         self._persist()
         logger.info("dynamic %s configs are now %s", "broker" if per_broker else "cluster-wide default",
-                    dict(values) or "empty")
+                    {k: "[hidden]" if is_sensitive(k) else v for k, v in values.items()} or "empty")
+        if keystore_changed and self.on_keystore_change is not None:
+            self.on_keystore_change(self.effective_props())
         return config
+
+    @staticmethod
+    def _keystore_values(values: Mapping[str, str]) -> dict[str, str]:
+        return {k: v for k, v in values.items() if is_keystore_config(k)}
 
     # ------------------------------------------------------------------ describing
 
@@ -310,19 +336,29 @@ class DynamicBrokerConfig:
     def describe_broker(self, per_broker: bool) -> list[Entry]:
         """The per-broker resource: every broker property. The cluster-default resource: the
         cluster-wide dynamic configs only."""
-        names = sorted(set(BROKER_DEFAULTS) | set(BROKER_SYNONYMS) | set(self.static.props)) if per_broker \
+        names = sorted(set(BROKER_DEFAULTS) | set(BROKER_SYNONYMS) | set(self.static.props) | set(self.per_broker)) \
+            if per_broker \
             else sorted(self.cluster_default)
         out = []
         for name in names:
             value = self._broker_value(name) if per_broker else self.cluster_default[name]
             synonyms = self._synonyms(name, per_broker)
             source = synonyms[0][2] if synonyms else ConfigSourceId.DEFAULT
-            out.append(Entry(name, value, source, name not in DYNAMIC_BROKER_CONFIGS, synonyms,
-                             _broker_type(name), _broker_doc(name)))
+            if is_sensitive(name):  # Kafka's PASSWORD type: never shown
+                value, synonyms = None, [(n, None, s) for n, _, s in synonyms]
+            out.append(Entry(name, value, source, name not in DYNAMIC_BROKER_CONFIGS and not is_keystore_config(name),
+                             synonyms, _broker_type(name), _broker_doc(name)))
         return out
 
 
+def is_keystore_config(name: str) -> bool:
+    """A TLS keystore property (plain or listener-prefixed): changeable per broker at run time."""
+    return unprefixed(name) in KEYSTORE_PROPERTIES
+
+
 def _broker_type(name: str) -> int:
+    if is_sensitive(name):
+        return 9  # PASSWORD
     if name in BROKER_TYPES:
         return CONFIG_TYPES[BROKER_TYPES[name][0]]
     d = BROKER_SYNONYMS.get(name)

@@ -24,11 +24,13 @@ from .config_change import RequestError
 API_KEY = ApiKey.DESCRIBE_CONFIGS
 
 TOPIC, BROKER = 2, 4
+PASSWORD = 9  # config_type of Kafka's sensitive configs
 
 
 def wire_entry(e: Entry, synonyms: bool, documentation: bool) -> dict[str, Any]:
     return {"name": e.name, "value": e.value, "read_only": e.read_only,
-            "is_default": e.source == ConfigSourceId.DEFAULT, "config_source": e.source, "is_sensitive": False,
+            "is_default": e.source == ConfigSourceId.DEFAULT, "config_source": e.source,
+            "is_sensitive": e.config_type == PASSWORD,
             "synonyms": [{"name": n, "value": v, "source": s} for n, v, s in e.synonyms] if synonyms else [],
             "config_type": e.config_type, "documentation": e.documentation if documentation else None}
 

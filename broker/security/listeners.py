@@ -25,7 +25,7 @@ from collections.abc import Mapping
 from typing import NamedTuple
 from urllib.parse import urlsplit
 
-__all__ = ["SECURITY_PROTOCOLS", "DEFAULT_PROTOCOL_MAP", "EndPoint", "ListenerError", "parse_protocol_map",
+__all__ = ["SENSITIVE_PROPERTIES", "is_sensitive", "unprefixed", "SECURITY_PROTOCOLS", "DEFAULT_PROTOCOL_MAP", "EndPoint", "ListenerError", "parse_protocol_map",
            "parse_endpoints", "listener_property", "listener_prefix"]
 
 SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
@@ -107,6 +107,25 @@ def parse_endpoints(value: str, prop: str, protocols: Mapping[str, str], default
     if not out:
         raise ListenerError(f"{prop}: no listener given")
     return out
+
+
+#: Kafka's PASSWORD-typed properties: DescribeConfigs answers them with a null value and
+#: is_sensitive, and they never reach a log line (listener- and mechanism-prefixed forms included)
+SENSITIVE_PROPERTIES = frozenset({"ssl.keystore.password", "ssl.key.password", "ssl.truststore.password",
+                                  "ssl.keystore.key", "sasl.jaas.config"})
+
+
+def unprefixed(name: str) -> str:
+    """``listener.name.<l>.[<mechanism>.]<property>`` -> ``<property>`` (other names unchanged)."""
+    if name.startswith("listener.name."):
+        name = name.split(".", 3)[3] if name.count(".") >= 3 else name
+    if name.endswith(".sasl.jaas.config"):
+        return "sasl.jaas.config"
+    return name
+
+
+def is_sensitive(name: str) -> bool:
+    return unprefixed(name) in SENSITIVE_PROPERTIES
 
 
 def listener_prefix(name: str) -> str:
