@@ -168,6 +168,7 @@ class Broker:
             self.metrics = self.state.metrics = BrokerMetrics(
                 self.logs, cfg.node_id, lambda: (len(server.connections), server.accepted),
                 cfg.int("metrics.group.partition.series.max"))
+            self.metrics.authentication = lambda: dict(server.auth_stats)
             self.http.append(HttpListener(
                 "metrics", *metrics_at, {**routes, "/metrics": self._metrics_route},
                 max_connections=cfg.int("metrics.connections.max"),

@@ -42,6 +42,10 @@ Exposed (kafka_exporter's names where it has one, so existing dashboards work)::
                                            for partitioned APIs, as Kafka's ErrorsPerSec)
     minibroker_request_duration_seconds{api}   histogram: request decoded -> response ready
                                            (includes acks=all fsync waits and Fetch long polls)
+    kafka_server_socket_server_metrics_successful_authentication_total{listener}   and
+        ..._failed_authentication_total, _successful_reauthentication_total,
+        _failed_reauthentication_total, _successful_authentication_no_reauth_total: Kafka's
+        authentication counters (TLS handshakes on SSL listeners, SASL logins)
     minibroker_connections                 open client connections
     minibroker_connections_accepted_total
     minibroker_log_size_bytes{topic,partition}
@@ -177,6 +181,16 @@ def records_in_slices(slices: Iterable[Any]) -> int:
     return n
 
 
+#: Kafka's authentication counters (its selector's metric names) and what they count
+AUTHENTICATION_METRICS = {
+    "successful-authentication-total": "Connections that authenticated (TLS handshake on an SSL listener, SASL login)",
+    "failed-authentication-total": "Connections whose TLS handshake or SASL login failed",
+    "successful-reauthentication-total": "SASL re-authentications that succeeded (KIP-368)",
+    "failed-reauthentication-total": "SASL re-authentications that failed",
+    "successful-authentication-no-reauth-total": "SASL logins by clients that cannot re-authenticate",
+}
+
+
 class BrokerMetrics:
     """The counters the broker updates, and the scrape that exposes them with its logs' and
     groups' gauges. ``logs`` is the LogManager; ``connections()`` returns (open, accepted
@@ -193,6 +207,8 @@ class BrokerMetrics:
         self.errors: dict[tuple[int, int, int], int] = {}
         self.group_offsets: Callable[[], Iterable[tuple[str, Mapping[tuple[str, int], _Committed]]]] | None = None
         self.group_members: Callable[[], Mapping[str, int]] | None = None
+        #: the socket server's authentication counters, {(listener, Kafka's name): count}
+        self.authentication: Callable[[], dict[tuple[str, str], int]] | None = None
         self.latency: dict[int, _Latency] = {}
         self._process = ProcessCollector(registry=None)
         self._executor: concurrent.futures.ThreadPoolExecutor | None = None
@@ -289,6 +305,7 @@ class BrokerMetrics:
         snap.errors = dict(self.errors)
         snap.latency = {key: (list(h.counts), h.total) for key, h in self.latency.items()}
         snap.connections = self.connections()
+        snap.authentication = self.authentication() if self.authentication is not None else {}
         snap.logs = [(topic, partition, log.size, log.num_segments, log.high_watermark, log.log_start_offset)
                      for (topic, partition), log in self.logs.logs.items()]
         if self.group_offsets is None:
@@ -333,6 +350,7 @@ class Snapshot:
         self.errors: dict[tuple[int, int, int], int] = {}
         self.latency: dict[int, tuple[list[int], float]] = {}
         self.connections = (0, 0)
+        self.authentication: dict[tuple[str, str], int] = {}
         self.logs: list[LogRow] = []
         self.groups: list[tuple[str, dict[tuple[str, int], _Committed]]] | None = None
         self.members: dict[str, int] | None = None
@@ -348,6 +366,7 @@ class Snapshot:
         out: list[str] = []
         self._topics(out)
         self._requests(out)
+        self._authentication(out)
         self._logs(out)
         self._groups(out)
         return "".join(out).encode() + generate_latest(self.process)
@@ -361,6 +380,16 @@ class Snapshot:
                 ("minibroker_bytes_out_total", "Record bytes sent in Fetch replies")), 1):
             _family(out, name, "counter", text)
             out.extend(f'{name}{{topic="{row[0]}"}} {float(row[i])!r}\n' for row in rows)
+
+    def _authentication(self, out: list[str]) -> None:
+        """Kafka's socket-server authentication counters, named as the JMX exporter names them
+        (``kafka_server_socket_server_metrics_<name>``), per listener."""
+        for metric, text in AUTHENTICATION_METRICS.items():
+            name = "kafka_server_socket_server_metrics_" + metric.replace("-", "_")
+            _family(out, name, "counter", text)
+            for (listener, m), n in sorted(self.authentication.items()):
+                if m == metric:
+                    out.append(f'{name}{{listener="{_label(listener)}"}} {float(n)!r}\n')
 
     def _requests(self, out: list[str]) -> None:
         name = "minibroker_requests_total"

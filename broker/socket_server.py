@@ -394,6 +394,10 @@ class Connection:
         if auth.complete:
             self._authenticated()
 
+    def _count(self, name: str) -> None:
+        """One more of Kafka's authentication counter ``name`` for this connection's listener."""
+        self.server.auth_stats[(self.listener.name, name)] += 1
+
     def _authenticated(self) -> None:
         auth = self.auth
         assert auth is not None and auth.principal is not None
@@ -402,14 +406,13 @@ class Connection:
         if self._auth_timer is not None:
             self._auth_timer.cancel()
             self._auth_timer = None
-        stats = self.server.auth_stats
         if auth.reauthenticating:
             auth.reauthenticating = False
-            stats["successful-reauthentication-total"] += 1
+            self._count("successful-reauthentication-total")
         else:
-            stats["successful-authentication-total"] += 1
+            self._count("successful-authentication-total")
             if not auth.reauth_capable:
-                stats["successful-authentication-no-reauth-total"] += 1
+                self._count("successful-authentication-no-reauth-total")
         self.session.principal = auth.principal
         logger.debug("%s authenticated as %s with %s on listener %s", self.peer, auth.principal,
                      auth.mechanism_name, self.listener.name)
@@ -419,7 +422,7 @@ class Connection:
         ``connection.failed.authentication.delay.ms``, then the connection closes; nothing more is
         read from it meanwhile."""
         reauth = self.auth is not None and self.auth.reauthenticating
-        self.server.auth_stats["failed-reauthentication-total" if reauth else "failed-authentication-total"] += 1
+        self._count("failed-reauthentication-total" if reauth else "failed-authentication-total")
         self.server.log_limiter.info(self.host, "authentication failed", "failed authentication from %s on"
                                      " listener %s: %s", self.peer, self.listener.name, e)
         response = e.response if isinstance(e, AuthenticationFailed) else None
@@ -728,7 +731,7 @@ class TlsConnection(Connection):
     def _tls_failed(self, e: ssl.SSLError) -> None:
         what = "TLS handshake" if not self._handshaken else "TLS"
         if not self._handshaken:
-            self.server.auth_stats["failed-authentication-total"] += 1
+            self._count("failed-authentication-total")
         self.server.log_limiter.info(self.host, "tls failed", "closing connection from %s on listener %s: %s failed:"
                                      " %s", self.peer, self.listener.name, what, e.reason or e)
         self._collect_output()  # the alert, if any, goes out before the close
@@ -748,13 +751,13 @@ class TlsConnection(Connection):
             try:
                 name = self.listener.principal_mapper.name(certificate_subject(der))
             except (PrincipalMappingError, ValueError) as e:
-                self.server.auth_stats["failed-authentication-total"] += 1
+                self._count("failed-authentication-total")
                 self.server.log_limiter.info(self.host, "authentication failed", "failed authentication from %s on"
                                              " listener %s: %s", self.peer, self.listener.name, e)
                 self.close()
                 return
             self.session.principal = KafkaPrincipal("User", name)
-        self.server.auth_stats["successful-authentication-total"] += 1
+        self._count("successful-authentication-total")
         if self._auth_timer is not None:
             self._auth_timer.cancel()
             self._auth_timer = None
@@ -875,8 +878,8 @@ class BrokerServer:
         self.host, self.port = first.host, first.port
         #: per listener name, the port it listens on (once bound)
         self.ports: dict[str, int] = {ls.name: ls.endpoint.port for ls in listeners}
-        #: Kafka's authentication counters (their names in Kafka's selector metrics), all listeners
-        self.auth_stats: collections.Counter[str] = collections.Counter()
+        #: Kafka's authentication counters (its socket-server metrics' names), by (listener, name)
+        self.auth_stats: collections.Counter[tuple[str, str]] = collections.Counter()
         self.max_request_size = state.config.int("socket.request.max.bytes")
         self.max_queued = state.config.int("queued.max.requests")
         self.max_connections = state.config.int("max.connections")

@@ -19,6 +19,7 @@ import pytest
 
 from broker.testing.secure import SecureSetup, secure_broker, unsecured_token
 from client import Admin, Consumer, Producer
+from client.errors import SaslAuthenticationFailedError  # type: ignore[attr-defined]
 
 CASES = [("SASL_SSL", "PLAIN"), ("SASL_SSL", "SCRAM-SHA-512"), ("SASL_PLAINTEXT", "SCRAM-SHA-256"),
          ("SSL", None), ("SASL_SSL", "OAUTHBEARER")]
@@ -26,7 +27,7 @@ CASES = [("SASL_SSL", "PLAIN"), ("SASL_SSL", "SCRAM-SHA-512"), ("SASL_PLAINTEXT"
 
 @pytest.fixture(scope="module")
 def secure(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Any, SecureSetup]]:
-    broker, setup = secure_broker(str(tmp_path_factory.mktemp("secure")))
+    broker, setup = secure_broker(str(tmp_path_factory.mktemp("secure")), metrics=True)
     try:
         yield broker, setup
     finally:
@@ -149,3 +150,23 @@ async def test_describe_configs_hides_secrets(secure: tuple[Any, SecureSetup]) -
     assert entries["ssl.keystore.password"].value is None and entries["ssl.keystore.password"].is_sensitive
     assert entries["ssl.keystore.location"].value is not None and not entries["ssl.keystore.location"].is_sensitive
     assert "alice-secret" not in broker.log_text()
+
+
+async def test_authentication_counters(secure: tuple[Any, SecureSetup]) -> None:
+    broker, setup = secure
+
+    def count(name: str, listener: str) -> float:
+        prefix = f'kafka_server_socket_server_metrics_{name}{{listener="{listener}"}} '
+        return next((float(line[len(prefix):]) for line in broker.scrape().splitlines() if line.startswith(prefix)), 0.0)
+
+    ok, failed = count("successful_authentication_total", "SASL_PLAINTEXT"), count("failed_authentication_total",
+                                                                                   "SASL_PLAINTEXT")
+    opts = _options(broker, setup, "SASL_PLAINTEXT", "SCRAM-SHA-256")
+    async with Admin(**opts) as admin:
+        await admin.list_topics()
+    with pytest.raises(SaslAuthenticationFailedError, match="invalid credentials"):
+        async with Admin(**{**opts, "sasl_plain_password": "not-the-password-42"}, request_timeout_ms=5000) as admin:
+            await admin.list_topics()
+    assert count("successful_authentication_total", "SASL_PLAINTEXT") >= ok + 1
+    assert count("failed_authentication_total", "SASL_PLAINTEXT") >= failed + 1
+    assert "not-the-password-42" not in broker.log_text()
