@@ -5,7 +5,8 @@ Exchange (``client/security/scram.py`` has the key derivations):
    gs2 header ``n`` or ``y``, no channel binding; an authzid ``a=`` must equal the user;
    extensions are refused, delegation tokens do not exist here) -> server-first
    ``r=<client nonce><server nonce>,s=<base64 salt>,i=<iterations>``;
-2. client-final ``c=<base64 gs2 header>,r=<nonce>,p=<base64 proof>`` -> server-final
+2. client-final ``c=<base64 gs2 header>,r=<nonce>,p=<base64 proof>`` (the nonce must end with
+   the server-first's, as Kafka checks it) -> server-final
    ``v=<base64 ServerSignature>`` once ``H(proof XOR HMAC(StoredKey, AuthMessage))`` equals
    StoredKey (compared in constant time).
 An unknown user fails at the first message, a wrong proof at the second; both get Kafka's
@@ -95,7 +96,9 @@ class ScramServer(SaslServerMechanism):
             binding = base64.b64decode(attrs["c"], validate=True)
         except (ValueError, KeyError, binascii.Error):
             raise self._fail("bad client-final message") from None
-        if not sep or attrs.get("r") != self._nonce or binding != self._gs2.encode():
+        # Kafka's server checks that the nonce *ends with* its own (ScramSaslServer): librdkafka
+        # before 2.x sends its client nonce again in front of the combined one
+        if not sep or not attrs.get("r", "").endswith(self._nonce) or binding != self._gs2.encode():
             raise self._fail("nonce or channel binding mismatch")
         credential = self._credential
         assert credential is not None
