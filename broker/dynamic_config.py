@@ -68,8 +68,42 @@ DYNAMIC_BROKER_CONFIGS = frozenset(d.broker_name for d in TOPIC_CONFIGS.values()
 _NULL_DEFAULTS = {"advertised.listeners", "broker.id", "metrics.listeners", "fault.injection.listener"}
 
 _BROKER_DOCS = {
-    "listeners": "Where the broker listens: PLAINTEXT://host:port.",
-    "advertised.listeners": "The address given to clients in metadata; unset: the listener's.",
+    "listeners": "Where the broker listens: NAME://host:port, comma-separated (PLAINTEXT, SSL, SASL_PLAINTEXT,"
+                 " SASL_SSL, or a name of listener.security.protocol.map).",
+    "advertised.listeners": "Per listener, the address given to its clients in metadata; unset: the listener's.",
+    "listener.security.protocol.map": "Each listener name's security protocol: NAME:PROTOCOL, comma-separated.",
+    "ssl.keystore.type": "PEM or PKCS12 (a JKS file is refused; a PEM or PKCS12 file is recognised by its content).",
+    "ssl.keystore.location": "The broker's key and certificate chain (PEM file, or PKCS12 with"
+                             " ssl.keystore.password); per listener or changed at run time with the"
+                             " listener.name.<name>. prefix.",
+    "ssl.keystore.password": "The PKCS12 keystore's password.",
+    "ssl.key.password": "The password of an encrypted private key.",
+    "ssl.keystore.key": "The private key as inline PEM (with ssl.keystore.certificate.chain).",
+    "ssl.keystore.certificate.chain": "The certificate chain as inline PEM (with ssl.keystore.key).",
+    "ssl.truststore.type": "PEM or PKCS12: the CAs that client certificates must chain to.",
+    "ssl.truststore.location": "The truststore file; unset: the system's CAs.",
+    "ssl.truststore.password": "The PKCS12 truststore's password.",
+    "ssl.truststore.certificates": "The trusted CAs as inline PEM.",
+    "ssl.client.auth": "none, requested or required: whether a client certificate is asked for, or needed.",
+    "ssl.enabled.protocols": "TLS versions accepted: TLSv1.2, TLSv1.3.",
+    "ssl.protocol": "Kafka's SSLContext protocol; the versions are set by ssl.enabled.protocols.",
+    "ssl.cipher.suites": "TLS 1.2 cipher suites (IANA or OpenSSL names); empty: the defaults.",
+    "ssl.principal.mapping.rules": "Rules mapping a client certificate's subject to the principal name.",
+    "ssl.endpoint.identification.algorithm": "A client setting (host name checking); the broker does not use it.",
+    "sasl.enabled.mechanisms": "SASL mechanisms of SASL listeners: PLAIN, SCRAM-SHA-256, SCRAM-SHA-512,"
+                               " OAUTHBEARER (Kafka's default GSSAPI is refused).",
+    "sasl.server.max.receive.size": "The largest frame accepted before a SASL login completes.",
+    "connections.max.reauth.ms": "Sessions last at most this long, then clients re-authenticate (0: for ever).",
+    "connection.failed.authentication.delay.ms": "Delay before a failed login's answer and close.",
+    "sasl.oauthbearer.jwks.endpoint.url": "A file: URL of the JWKS whose keys sign OAUTHBEARER tokens; unset:"
+                                          " unsecured tokens (tests only).",
+    "sasl.oauthbearer.expected.audience": "Audiences a signed token must name (comma-separated); empty: any.",
+    "sasl.oauthbearer.expected.issuer": "The issuer a signed token must name; empty: any.",
+    "sasl.oauthbearer.scope.claim.name": "The claim holding a signed token's scopes.",
+    "sasl.oauthbearer.sub.claim.name": "The claim holding a signed token's principal.",
+    "sasl.oauthbearer.clock.skew.seconds": "Clock skew allowed when checking a signed token's times.",
+    "connections.authentication.timeout.ms": "minibroker's own: close a connection whose TLS handshake and SASL"
+                                             " login are not done within this.",
     "log.dirs": "The data directory (the first entry of the list).",
     "node.id": "This broker's id.",
     "broker.id": "This broker's id; follows node.id when unset.",
