@@ -16,6 +16,15 @@ Fixtures:
       @pytest.mark.parametrize("minibroker_topic", [1, 4], indirect=True)   # partitions
       def test_y(minibroker, minibroker_topic): ...
 
+- ``minibroker_secure`` (session): a broker with PLAINTEXT, SSL (mutual TLS), SASL_SSL and
+  SASL_PLAINTEXT listeners, throwaway certificates (``trustme``) and SCRAM/PLAIN users;
+  ``.listener_ports[name]`` and ``.setup.client_properties(listener, mechanism)`` (see
+  ``broker.testing.secure``)::
+
+      def test_z(minibroker_secure):
+          conf = {"bootstrap.servers": f"127.0.0.1:{minibroker_secure.listener_ports['SASL_SSL']}",
+                  **minibroker_secure.setup.client_properties("SASL_SSL", "SCRAM-SHA-512")}
+
 - ``minibroker_factory`` (function): ``minibroker_factory(overrides={...}, kind=...,
   metrics=True)`` starts a broker of the test's own (its own config, data dir and port),
   stopped after the test; the test fails if it did not shut down cleanly.
@@ -112,6 +121,20 @@ def minibroker_topic(request: pytest.FixtureRequest, minibroker: Any) -> str:
     name = _topic_name(request.node.name)
     create_topic(minibroker.bootstrap_servers, name, partitions, configs)
     return name
+
+
+@pytest.fixture(scope="session")
+def minibroker_secure(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    """A session broker with PLAINTEXT, SSL (mutual TLS), SASL_SSL and SASL_PLAINTEXT listeners
+    (broker.testing.secure): ``.listener_ports[name]``, and ``.setup`` (its certificates, users,
+    and ``client_properties(listener, mechanism)`` for librdkafka-style clients). Needs trustme."""
+    from broker.testing.secure import secure_broker
+    b, setup = secure_broker(str(tmp_path_factory.mktemp("minibroker-secure")))
+    b.setup = setup
+    try:
+        yield b
+    finally:
+        _check_stopped(b)
 
 
 @pytest.fixture
