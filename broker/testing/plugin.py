@@ -129,8 +129,7 @@ def minibroker_secure(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]
     (broker.testing.secure): ``.listener_ports[name]``, and ``.setup`` (its certificates, users,
     and ``client_properties(listener, mechanism)`` for librdkafka-style clients). Needs trustme."""
     from broker.testing.secure import secure_broker
-    b, setup = secure_broker(str(tmp_path_factory.mktemp("minibroker-secure")))
-    b.setup = setup
+    b, _ = secure_broker(str(tmp_path_factory.mktemp("minibroker-secure")))
     try:
         yield b
     finally:

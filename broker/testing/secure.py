@@ -29,7 +29,7 @@ from typing import Any
 
 from .process import BrokerProcess
 
-__all__ = ["SecureSetup", "USERS", "unsecured_token", "secure_broker"]
+__all__ = ["SecureBroker", "SecureSetup", "USERS", "unsecured_token", "secure_broker"]
 
 #: user -> password, for PLAIN and both SCRAM mechanisms
 USERS = {"alice": "alice-secret", "admin": "admin-secret"}
@@ -119,12 +119,20 @@ class SecureSetup:
         return props
 
 
-def secure_broker(directory: str, *extra_overrides: str, **kwargs: Any) -> tuple[BrokerProcess, SecureSetup]:
+class SecureBroker(BrokerProcess):
+    """A BrokerProcess with its ``SecureSetup`` (``.setup``)."""
+
+    def __init__(self, data_dir: str, setup: SecureSetup, overrides: list[str], **kwargs: Any) -> None:
+        args: list[str] = []
+        for seed in setup.scram_seeds():
+            args += ["--add-scram", seed]
+        super().__init__(data_dir, [*setup.overrides(), *overrides], extra_args=args, **kwargs)
+        self.setup = setup
+
+
+def secure_broker(directory: str, *extra_overrides: str, **kwargs: Any) -> tuple[SecureBroker, SecureSetup]:
     """A started broker with the four listeners of ``SecureSetup`` (data in ``directory``/data)."""
     setup = SecureSetup(os.path.join(directory, "tls"))
-    args: list[str] = []
-    for seed in setup.scram_seeds():
-        args += ["--add-scram", seed]
-    broker = BrokerProcess(os.path.join(directory, "data"), [*setup.overrides(), *extra_overrides],
-                           extra_args=args, **kwargs)
-    return broker.start(), setup
+    broker = SecureBroker(os.path.join(directory, "data"), setup, list(extra_overrides), **kwargs)
+    broker.start()
+    return broker, setup
