@@ -71,7 +71,9 @@ def parse_jaas_config(text: str) -> JaasEntry:
     options: dict[str, str] = {}
     i = 2
     while i < len(tokens) and tokens[i] != (";", False):
-        if i + 2 >= len(tokens) or tokens[i + 1] != ("=", False):
+        # an unquoted "=" or ";" is punctuation, never a name or a value (``user_a=;`` has no value)
+        if (i + 2 >= len(tokens) or tokens[i + 1] != ("=", False) or tokens[i] == ("=", False)
+                or tokens[i + 2] in (("=", False), (";", False))):
             raise JaasError(f"sasl.jaas.config: expected name=value after {tokens[i][0]!r}")
         options[tokens[i][0]] = tokens[i + 2][0]
         i += 3
