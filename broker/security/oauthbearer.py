@@ -188,8 +188,9 @@ class JwksValidator(TokenValidator):
         digest = {"256": hashes.SHA256(), "384": hashes.SHA384(), "512": hashes.SHA512()}[alg[2:]]
         try:
             if alg.startswith("ES"):
-                if not isinstance(key, ec.EllipticCurvePublicKey):
-                    raise TokenError("an ES token needs an EC key")
+                if not isinstance(key, ec.EllipticCurvePublicKey) or \
+                        key.curve.key_size != {"256": 256, "384": 384, "512": 521}[alg[2:]]:
+                    raise TokenError(f"an {alg} token needs an EC key on its curve (RFC 7518)")
                 half = len(signature) // 2
                 der = utils.encode_dss_signature(int.from_bytes(signature[:half], "big"),
                                                  int.from_bytes(signature[half:], "big"))

@@ -336,3 +336,19 @@ def test_jwks_expiry_and_clock_skew(keys: dict[str, Any], jwks_url: str) -> None
 def test_token_error_carries_status_and_scope() -> None:
     e = TokenError("x", "insufficient_scope", "a b")
     assert (str(e), e.status, e.scope) == ("x", "insufficient_scope", "a b")
+
+
+def test_jwks_es_token_needs_a_key_on_its_curve(tmp_path) -> None:
+    """RFC 7518: ES256 is ECDSA on P-256; a P-384 key of the JWKS does not verify an ES256 token."""
+    p384 = ec.generate_private_key(ec.SECP384R1())
+    path = tmp_path / "p384.json"
+    pub = p384.public_key().public_numbers()
+    path.write_text(json.dumps({"keys": [{"kty": "EC", "kid": "ec-384", "crv": "P-384", "x": b64(pub.x.to_bytes(48, "big")),
+                                          "y": b64(pub.y.to_bytes(48, "big"))}]}))
+    server = jwks_server(f"file://{path}")
+    header = {"alg": "ES256", "typ": "JWT", "kid": "ec-384"}
+    signed = f"{jpart(header)}.{jpart(CLAIMS)}".encode()
+    r, s = utils.decode_dss_signature(p384.sign(signed, ec.ECDSA(hashes.SHA256())))
+    token = f"{signed.decode()}.{b64(r.to_bytes(48, 'big') + s.to_bytes(48, 'big'))}"
+    assert refused(server, token) == {"status": "invalid_token"}
+    assert "needs an EC key on its curve" in server.reason
