@@ -734,9 +734,20 @@ class TlsConnection(Connection):
             self._count("failed-authentication-total")
         self.server.log_limiter.info(self.host, "tls failed", "closing connection from %s on listener %s: %s failed:"
                                      " %s", self.peer, self.listener.name, what, e.reason or e)
-        self._collect_output()  # the alert, if any, goes out before the close
         self.closing = True
         self._stop_reading()
+        if not self._handshaken and self.listener.failed_delay_ms > 0:
+            # a failed handshake is a failed authentication: its alert and the close wait
+            # connection.failed.authentication.delay.ms, as a failed SASL login's answer does
+            # (Kafka closes a failed TLS handshake at once; one rule for both here)
+            self.loop.call_later(self.listener.failed_delay_ms / 1000, self._close_after_tls_failure)
+            return
+        self._close_after_tls_failure()
+
+    def _close_after_tls_failure(self) -> None:
+        if self._finished:
+            return
+        self._collect_output()  # the alert, if any, goes out before the close
         self._flush()
         if not self._finished and not self._pending_output():
             self._finish()
