@@ -3,17 +3,18 @@ which listener, and the broker state it acts on (Kafka's RequestContext).
 
 Every handler is ``handle(ctx, request)``: ``request`` is the decoded body (a dict shaped by the
 API's schema), ``ctx`` this context. The socket server makes one per request from the request
-header and its connection's ``Session`` (the peer and, once authentication exists, the
-principal): per connection, the session is made once; per request, the context costs one small
-object.
+header and its connection's ``Session`` (the peer, the listener, and the principal its TLS
+handshake or SASL login established): per connection, the session is made once; per request,
+the context costs one small object.
 
 Fields:
 - ``state``: the ``BrokerState`` the handlers share (logs, coordinators, configs).
 - ``api_key``, ``api_version``, ``correlation_id``, ``client_id``: the request header's
   (``client_id`` is "" when the header's is null).
 - ``session``: the connection's ``Session`` — ``principal`` (``User:ANONYMOUS`` on a PLAINTEXT
-  listener), ``client_host`` (the peer's address, no port), ``client_port``, ``listener_name``
-  and ``security_protocol`` (``PLAINTEXT``: the only listener today).
+  listener or an SSL one without a client certificate; ``User:<name>`` after a SASL login or
+  from a client certificate), ``client_host`` (the peer's address, no port), ``client_port``,
+  ``listener_name`` (``PLAINTEXT``, ``SASL_SSL``, a custom name) and ``security_protocol``.
 """
 
 from __future__ import annotations
