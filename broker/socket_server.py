@@ -34,6 +34,18 @@ Limits (Kafka's names and defaults): ``max.connections`` and ``max.connections.p
 a client that drips a request byte by byte (Kafka counts any bytes as activity; here only whole
 requests do).
 
+Listeners and security: ``BrokerServer`` listens on every listener of ``listeners`` (one
+``ListenerSecurity`` each, broker/security/). A connection on an SSL or SASL_SSL listener is a
+``TlsConnection``: the same two callbacks with TLS in memory between the socket and the frames
+(and fetch record bytes read with aiofiles and encrypted: sendfile cannot encrypt). On a SASL
+listener, frames go to the connection's ``SaslAuthenticator`` (``_dispatch_sasl``) until the
+login completes: ApiVersions, SaslHandshake and SaslAuthenticate only, anything else closes the
+connection unanswered; a failed login's answer waits
+``connection.failed.authentication.delay.ms``, then the connection closes. Once logged in, the
+session's principal is set, a SaslHandshake starts a re-authentication (KIP-368) and a request
+after the session's expiry closes the connection. ``connections.authentication.timeout.ms``
+closes a connection whose TLS handshake or login is not done in time.
+
 Request hook: ``BrokerServer.request_hook``, when set (metrics on, or fault rules pending; see
 broker.py), is called instead of the handler for every decoded request and returns what a
 handler returns; ``Connection.abort`` lets it drop the connection. When None, the dispatch
