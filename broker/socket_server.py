@@ -726,19 +726,30 @@ class TlsConnection(Connection):
                     return
             while True:
                 data = tls.read(_RECV_SIZE)
-                if not data:
-                    break
+                if not data:  # the client's close_notify (Python's read returns b"" for it)
+                    self._tls_closed()
+                    return
                 self.decoder.feed(data)
         except ssl.SSLWantReadError:
             pass
         except ssl.SSLZeroReturnError:  # the client's close_notify
-            self._end()
+            self._tls_closed()
             return
         except ssl.SSLError as e:
             self._tls_failed(e)
             return
         self._collect_output()  # a TLS 1.3 key update's answer, session tickets
         self._process()
+
+    def _tls_closed(self) -> None:
+        """The client ended TLS (close_notify): answer with ours, as Kafka's transport does (an
+        asyncio client's close waits for it), send the replies already queued, then close."""
+        try:
+            self._tls.unwrap()  # writes our close_notify into the outgoing BIO
+        except ssl.SSLError:  # SSLWantReadError: nothing more to read anyway
+            pass
+        self._collect_output()
+        self._end()
 
     def _tls_failed(self, e: ssl.SSLError) -> None:
         what = "TLS handshake" if not self._handshaken else "TLS"

@@ -1,4 +1,4 @@
-"""Real clients over TLS and SASL (issue 31): kcat, confluent-kafka, kafka-python, aiokafka and
+"""Real clients over TLS and SASL: kcat, confluent-kafka, kafka-python, aiokafka and
 KafkaJS against one broker with the four listeners of ``broker.testing.secure``.
 
 For each client and each security setting it supports, among
@@ -25,7 +25,6 @@ provider returning ``unsecured_token("alice")``.
 from __future__ import annotations
 
 import asyncio
-import asyncio.constants
 import json
 import os
 import shutil
@@ -423,13 +422,9 @@ def kafkajs_run(s: Secure, listener: str, mechanism: str | None, names: Names) -
 
 RUNS = {"kcat": kcat_run, "confluent-kafka": ck_run, "kafka-python": kp_run, "aiokafka": aio_run,
         "kafkajs": kafkajs_run}
-#: Broker bug: librdkafka 2.0.2's SCRAM client (kcat) sends ``r=<client nonce><server-first's whole
-#: r>`` in its client-final message, the client nonce twice. Kafka's ScramSaslServer accepts that
-#: (it checks ``clientFinalMessage.nonce().endsWith(serverFirstMessage.nonce())``); our
-#: broker/security/scram_server.py requires equality and fails the login ("nonce or channel
-#: binding mismatch"). confluent-kafka's librdkafka 2.16 and the other clients send the nonce once.
-KCAT_SCRAM_BUG = pytest.mark.xfail(strict=True, reason="broker requires the client-final nonce to equal the "
-                                   "server nonce; Kafka accepts librdkafka 2.0.2's (kcat) prefixed one (endsWith)")
+#: librdkafka 2.0.2's SCRAM client (kcat) sends ``r=<client nonce><server-first's whole r>`` in
+#: its client-final message, the client nonce twice; Kafka's ScramSaslServer accepts that (the
+#: nonce must end with the server's) and so does ours: kcat's SCRAM cases are ordinary cases.
 FAMILIES = [
     pytest.param("kcat", marks=pytest.mark.skipif(KCAT is None, reason=KCAT_MISSING)),
     "confluent-kafka",
@@ -442,16 +437,7 @@ FAMILIES = [
 @pytest.mark.parametrize("listener,mechanism", CASES)
 @pytest.mark.parametrize("family", FAMILIES)
 def test_produce_group_consume_and_transactions(secure: Secure, family: str, listener: str, mechanism: str | None,
-                                                request: pytest.FixtureRequest,
-                                                monkeypatch: pytest.MonkeyPatch) -> None:
-    if family == "kcat" and mechanism in ("SCRAM-SHA-256", "SCRAM-SHA-512"):
-        request.applymarker(KCAT_SCRAM_BUG)
-    if family == "aiokafka":
-        # Broker bug (test_tls_close_notify_is_answered): the TLS listeners never answer a
-        # client's close_notify, and asyncio's SSL transport waits ssl_shutdown_timeout (30 s) for
-        # it on every close; aiokafka offers no setting for it, so this module shortens asyncio's
-        # default (read when a transport is made) to keep a case at seconds rather than 90 s.
-        monkeypatch.setattr(asyncio.constants, "SSL_SHUTDOWN_TIMEOUT", 0.5)
+) -> None:
     names = Names.of(family, listener, mechanism)
     # created on the PLAINTEXT listener: auto-creation is not what is under test here
     create_topic(secure.plain, names.topic)
@@ -499,10 +485,12 @@ def test_wrong_password_is_refused(secure: Secure, family: str, caplog: pytest.L
     left out: its SASL errors are the same error code through the same broker path."""
     s = secure
     if family == "kcat":
-        # PLAIN: kcat's SCRAM fails against this broker even with the right password (KCAT_SCRAM_BUG)
         r = kcat(*kcat_args(s, "SASL_SSL", "PLAIN"), "-X", "sasl.password=wrong", "-m", "3", "-L")
         assert r.returncode != 0
         assert b"SASL authentication error: Authentication failed: Invalid username or password" in r.stderr, r.stderr
+        r = kcat(*kcat_args(s, "SASL_SSL", "SCRAM-SHA-512"), "-X", "sasl.password=wrong", "-m", "3", "-L")
+        assert r.returncode != 0
+        assert b"SASL authentication error: " + AUTH_FAILED.encode() in r.stderr, r.stderr
     elif family == "confluent-kafka":
         cfg = rdk_config(s, "SASL_SSL", "SCRAM-SHA-512", **{"sasl.password": "wrong"})
         errors = _rdk_errors(cfg, lambda e: e.code() == KafkaError._AUTHENTICATION)
@@ -596,8 +584,6 @@ def test_certificate_from_another_ca_fails_the_handshake(secure: Secure, family:
     _still_serves(s)
 
 
-@pytest.mark.xfail(strict=True, raises=TimeoutError, reason="broker bug: the TLS listeners ignore a client's close_notify (no "
-                   "close_notify back, the TCP connection stays open); Kafka's SslTransportLayer closes")
 @pytest.mark.parametrize("listener", ["SSL", "SASL_SSL"])
 def test_tls_close_notify_is_answered(secure: Secure, listener: str) -> None:
     """A client that ends TLS with close_notify (Python's ``unwrap()``; asyncio's SSL transport
