@@ -42,8 +42,8 @@ sys.path.insert(0, os.path.dirname(HERE))
 sys.path.insert(0, HERE)
 
 import bench  # noqa: E402 - scripts/bench.py: RawFetcher, CpuMeter, encode_request
-
 from _benchutil import proc_cpu_split  # noqa: E402
+
 from broker.testing.secure import USERS, SecureSetup, secure_broker  # noqa: E402
 from client.protocol.api import ApiKey  # noqa: E402
 from client.security.sasl import ScramClient  # noqa: E402
