@@ -30,6 +30,7 @@ SUBCOMMANDS: dict[str, str] = {
     "groups": "client.cli.groups",
     "transactions": "client.cli.transactions",
     "users": "client.cli.users",
+    "acls": "client.cli.acls",
 }
 
 

@@ -1,7 +1,8 @@
 """Admin: create, delete, list and describe topics; list offsets; describe and alter configs;
 (``client/admin_cluster.py``) partitions, records, log dirs, leaders, reassignments, producers;
 (``client/admin_txn.py``) transactions: list, describe, abort a hanging one;
-(``client/admin_scram.py``) users' SCRAM credentials: describe, create, replace, delete; and
+(``client/admin_scram.py``) users' SCRAM credentials: describe, create, replace, delete;
+(``client/admin_acls.py``) ACLs: create, describe, delete (structs in ``client.acl``); and
 consumer groups (``client.group.admin``: list, describe, delete, committed offsets with lag, reset).
 
 ::
@@ -29,6 +30,19 @@ import ssl
 from collections.abc import Iterable, Mapping
 from typing import Any, NamedTuple
 
+from client.acl import (
+    AccessControlEntry,
+    AccessControlEntryFilter,
+    AclBinding,
+    AclBindingFilter,
+    AclOperation,
+    AclPermissionType,
+    PatternType,
+    ResourcePattern,
+    ResourcePatternFilter,
+    ResourceType,
+)
+from client.admin_acls import AclAdmin
 from client.admin_cluster import (
     BrokerInfo,
     ClusterAdmin,
@@ -63,7 +77,9 @@ __all__ = ["Admin", "NewTopic", "TopicDescription", "PartitionInfo", "ConfigEntr
            "PartitionReassignment", "ProducerState", "EpochEndOffset", "ElectionType",
            "GroupListing", "GroupDescription", "MemberDescription", "GroupOffset", "TransactionListing",
            "TransactionDescription", "ScramMechanism", "ScramCredentialInfo", "UserScramCredentialsDescription",
-           "UserScramCredentialUpsertion", "UserScramCredentialDeletion"]
+           "UserScramCredentialUpsertion", "UserScramCredentialDeletion", "ResourceType", "PatternType", "AclOperation",
+           "AclPermissionType", "ResourcePattern", "ResourcePatternFilter", "AccessControlEntry",
+           "AccessControlEntryFilter", "AclBinding", "AclBindingFilter"]
 
 
 class NewTopic(NamedTuple):
@@ -165,7 +181,7 @@ def _resource(resource_type: ConfigResourceType | int | str, name: str | int) ->
     return ConfigResourceType(resource_type), str(name)
 
 
-class Admin(ClusterAdmin, GroupAdmin, TransactionAdmin, ScramAdmin):
+class Admin(ClusterAdmin, GroupAdmin, TransactionAdmin, ScramAdmin, AclAdmin):
     """Asyncio admin client. Options: ``client_id``, ``request_timeout_ms`` (default 30000),
     ``connect_timeout_ms`` (10000), ``retry_backoff_ms`` (100)."""
 

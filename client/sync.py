@@ -37,6 +37,7 @@ import threading
 from collections.abc import Callable, Coroutine, Iterable, Iterator, Mapping, Sequence
 from typing import Any, Self, TypeVar
 
+from client.acl import AclBinding, AclBindingFilter
 from client.admin import (
     Admin,
     AlterConfigOp,
@@ -491,6 +492,15 @@ class SyncAdmin(SyncClient):
 
     def delete_group_offsets(self, group: str, partitions: Iterable[tuple[str, int]]) -> None:
         self._run(self._client.delete_group_offsets(group, list(partitions)))
+
+    def create_acls(self, bindings: Iterable[AclBinding]) -> None:
+        self._run(self._client.create_acls(list(bindings)))
+
+    def describe_acls(self, binding_filter: AclBindingFilter | None = None) -> list[AclBinding]:
+        return self._run(self._client.describe_acls(binding_filter))
+
+    def delete_acls(self, filters: Iterable[AclBindingFilter]) -> dict[AclBindingFilter, list[AclBinding]]:
+        return self._run(self._client.delete_acls(list(filters)))
 
 
 

@@ -1,5 +1,5 @@
 """Client subcommands of ``minibroker``: ``topics``, ``produce``, ``consume``, ``offsets``,
-``groups``.
+``groups``, ``users``, ``acls``, ...
 
 They talk to a running broker (this one or any Kafka) through the ``client`` library, like
 Kafka's console tools. Shared here: ``--bootstrap-server`` (default 127.0.0.1:9092),
