@@ -18,6 +18,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
+from .authorizer.standard_authorizer import AUTHORIZER_CLASS_NAME
 from .security.listener_security import ListenerSecurity, SecurityConfigError
 from .security.listeners import DEFAULT_PROTOCOL_MAP, EndPoint, ListenerError, parse_endpoints, parse_protocol_map
 from .storage.config import BROKER_SYNONYMS, TOPIC_CONFIGS, LogConfig
@@ -80,8 +81,10 @@ BROKER_DEFAULTS: dict[str, str] = {
     "log.flush.start.offset.checkpoint.interval.ms": "60000",
     "default.replication.factor": "1",
     "queued.max.requests": "500",
-    # Kafka's authorizer: none (ACLs are not enforced yet, so a class name is refused at start-up)
+    # Kafka's authorizer: none by default; AUTHORIZER_CLASS_NAME switches the StandardAuthorizer on
     "authorizer.class.name": "",
+    "super.users": "",
+    "allow.everyone.if.no.acl.found": "false",
     # ours: what inflating producers' compressed batches may cost (storage/inflation.py)
     "message.max.decompressed.bytes": str(64 << 20),
     "request.max.decompressed.bytes": str(128 << 20),
@@ -142,6 +145,7 @@ BROKER_TYPES: dict[str, tuple[str, int | None, int | None]] = {
     "num.partitions": ("int", 1, None),
     "auto.create.topics.enable": ("bool", None, None),
     "delete.topic.enable": ("bool", None, None),
+    "allow.everyone.if.no.acl.found": ("bool", None, None),
     "socket.request.max.bytes": ("int", 1, None),
     "queued.max.requests": ("int", 1, None),
     "message.max.decompressed.bytes": ("long", 1, None),
@@ -348,9 +352,7 @@ class BrokerConfig:
             if self.props.get(k, "").strip().lower() not in allowed:
                 raise ConfigError(f"Invalid value {self.props.get(k, '')} for configuration {k}:"
                                   f" String must be one of: {', '.join(allowed)}")
-        if self.props.get("authorizer.class.name", "").strip():
-            raise ConfigError(f"authorizer.class.name={self.props['authorizer.class.name'].strip()}: this broker"
-                              " cannot enforce ACLs yet; refusing to start rather than run without them")
+        _ = self.authorizer_enabled  # an unknown class name refuses start-up
         _ = self.metrics_listener, self.fault_injection_listener
         _ = self.log_config  # validates the log.* properties
         for endpoint in self.endpoints:  # TLS material readable, SASL mechanisms usable, per listener
@@ -435,6 +437,19 @@ class BrokerConfig:
         """What the first listener advertises, (host, port)."""
         first = self.advertised_endpoints[self.endpoints[0].name]
         return first.host, first.port
+
+    @property
+    def authorizer_enabled(self) -> builtins.bool:
+        """Whether ``authorizer.class.name`` switches the StandardAuthorizer on: empty is off,
+        Kafka's KRaft class name is on, anything else refuses start-up (ConfigError) rather
+        than run without the ACLs the operator asked for."""
+        value = self.props.get("authorizer.class.name", "").strip()
+        if not value:
+            return False
+        if value != AUTHORIZER_CLASS_NAME:
+            raise ConfigError(f"authorizer.class.name={value}: unknown authorizer (the only one is"
+                              f" {AUTHORIZER_CLASS_NAME})")
+        return True
 
     @property
     def metrics_listener(self) -> tuple[str, builtins.int] | None:

@@ -109,8 +109,12 @@ _BROKER_DOCS = {
     "broker.id": "This broker's id; follows node.id when unset.",
     "num.partitions": "Partitions of topics created without a count (auto-created ones included).",
     "auto.create.topics.enable": "Create a topic on a Metadata request or produce to an unknown one.",
-    "authorizer.class.name": "The authorizer; must stay empty: ACLs are not enforced yet (the ACL APIs answer"
-                             " SECURITY_DISABLED).",
+    "authorizer.class.name": "The authorizer: empty (none: every request is allowed and the ACL APIs answer"
+                             " SECURITY_DISABLED) or org.apache.kafka.metadata.authorizer.StandardAuthorizer"
+                             " (ACLs enforced on every API); any other value refuses start-up.",
+    "super.users": "Principals allowed everything whatever the ACLs, separated by semicolons"
+                   " (User:admin;User:ops).",
+    "allow.everyone.if.no.acl.found": "Allow a request on a resource no ACL applies to (false: deny it).",
     "delete.topic.enable": "Whether DeleteTopics is allowed.",
     "socket.request.max.bytes": "The largest request accepted.",
     "log.retention.check.interval.ms": "How often retention runs over every partition.",

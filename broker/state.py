@@ -16,6 +16,7 @@ import logging
 import os
 from typing import TYPE_CHECKING, Any
 
+from .authorizer import AclStore, StandardAuthorizer
 from .config import BrokerConfig
 from .dynamic_config import DynamicBrokerConfig
 from .group.runtime import GroupRuntime
@@ -99,6 +100,15 @@ class BrokerState:
         #: SCRAM credentials (KIP-554): <log.dir>/scram-credentials.json; ScramCredentialFileError
         #: if that file is corrupt (the broker does not start)
         self.scram_credentials = ScramCredentialStore(logs.log_dir)
+        #: the StandardAuthorizer when ``authorizer.class.name`` names it, else None (every request
+        #: allowed; ``RequestContext.authorize`` tests this one attribute), and the ACL set it is
+        #: fed from, <log.dir>/acls.json (AclFileError if that file is corrupt: no start)
+        self.authorizer: StandardAuthorizer | None = None
+        self.acls: AclStore | None = None
+        if config.authorizer_enabled:
+            self.authorizer = StandardAuthorizer.from_properties(config.props)
+            self.acls = AclStore(logs.log_dir)
+            self.acls.attach(self.authorizer)
         #: the group coordinator bound to this state (broker/group/runtime.py); loads at Broker.start
         self.groups = GroupRuntime(self)
         #: the transaction coordinator (broker/txn/); loads at Broker.start

@@ -7,15 +7,21 @@ from typing import Any
 
 from client.protocol.api import ApiKey, ErrorCode
 
+from ..authorizer.acl import AclOperation, ResourceType
 from ..errors import error_code_of
 from ..group.records import CONSUMER_OFFSETS
 from ..request_context import RequestContext
 
 API_KEY = ApiKey.ADD_OFFSETS_TO_TXN
+AUTHORIZATION = "WRITE on the transactional id; READ on the group"
 
 
 def handle(ctx: RequestContext, request: dict[str, Any]) -> Any:
     state, version = ctx.state, ctx.api_version
+    if not ctx.authorize(AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID, request["transactional_id"]):
+        return {"throttle_time_ms": 0, "error_code": ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED}
+    if not ctx.authorize(AclOperation.READ, ResourceType.GROUP, request["group_id"]):
+        return {"throttle_time_ms": 0, "error_code": ErrorCode.GROUP_AUTHORIZATION_FAILED}
     if not request["group_id"]:
         return {"throttle_time_ms": 0, "error_code": ErrorCode.INVALID_GROUP_ID}
     try:

@@ -9,9 +9,11 @@ from typing import Any
 
 from client.protocol.api import ApiKey, ErrorCode
 
+from ..authorizer.acl import AclOperation, ResourceType
 from ..request_context import RequestContext
 
 API_KEY = ApiKey.ADD_PARTITIONS_TO_TXN
+AUTHORIZATION = "WRITE on the transactional id; WRITE on each topic"
 
 
 def _response(request: dict[str, Any], code_of: Any) -> dict[str, Any]:
@@ -24,6 +26,14 @@ def _response(request: dict[str, Any], code_of: Any) -> dict[str, Any]:
 def handle(ctx: RequestContext, request: dict[str, Any]) -> Any:
     state, version = ctx.state, ctx.api_version
     wanted = [(t["name"], p) for t in request["v3_and_below_topics"] for p in t["partitions"]]
+    if state.authorizer is not None:
+        if not ctx.authorize(AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID, request["v3_and_below_transactional_id"]):
+            return _response(request, lambda t, p: ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
+        denied = {t for t, _ in wanted if not ctx.authorize(AclOperation.WRITE, ResourceType.TOPIC, t)}
+        if denied:  # Kafka's order: the topics denied, then the unknown ones, the rest not attempted
+            return _response(request, lambda t, p: ErrorCode.TOPIC_AUTHORIZATION_FAILED if t in denied
+                             else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION if state.logs.get_log(t, p) is None
+                             else ErrorCode.OPERATION_NOT_ATTEMPTED)
     missing = {tp for tp in wanted if state.logs.get_log(*tp) is None}
     if missing:
         return _response(request, lambda t, p: ErrorCode.UNKNOWN_TOPIC_OR_PARTITION if (t, p) in missing

@@ -12,6 +12,7 @@ from ..request_context import RequestContext
 from .config_change import Change, RequestError, alter
 
 API_KEY = ApiKey.ALTER_CONFIGS
+AUTHORIZATION = "ALTER_CONFIGS on each topic (the cluster for the broker)"
 
 
 def _change(resource: dict[str, Any]) -> Change:
@@ -23,5 +24,4 @@ def _change(resource: dict[str, Any]) -> Change:
 
 
 def handle(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
-    state = ctx.state
-    return alter(request, state, _change)
+    return alter(request, ctx, _change)

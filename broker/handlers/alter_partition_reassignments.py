@@ -13,8 +13,10 @@ from client.protocol.api import ApiKey, ErrorCode
 
 from ..request_context import RequestContext
 from ..state import BrokerState
+from .authz import AclOperation, cluster_allows
 
 API_KEY = ApiKey.ALTER_PARTITION_REASSIGNMENTS
+AUTHORIZATION = "ALTER on the cluster"
 
 
 def _check(state: BrokerState, topics: dict[str, Any], name: str, partition: int,
@@ -41,6 +43,12 @@ def _check(state: BrokerState, topics: dict[str, Any], name: str, partition: int
 
 def handle(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
     state = ctx.state
+    if not cluster_allows(ctx, AclOperation.ALTER):
+        code = int(ErrorCode.CLUSTER_AUTHORIZATION_FAILED)
+        return {"throttle_time_ms": 0, "error_code": code, "error_message": "Cluster authorization failed.", "responses": [
+            {"name": t["name"], "partitions": [{"partition_index": p["partition_index"], "error_code": code,
+                                                "error_message": "Cluster authorization failed."} for p in t["partitions"]]}
+            for t in request["topics"]]}
     topics = state.logs.topics()
     responses = []
     for t in request["topics"]:

@@ -21,8 +21,10 @@ from client.protocol.api import ApiKey, ErrorCode
 
 from ..request_context import RequestContext
 from ..state import BrokerState
+from .authz import AclOperation, cluster_allows
 
 API_KEY = ApiKey.ALTER_REPLICA_LOG_DIRS
+AUTHORIZATION = "ALTER on the cluster"
 
 #: ``.<32 hex digits>-future``: what Kafka appends to ``<topic>-<partition>`` while a replica moves
 _FUTURE_SUFFIX_LEN = 1 + 32 + len("-future")
@@ -42,11 +44,13 @@ def _error(state: BrokerState, destination: str, topic: str, partition: int) -> 
 
 def handle(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
     state = ctx.state
+    allowed = cluster_allows(ctx, AclOperation.ALTER)
     by_topic: dict[str, list[dict[str, int]]] = {}
     for d in request["dirs"]:
         for t in d["topics"]:
             parts = by_topic.setdefault(t["name"], [])
-            parts += [{"partition_index": p, "error_code": int(_error(state, d["path"], t["name"], p))}
+            parts += [{"partition_index": p, "error_code": int(_error(state, d["path"], t["name"], p)) if allowed
+                       else int(ErrorCode.CLUSTER_AUTHORIZATION_FAILED)}
                       for p in t["partitions"]]
     return {"throttle_time_ms": 0,
             "results": [{"topic_name": name, "partitions": parts} for name, parts in by_topic.items()]}

@@ -31,8 +31,10 @@ from client.protocol.api import ApiKey, ErrorCode
 from client.security.scram import MAX_ITERATIONS, MECHANISM_TYPES, MIN_ITERATIONS, credential_from_salted
 
 from ..request_context import RequestContext
+from .authz import AclOperation, cluster_allows
 
 API_KEY = ApiKey.ALTER_USER_SCRAM_CREDENTIALS
+AUTHORIZATION = "ALTER on the cluster"
 
 logger = logging.getLogger(__name__)
 
@@ -50,6 +52,11 @@ def _check_name_and_mechanism(name: str, mechanism: int) -> tuple[int, str] | No
 
 
 def handle(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
+    if not cluster_allows(ctx, AclOperation.ALTER):
+        users = dict.fromkeys([d["name"] for d in request["deletions"]] + [u["name"] for u in request["upsertions"]])
+        return {"throttle_time_ms": 0, "results": [
+            {"user": u, "error_code": ErrorCode.CLUSTER_AUTHORIZATION_FAILED, "error_message": "Cluster authorization failed."}
+            for u in users]}
     store = ctx.state.scram_credentials
     deletions: dict[str, dict[str, Any]] = {}
     upsertions: dict[str, dict[str, Any]] = {}

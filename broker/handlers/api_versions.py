@@ -12,6 +12,7 @@ from client.protocol.api import SUPPORTED_VERSIONS, ApiKey
 from ..request_context import RequestContext
 
 API_KEY = ApiKey.API_VERSIONS
+AUTHORIZATION = "none (answered before or without authorization, as in Kafka)"
 
 _KEYS = [{"api_key": int(k), "min_version": lo, "max_version": hi}
          for k, (lo, hi) in sorted(SUPPORTED_VERSIONS.items())]

@@ -22,9 +22,11 @@ from client.protocol.api import ErrorCode
 
 from ..dynamic_config import DynamicConfigError
 from ..errors import ApiError
+from ..request_context import RequestContext
 from ..state import BrokerState
 from ..storage.errors import StorageError
 from ..storage.log_manager import validate_topic_name
+from .authz import AclOperation, config_denied
 from .metadata import INTERNAL_TOPICS
 
 logger = logging.getLogger("broker.handlers.configs")
@@ -42,9 +44,12 @@ class RequestError(ApiError):
         super().__init__(message, error_code=error_code)
 
 
-def alter(request: dict[str, Any], state: BrokerState, change_for: Callable[[dict[str, Any]], Change]) -> dict[str, Any]:
+def alter(request: dict[str, Any], ctx: RequestContext,
+          change_for: Callable[[dict[str, Any]], Change]) -> dict[str, Any]:
     """Apply every resource of an alter request; ``change_for(resource)`` gives the function
-    that turns the resource's current configs into its new ones."""
+    that turns the resource's current configs into its new ones. A resource needs ALTER_CONFIGS
+    on the topic (the cluster for the broker), else its error is Kafka's authorization one."""
+    state = ctx.state
     keys = [(r["resource_type"], r["resource_name"]) for r in request["resources"]]
     responses = []
     for r in request["resources"]:
@@ -53,6 +58,9 @@ def alter(request: dict[str, Any], state: BrokerState, change_for: Callable[[dic
         try:
             if keys.count((rtype, rname)) > 1:
                 raise RequestError(ErrorCode.INVALID_REQUEST, "Each resource must appear at most once.")
+            denied = config_denied(ctx, AclOperation.ALTER_CONFIGS, rtype, rname)
+            if denied is not None:
+                raise RequestError(denied[0], denied[1])
             names = [c["name"] for c in r["configs"]]
             if len(set(names)) != len(names):
                 raise RequestError(ErrorCode.INVALID_REQUEST, "Error due to duplicate config keys")

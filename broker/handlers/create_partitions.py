@@ -17,6 +17,7 @@ from typing import Any
 
 from client.protocol.api import ApiKey, ErrorCode
 
+from ..authorizer.acl import AclOperation, ResourceType
 from ..request_context import RequestContext
 from ..state import BrokerState
 from ..storage.errors import StorageError
@@ -24,6 +25,7 @@ from .metadata import INTERNAL_TOPICS
 from .topic_creation import CHUNK_PARTITIONS, INLINE_PARTITIONS
 
 API_KEY = ApiKey.CREATE_PARTITIONS
+AUTHORIZATION = "ALTER on each topic"
 
 logger = logging.getLogger(__name__)
 
@@ -58,6 +60,8 @@ def handle(ctx: RequestContext, request: dict[str, Any]) -> Any:
         current = state.logs.topic(name)
         if names.count(name) > 1:
             err, msg = ErrorCode.INVALID_REQUEST, "Duplicate topic in request."
+        elif not ctx.authorize(AclOperation.ALTER, ResourceType.TOPIC, name):
+            err, msg = ErrorCode.TOPIC_AUTHORIZATION_FAILED, "The topic authorization is failed."
         elif current is None:
             err, msg = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"Topic {name} does not exist."
         elif name in INTERNAL_TOPICS and count != current.partitions:

@@ -17,6 +17,7 @@ from typing import Any
 
 from client.protocol.api import ApiKey, ErrorCode
 
+from ..authorizer.acl import CLUSTER_NAME, AclOperation, ResourceType
 from ..request_context import RequestContext
 from ..state import BrokerState
 from ..storage.errors import StorageError
@@ -26,6 +27,7 @@ from .metadata import INTERNAL_TOPICS, internal_topic
 from .topic_creation import INLINE_PARTITIONS, create_reserved, reserve_all
 
 API_KEY = ApiKey.CREATE_TOPICS
+AUTHORIZATION = "CREATE on the cluster or on each topic; DESCRIBE_CONFIGS on the topic for its configs"
 
 logger = logging.getLogger(__name__)
 
@@ -37,6 +39,8 @@ def handle(ctx: RequestContext, request: dict[str, Any]) -> Any:
     out = []
     names = [t["name"] for t in request["topics"]]
     to_create: list[tuple[dict[str, Any], int, dict[str, str]]] = []
+    authorizing = state.authorizer is not None
+    create_any = not authorizing or ctx.authorize(AclOperation.CREATE, ResourceType.CLUSTER, CLUSTER_NAME)
     for t in request["topics"]:
         name = t["name"]
         err, msg = 0, None
@@ -50,6 +54,8 @@ def handle(ctx: RequestContext, request: dict[str, Any]) -> Any:
             n = state.num_partitions
         if names.count(name) > 1:
             err, msg = ErrorCode.INVALID_REQUEST, f"Create topics request from client contains the topic {name} more than once"
+        elif not create_any and not ctx.authorize(AclOperation.CREATE, ResourceType.TOPIC, name):
+            err, msg = ErrorCode.TOPIC_AUTHORIZATION_FAILED, "Authorization failed."
         elif name in INTERNAL_TOPICS and name in state.logs.partition_counts():
             err, msg = ErrorCode.TOPIC_ALREADY_EXISTS, f"Topic '{name}' already exists."
         elif name in INTERNAL_TOPICS:
@@ -64,6 +70,8 @@ def handle(ctx: RequestContext, request: dict[str, Any]) -> Any:
         else:
             to_create.append((result, n, {c["name"]: c["value"] for c in t["configs"] if c["value"] is not None}))
         _settle(result, err, msg)
+        if authorizing and not ctx.authorize(AclOperation.DESCRIBE_CONFIGS, ResourceType.TOPIC, name):
+            result["topic_config_error_code"] = ErrorCode.TOPIC_AUTHORIZATION_FAILED  # and no configs told
     validate_only = request["validate_only"]
     if not validate_only and sum(n for _, n, _ in to_create) > INLINE_PARTITIONS:
         return _create_off_loop(state, version, to_create, out)
@@ -97,7 +105,7 @@ async def _create_off_loop(state: BrokerState, version: int, to_create: list[tup
 
 def _created(state: BrokerState, version: int, result: dict[str, Any], info: TopicInfo) -> None:
     result.update(topic_id=info.topic_id, num_partitions=info.partitions, replication_factor=1)
-    if version >= 5:
+    if version >= 5 and not result.get("topic_config_error_code"):
         entries = state.dynamic.describe_topic(info.overrides, info.config)
         result["configs"] = [wire_entry(e, False, False) for e in entries]
 

@@ -1,6 +1,6 @@
 """DeleteGroups (42), v0-2: delete Empty groups and their committed offsets (NON_EMPTY_GROUP
 while members remain, GROUP_ID_NOT_FOUND for an unknown group). Answered once the tombstones
-are durable."""
+are durable. Each group needs DELETE (else GROUP_AUTHORIZATION_FAILED for it)."""
 
 from __future__ import annotations
 
@@ -8,11 +8,13 @@ import asyncio
 import functools
 from typing import Any
 
-from client.protocol.api import ApiKey
+from client.protocol.api import ApiKey, ErrorCode
 
+from ..authorizer.acl import AclOperation, ResourceType
 from ..request_context import RequestContext
 
 API_KEY = ApiKey.DELETE_GROUPS
+AUTHORIZATION = "DELETE on each group"
 
 
 async def _answer(results: list[dict[str, Any]], waits: list[asyncio.Future[int]]) -> dict[str, Any]:
@@ -34,6 +36,9 @@ def handle(ctx: RequestContext, request: dict[str, Any]) -> Any:
     results = []
     waits: list[asyncio.Future[int]] = []
     for group_id in request["groups_names"]:
+        if not ctx.authorize(AclOperation.DELETE, ResourceType.GROUP, group_id):
+            results.append({"group_id": group_id, "error_code": int(ErrorCode.GROUP_AUTHORIZATION_FAILED)})
+            continue
         fut: asyncio.Future[int] = loop.create_future()
         code = coordinator.delete_group(group_id, functools.partial(_settle, fut))
         if code == 0:

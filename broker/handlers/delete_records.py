@@ -21,12 +21,14 @@ from typing import Any
 
 from client.protocol.api import ApiKey, ErrorCode
 
+from ..authorizer.acl import AclOperation, ResourceType
 from ..errors import error_code_of
 from ..request_context import RequestContext
 from ..state import BrokerState
 from .metadata import INTERNAL_TOPICS
 
 API_KEY = ApiKey.DELETE_RECORDS
+AUTHORIZATION = "DELETE on each topic"
 
 logger = logging.getLogger(__name__)
 
@@ -61,7 +63,12 @@ def handle(ctx: RequestContext, request: dict[str, Any]) -> Any:
     changed = False
     for t in request["topics"]:
         parts = []
+        allowed = ctx.authorize(AclOperation.DELETE, ResourceType.TOPIC, t["name"])
         for p in t["partitions"]:
+            if not allowed:
+                parts.append({"partition_index": p["partition_index"], "low_watermark": -1,
+                              "error_code": ErrorCode.TOPIC_AUTHORIZATION_FAILED})
+                continue
             err, low = _delete(state, t["name"], p["partition_index"], p["offset"])
             changed = changed or not err
             parts.append({"partition_index": p["partition_index"], "low_watermark": low, "error_code": err})

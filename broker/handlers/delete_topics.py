@@ -10,12 +10,14 @@ from typing import Any
 
 from client.protocol.api import ApiKey, ErrorCode
 
+from ..authorizer.acl import AclOperation, ResourceType
 from ..errors import error_code_of
 from ..request_context import RequestContext
 from ..state import BrokerState
 from .metadata import INTERNAL_TOPICS
 
 API_KEY = ApiKey.DELETE_TOPICS
+AUTHORIZATION = "DELETE on each topic (DESCRIBE too when named by id)"
 
 ZERO_UUID = uuid.UUID(int=0)
 
@@ -55,5 +57,12 @@ def handle(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
             resp["name"] = name
         else:
             resp["topic_id"] = state.logs.topic_id(name) or ZERO_UUID
+        if not ctx.authorize(AclOperation.DELETE, ResourceType.TOPIC, name):
+            if t["name"] is None and not ctx.authorize(AclOperation.DESCRIBE, ResourceType.TOPIC, name):
+                resp["name"] = None  # named by id and not describable: the name is not told
+            else:
+                resp["topic_id"] = topic_id  # as asked: whether the topic exists is not told
+            resp["error_code"], resp["error_message"] = ErrorCode.TOPIC_AUTHORIZATION_FAILED, "Authorization failed."
+            continue
         resp["error_code"], resp["error_message"] = _delete(state, name)
     return {"throttle_time_ms": 0, "responses": out}

@@ -11,8 +11,10 @@ from typing import Any
 from client.protocol.api import ApiKey, ErrorCode
 
 from ..request_context import RequestContext
+from .authz import CLUSTER_NAME, AclOperation, ResourceType, cluster_allows
 
 API_KEY = ApiKey.DESCRIBE_CLUSTER
+AUTHORIZATION = "DESCRIBE on the cluster for its authorized operations (0 without it)"
 
 BROKER_ENDPOINT = 1
 #: CREATE 5, ALTER 7, DESCRIBE 8, CLUSTER_ACTION 9, DESCRIBE_CONFIGS 10, ALTER_CONFIGS 11, IDEMPOTENT_WRITE 12
@@ -35,4 +37,8 @@ def handle(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
                                   f" type {'CONTROLLER' if request['endpoint_type'] == 2 else request['endpoint_type']}")
     elif request["include_cluster_authorized_operations"]:
         body["cluster_authorized_operations"] = CLUSTER_OPERATIONS
+        if ctx.state.authorizer is not None:
+            body["cluster_authorized_operations"] = (
+                ctx.authorized_operations(ResourceType.CLUSTER, CLUSTER_NAME)
+                if cluster_allows(ctx, AclOperation.DESCRIBE) else 0)
     return body

@@ -19,9 +19,11 @@ from ..request_context import RequestContext
 from ..state import BrokerState
 from ..storage.errors import InvalidTopicError
 from ..storage.log_manager import validate_topic_name
+from .authz import AclOperation, config_denied
 from .config_change import RequestError
 
 API_KEY = ApiKey.DESCRIBE_CONFIGS
+AUTHORIZATION = "DESCRIBE_CONFIGS on each topic (the cluster for the broker)"
 
 TOPIC, BROKER = 2, 4
 PASSWORD = 9  # config_type of Kafka's sensitive configs
@@ -61,6 +63,11 @@ def handle(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
         rtype, rname, keys = r["resource_type"], r["resource_name"], r["configuration_keys"]
         res: dict[str, Any] = {"error_code": 0, "error_message": None, "resource_type": rtype,
                                "resource_name": rname, "configs": []}
+        denied = config_denied(ctx, AclOperation.DESCRIBE_CONFIGS, rtype, rname)
+        if denied is not None:
+            res["error_code"], res["error_message"] = denied
+            results.append(res)
+            continue
         try:
             entries = _entries(state, rtype, rname)
         except InvalidTopicError as e:

@@ -7,14 +7,29 @@ from __future__ import annotations
 
 from typing import Any
 
-from client.protocol.api import ApiKey
+from client.protocol.api import ApiKey, ErrorCode
 
+from ..authorizer.acl import AclOperation, ResourceType
 from ..request_context import RequestContext
 
 API_KEY = ApiKey.DESCRIBE_GROUPS
+AUTHORIZATION = "DESCRIBE on each group (its authorized operations when asked)"
 
 
 def handle(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
     state = ctx.state
     coordinator = state.groups.coordinator
-    return {"throttle_time_ms": 0, "groups": [coordinator.describe_group(g) for g in request["groups"]]}
+    if state.authorizer is None:
+        return {"throttle_time_ms": 0, "groups": [coordinator.describe_group(g) for g in request["groups"]]}
+    groups = []
+    for g in request["groups"]:
+        if not ctx.authorize(AclOperation.DESCRIBE, ResourceType.GROUP, g):
+            groups.append({"group_id": g, "error_code": ErrorCode.GROUP_AUTHORIZATION_FAILED, "group_state": "",
+                           "protocol_type": "", "protocol_data": "", "members": [],
+                           "authorized_operations": -2**31})
+            continue
+        d = coordinator.describe_group(g)
+        if request.get("include_authorized_operations"):
+            d["authorized_operations"] = ctx.authorized_operations(ResourceType.GROUP, g)
+        groups.append(d)
+    return {"throttle_time_ms": 0, "groups": groups}

@@ -14,12 +14,16 @@ from typing import Any
 from client.protocol.api import ApiKey, ErrorCode
 
 from ..request_context import RequestContext
+from .authz import AclOperation, cluster_allows
 
 API_KEY = ApiKey.DESCRIBE_LOG_DIRS
+AUTHORIZATION = "DESCRIBE on the cluster"
 
 
 def handle(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
     state = ctx.state
+    if not cluster_allows(ctx, AclOperation.DESCRIBE):
+        return {"throttle_time_ms": 0, "error_code": ErrorCode.CLUSTER_AUTHORIZATION_FAILED, "results": []}
     logs = state.logs.logs
     if request["topics"] is None:
         wanted = sorted(logs)

@@ -9,9 +9,11 @@ from typing import Any
 
 from client.protocol.api import ApiKey, ErrorCode
 
+from ..authorizer.acl import AclOperation, ResourceType
 from ..request_context import RequestContext
 
 API_KEY = ApiKey.DESCRIBE_PRODUCERS
+AUTHORIZATION = "READ on each topic"
 
 
 def handle(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
@@ -19,6 +21,12 @@ def handle(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
     topics = []
     for t in request["topics"]:
         parts = []
+        if not ctx.authorize(AclOperation.READ, ResourceType.TOPIC, t["name"]):
+            topics.append({"name": t["name"], "partitions": [
+                {"partition_index": i, "error_code": ErrorCode.TOPIC_AUTHORIZATION_FAILED,
+                 "error_message": "Topic authorization failed.", "active_producers": []}
+                for i in t["partition_indexes"]]})
+            continue
         for index in t["partition_indexes"]:
             resp: dict[str, Any] = {"partition_index": index, "error_code": 0, "error_message": None,
                                     "active_producers": []}

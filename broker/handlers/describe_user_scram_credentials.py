@@ -18,14 +18,19 @@ from client.protocol.api import ApiKey, ErrorCode
 from client.security.scram import MECHANISM_TYPES
 
 from ..request_context import RequestContext
+from .authz import AclOperation, cluster_allows
 
 API_KEY = ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS
+AUTHORIZATION = "DESCRIBE on the cluster"
 
 DESCRIBE_DUPLICATE_USER = "Cannot describe SCRAM credentials for the same user twice in a single request: "
 DESCRIBE_USER_THAT_DOES_NOT_EXIST = "Attempt to describe a user credential that does not exist: "
 
 
 def handle(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
+    if not cluster_allows(ctx, AclOperation.DESCRIBE):
+        return {"throttle_time_ms": 0, "error_code": ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
+                "error_message": "Cluster authorization failed.", "results": []}
     store = ctx.state.scram_credentials
     named = request["users"]
     duplicated: dict[str, bool] = {}  # user -> named more than once, in the order first named

@@ -13,8 +13,10 @@ from typing import Any
 from client.protocol.api import ApiKey, ErrorCode
 
 from ..request_context import RequestContext
+from .authz import AclOperation, cluster_allows
 
 API_KEY = ApiKey.ELECT_LEADERS
+AUTHORIZATION = "ALTER on the cluster"
 
 
 def handle(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
@@ -22,6 +24,12 @@ def handle(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
     election_type = request.get("election_type", 0)
     if election_type not in (0, 1):
         return {"throttle_time_ms": 0, "error_code": ErrorCode.INVALID_REQUEST, "replica_election_results": []}
+    if not cluster_allows(ctx, AclOperation.ALTER):
+        code = int(ErrorCode.CLUSTER_AUTHORIZATION_FAILED)
+        return {"throttle_time_ms": 0, "error_code": code, "replica_election_results": [
+            {"topic": t["topic"], "partition_result": [{"partition_id": p, "error_code": code, "error_message": None}
+                                                       for p in t["partitions"]]}
+            for t in request["topic_partitions"] or ()]}
     topics = state.logs.topics()
     results: list[dict[str, Any]] = []
     if request["topic_partitions"] is None:

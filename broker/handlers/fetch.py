@@ -30,6 +30,10 @@ offset) with no records; any other epoch is unknown here (OFFSET_OUT_OF_RANGE).
 Long poll: with fewer than ``min_bytes`` available and no error, the request waits until an
 append to one of its partitions or ``max_wait_ms``, then reads again.
 
+Authorization (with an authorizer): READ on each topic (internal topics: CLUSTER_ACTION, see
+authz.py), a follower's fetch CLUSTER_ACTION on the cluster; a topic denied answers
+TOPIC_AUTHORIZATION_FAILED for each of its partitions, whether it exists or not.
+
 Response layout (Kafka's FetchResponse.json), after the frame size::
 
     int32 correlation_id | tag buffer [v12+]              (response header v0 / v1)
@@ -61,9 +65,11 @@ from ..request_context import RequestContext
 from ..state import BrokerState
 from ..storage.errors import OffsetOutOfRangeError
 from ..storage.file_records import FileSlice
+from .authz import AclOperation, cluster_allows, may_read_topic
 from .common import FetchReply
 
 API_KEY = ApiKey.FETCH
+AUTHORIZATION = "READ on each topic (CLUSTER_ACTION for an internal one); CLUSTER_ACTION for a follower's fetch"
 
 FLEXIBLE_FROM = 12
 TOPIC_IDS_FROM = 13
@@ -108,9 +114,11 @@ def _partition_error(p: dict[str, Any], log: Any) -> int:
     return 0
 
 
-def _read_all(request: dict[str, Any], version: int, state: BrokerState) -> tuple[Result, int, bool]:
+def _read_all(request: dict[str, Any], version: int, state: BrokerState,
+              ctx: RequestContext | None = None) -> tuple[Result, int, bool]:
     """Read every partition: the answer, the total record bytes, and whether any partition had
-    an error."""
+    an error. With ``ctx`` (an authorizer is on), a topic the request may not read answers
+    TOPIC_AUTHORIZATION_FAILED for each of its partitions."""
     read_committed = request.get("isolation_level", 0) == 1
     limit = request["max_bytes"]
     min_one = True
@@ -125,6 +133,11 @@ def _read_all(request: dict[str, Any], version: int, state: BrokerState) -> tupl
         if name is None:
             out.append(("", topic_id, [(p["partition"], ErrorCode.UNKNOWN_TOPIC_ID, -1, -1, [], -1, -1, _NO_ABORTED)
                                        for p in t["partitions"]]))
+            errors = True
+            continue
+        if ctx is not None and not _may_read(ctx, request, version, name):
+            out.append((name, topic_id, [(p["partition"], ErrorCode.TOPIC_AUTHORIZATION_FAILED, -1, -1, [], -1, -1,
+                                          _NO_ABORTED) for p in t["partitions"]]))
             errors = True
             continue
         for p in t["partitions"]:
@@ -248,13 +261,23 @@ def _expire(fut: asyncio.Future[None]) -> None:
         fut.set_result(None)
 
 
+def _may_read(ctx: RequestContext, request: dict[str, Any], version: int, topic: str) -> bool:
+    """A follower's fetch (replica id >= 0) needs CLUSTER_ACTION on the cluster, a consumer's
+    READ on the topic (authz.py for the internal topics), as Kafka's ``handleFetchRequest``."""
+    replica = request["replica_state"]["replica_id"] if version >= 15 else request["replica_id"]
+    if replica >= 0:
+        return cluster_allows(ctx, AclOperation.CLUSTER_ACTION)
+    return may_read_topic(ctx, topic)
+
+
 def handle(ctx: RequestContext, request: dict[str, Any]) -> Any:
     state, version = ctx.state, ctx.api_version
     correlation_id = ctx.correlation_id
     read_committed = request.get("isolation_level", 0) == 1
     if request["session_epoch"] not in _FULL_FETCH_EPOCHS:
         return _encode([], version, correlation_id, read_committed, ErrorCode.FETCH_SESSION_ID_NOT_FOUND)
-    result, total, errors = _read_all(request, version, state)
+    auth_ctx = ctx if state.authorizer is not None else None
+    result, total, errors = _read_all(request, version, state, auth_ctx)
     max_wait = request["max_wait_ms"]
     if total >= request["min_bytes"] or max_wait <= 0 or errors or not request["topics"]:
         _metrics(state, version, result)
@@ -273,7 +296,7 @@ def handle(ctx: RequestContext, request: dict[str, Any]) -> Any:
                 # to wait but before this task first ran (the next request of the same recv, or
                 # another connection in the same loop turn) notified no one and would be missed
                 # until max_wait_ms. Costs one more index lookup per long poll.
-                res, tot, errs = _read_all(request, version, state)
+                res, tot, errs = _read_all(request, version, state, auth_ctx)
                 remaining = deadline - loop.time()
                 if tot >= request["min_bytes"] or errs or remaining <= 0:
                     break

@@ -15,11 +15,12 @@ from typing import Any
 
 from client.protocol.api import ApiKey, ErrorCode
 
+from ..authorizer.acl import AclOperation, ResourceType
 from ..errors import error_code_of
 from ..request_context import RequestContext
-from ..state import BrokerState
 
 API_KEY = ApiKey.FIND_COORDINATOR
+AUTHORIZATION = "DESCRIBE on the group or on the transactional id"
 
 logger = logging.getLogger(__name__)
 
@@ -28,9 +29,17 @@ TRANSACTION = 1
 SHARE = 2
 
 
-def _lookup(key: str, key_type: int, state: BrokerState, version: int, listener: str) -> dict[str, Any]:
+def _lookup(key: str, key_type: int, ctx: RequestContext) -> dict[str, Any]:
+    state, version, listener = ctx.state, ctx.api_version, ctx.session.listener_name
+
     def error(code: int, message: str) -> dict[str, Any]:
         return {"key": key, "error_code": int(code), "error_message": message, "node_id": -1, "host": "", "port": -1}
+
+    if key_type == GROUP and not ctx.authorize(AclOperation.DESCRIBE, ResourceType.GROUP, key):
+        return error(ErrorCode.GROUP_AUTHORIZATION_FAILED, "Group authorization failed.")
+    if key_type == TRANSACTION and not ctx.authorize(AclOperation.DESCRIBE, ResourceType.TRANSACTIONAL_ID, key):
+        return error(ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
+                     "Transactional Id authorization failed.")
 
     if key_type > SHARE or key_type < 0 or (key_type == SHARE and version < 6):
         return error(ErrorCode.INVALID_REQUEST, f"coordinator key type {key_type} is not valid in version {version}")
@@ -52,12 +61,12 @@ def _lookup(key: str, key_type: int, state: BrokerState, version: int, listener:
 
 
 def handle(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
-    state, version = ctx.state, ctx.api_version
+    version = ctx.api_version
     key_type = request.get("key_type", GROUP)
     if version >= 4:
         return {"throttle_time_ms": 0,
-                "coordinators": [_lookup(k, key_type, state, version, ctx.session.listener_name) for k in request["coordinator_keys"]]}
-    found = _lookup(request["key"], key_type, state, version, ctx.session.listener_name)
+                "coordinators": [_lookup(k, key_type, ctx) for k in request["coordinator_keys"]]}
+    found = _lookup(request["key"], key_type, ctx)
     if version == 0 and found["error_code"] == ErrorCode.INVALID_REQUEST:
         found["error_code"] = int(ErrorCode.INVALID_GROUP_ID)
     return {"throttle_time_ms": 0, **found}

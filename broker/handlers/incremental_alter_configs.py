@@ -16,6 +16,7 @@ from ..storage.config import BROKER_SYNONYMS, TOPIC_CONFIGS, ConfigDef
 from .config_change import TOPIC, Change, RequestError, alter
 
 API_KEY = ApiKey.INCREMENTAL_ALTER_CONFIGS
+AUTHORIZATION = "ALTER_CONFIGS on each topic (the cluster for the broker)"
 
 SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
 _OP_NAMES = {APPEND: "APPEND", SUBTRACT: "SUBTRACT"}
@@ -61,5 +62,4 @@ def _change(resource: dict[str, Any]) -> Change:
 
 
 def handle(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
-    state = ctx.state
-    return alter(request, state, _change)
+    return alter(request, ctx, _change)

@@ -11,16 +11,28 @@ from __future__ import annotations
 
 from typing import Any
 
-from client.protocol.api import ApiKey
+from client.protocol.api import ApiKey, ErrorCode
 
+from ..authorizer.acl import CLUSTER_NAME, AclOperation, ResourceType
 from ..request_context import RequestContext
 
 API_KEY = ApiKey.INIT_PRODUCER_ID
+AUTHORIZATION = "WRITE on the transactional id; without one IDEMPOTENT_WRITE on the cluster or WRITE on some topic"
 
 
 def handle(ctx: RequestContext, request: dict[str, Any]) -> Any:
     state = ctx.state
     txn_id = request["transactional_id"]
+    if state.authorizer is not None:
+        if txn_id is not None:
+            if not ctx.authorize(AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID, txn_id):
+                return {"throttle_time_ms": 0, "error_code": ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
+                        "producer_id": -1, "producer_epoch": -1}
+        elif not ctx.authorize(AclOperation.IDEMPOTENT_WRITE, ResourceType.CLUSTER, CLUSTER_NAME) and \
+                not state.authorizer.authorize_by_resource_type(ctx.principal, ctx.client_host, AclOperation.WRITE,
+                                                                ResourceType.TOPIC):
+            return {"throttle_time_ms": 0, "error_code": ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
+                    "producer_id": -1, "producer_epoch": -1}
     if txn_id is None:
         return {"throttle_time_ms": 0, "error_code": 0, "producer_id": state.producer_ids.next_id(),
                 "producer_epoch": 0}

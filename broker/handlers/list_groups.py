@@ -7,13 +7,17 @@ from typing import Any
 
 from client.protocol.api import ApiKey
 
+from ..authorizer.acl import CLUSTER_NAME, AclOperation, ResourceType
 from ..request_context import RequestContext
 
 API_KEY = ApiKey.LIST_GROUPS
+AUTHORIZATION = "DESCRIBE on the cluster, else the groups answered are those with DESCRIBE on the group"
 
 
 def handle(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
     state = ctx.state
     groups = state.groups.coordinator.list_groups(request.get("states_filter") or (),
                                                   request.get("types_filter") or ())
+    if state.authorizer is not None and not ctx.authorize(AclOperation.DESCRIBE, ResourceType.CLUSTER, CLUSTER_NAME):
+        groups = [g for g in groups if ctx.authorize(AclOperation.DESCRIBE, ResourceType.GROUP, g["group_id"])]
     return {"throttle_time_ms": 0, "error_code": 0, "groups": groups}

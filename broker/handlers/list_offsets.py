@@ -27,8 +27,10 @@ from ..errors import error_code_of
 from ..request_context import RequestContext
 from ..state import BrokerState
 from ..storage.log import LATEST_TIMESTAMP
+from .authz import may_describe_topic
 
 API_KEY = ApiKey.LIST_OFFSETS
+AUTHORIZATION = "DESCRIBE on each topic"
 
 LEADER_EPOCH = 0
 
@@ -74,13 +76,25 @@ def _answer_v0(state: BrokerState, name: str, p: dict[str, Any]) -> dict[str, An
     return resp
 
 
+def _denied(ctx: RequestContext, t: dict[str, Any]) -> dict[str, Any]:
+    """A topic the principal may not DESCRIBE: TOPIC_AUTHORIZATION_FAILED for each partition."""
+    code = int(ErrorCode.TOPIC_AUTHORIZATION_FAILED)
+    if ctx.api_version == 0:
+        return {"name": t["name"], "partitions": [{"partition_index": p["partition_index"], "error_code": code,
+                                                   "old_style_offsets": []} for p in t["partitions"]]}
+    return {"name": t["name"], "partitions": [{"partition_index": p["partition_index"], "error_code": code,
+                                               "timestamp": -1, "offset": -1, "leader_epoch": -1}
+                                              for p in t["partitions"]]}
+
+
 def handle(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
     state = ctx.state
     if ctx.api_version == 0:
         return {"topics": [{"name": t["name"], "partitions": [_answer_v0(state, t["name"], p) for p in t["partitions"]]}
-                           for t in request["topics"]]}
+                           if may_describe_topic(ctx, t["name"]) else _denied(ctx, t) for t in request["topics"]]}
     read_committed = request.get("isolation_level", 0) == 1
     topics = [{"name": t["name"], "partitions": [_answer(state, t["name"], p, read_committed)
                                                  for p in t["partitions"]]}
+              if may_describe_topic(ctx, t["name"]) else _denied(ctx, t)
               for t in request["topics"]]
     return {"throttle_time_ms": 0, "topics": topics}

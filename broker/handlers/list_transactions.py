@@ -9,14 +9,19 @@ from typing import Any
 
 from client.protocol.api import ApiKey
 
+from ..authorizer.acl import AclOperation, ResourceType
 from ..request_context import RequestContext
 
 API_KEY = ApiKey.LIST_TRANSACTIONS
+AUTHORIZATION = "the transactions answered are those with DESCRIBE on the transactional id"
 
 
 def handle(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
     state = ctx.state
     code, unknown, found = state.txn.coordinator.list_transactions(request["state_filters"], request["producer_id_filters"],
                                                        request.get("duration_filter", -1))
+    if state.authorizer is not None:
+        found = [t for t in found if ctx.authorize(AclOperation.DESCRIBE, ResourceType.TRANSACTIONAL_ID,
+                                                   t["transactional_id"])]
     return {"throttle_time_ms": 0, "error_code": code, "unknown_state_filters": unknown,
             "transaction_states": found}

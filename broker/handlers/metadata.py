@@ -14,7 +14,14 @@ Kafka reports a partition whose only replica's log dir failed); topic ids (v10+)
 authorized operations (v8+, when asked for) every operation Kafka defines on a topic / the
 cluster, since nothing is denied without an authorizer (Integer.MIN_VALUE when not asked).
 v12+ may name topics by id only: an unknown id gets UNKNOWN_TOPIC_ID with a null name (never
-auto-created). v10-11 must name topics: an id there is INVALID_REQUEST, as in Kafka."""
+auto-created). v10-11 must name topics: an id there is INVALID_REQUEST, as in Kafka.
+
+Authorization (with an authorizer, as Kafka's ``getTopicMetadata``): DESCRIBE on each topic.
+Topics not allowed are left out of an all-topics answer; named (existing or not) they answer
+TOPIC_AUTHORIZATION_FAILED (by id: with the id and a null name). Auto-creating a topic needs
+CREATE on the cluster or on the topic, else TOPIC_AUTHORIZATION_FAILED and nothing created.
+Authorized operations, when asked: the topic's allowed operations; the cluster's when DESCRIBE
+on it is allowed, else 0."""
 
 from __future__ import annotations
 
@@ -25,20 +32,22 @@ from typing import Any
 from client.protocol.api import ApiKey, ErrorCode
 from client.protocol.messages.metadata import AUTHORIZED_OPERATIONS_OMITTED
 
+from ..authorizer.acl import CLUSTER_NAME, AclOperation, ResourceType
 from ..coordinator.internal_topic import InternalTopic
 from ..request_context import RequestContext
 from ..state import BrokerState
 from ..storage.errors import InvalidTopicError, StorageError, TopicExistsError
 from ..storage.log_manager import validate_topic_name
+from .authz import INTERNAL_TOPICS as INTERNAL_TOPICS
 from .describe_cluster import CLUSTER_OPERATIONS
 from .topic_creation import INLINE_PARTITIONS, create_reserved, reserve_all, total_partitions
 
 API_KEY = ApiKey.METADATA
 
-#: topics the broker writes itself: clients may read them, not produce to or delete them
-INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
 #: READ 3, WRITE 4, CREATE 5, DELETE 6, ALTER 7, DESCRIBE 8, DESCRIBE_CONFIGS 10, ALTER_CONFIGS 11
+AUTHORIZATION = "DESCRIBE on each topic; CREATE on the cluster or the topic to auto-create"
 TOPIC_OPERATIONS = sum(1 << op for op in (3, 4, 5, 6, 7, 8, 10, 11))
+_DESCRIBE, _TOPIC = AclOperation.DESCRIBE, ResourceType.TOPIC
 #: the leader epoch of every partition: one broker, never a leader change
 LEADER_EPOCH = 0
 ZERO_UUID = uuid.UUID(int=0)
@@ -81,15 +90,19 @@ def handle(ctx: RequestContext, request: dict[str, Any]) -> Any:
     logs = state.logs
     counts = logs.partition_counts()  # a topic's partitions, without building every topic's config
     wanted = request["topics"]
-    if wanted is None or (version == 0 and not wanted):
+    all_topics = wanted is None or (version == 0 and not wanted)
+    if all_topics:
         wanted = [{"name": name, "topic_id": ZERO_UUID} for name in sorted(counts)]
     allow_create = state.auto_create_topics and request["allow_auto_topic_creation"]
     invalid: set[str] = set()
+    denied: set[str] = set()
+    if state.authorizer is not None:
+        wanted = _authorize(ctx, wanted, all_topics, allow_create, counts, denied)
     if allow_create:
         new: list[tuple[str, int, dict[str, str]]] = []
         for t in wanted:
             name = t["name"]
-            if name is None or (t["topic_id"] or ZERO_UUID) != ZERO_UUID or name in counts:
+            if name is None or (t["topic_id"] or ZERO_UUID) != ZERO_UUID or name in counts or name in denied:
                 continue
             if name in INTERNAL_TOPICS:
                 try:
@@ -106,7 +119,7 @@ def handle(ctx: RequestContext, request: dict[str, Any]) -> Any:
         if new:
             new = list({n: (n, p, c) for n, p, c in new}.values())  # a name listed twice is created once
             if total_partitions(new) > INLINE_PARTITIONS:
-                return _create_then_answer(request, version, state, new, invalid, ctx.session.listener_name)
+                return _create_then_answer(request, ctx, wanted, new, invalid, denied)
             for name, partitions, _ in new:
                 try:
                     logs.create_topic(name, partitions)
@@ -115,11 +128,39 @@ def handle(ctx: RequestContext, request: dict[str, Any]) -> Any:
                     pass
                 except StorageError as e:
                     logger.error("cannot auto-create topic %s: %s", name, e)
-    return _answer(request, version, state, wanted, invalid, ctx.session.listener_name)
+    return _answer(request, ctx, wanted, invalid, denied)
 
 
-async def _create_then_answer(request: dict[str, Any], version: int, state: BrokerState, new: list[tuple[str, int, dict[str, str]]],
-                              invalid: set[str], listener: str) -> dict[str, Any]:
+def _authorize(ctx: RequestContext, wanted: list[dict[str, Any]], all_topics: bool, allow_create: bool,
+               counts: dict[str, int], denied: set[str]) -> list[dict[str, Any]]:
+    """Kafka's ``getTopicMetadata`` checks: the topics the principal may not DESCRIBE are left
+    out of an all-topics answer, else added to ``denied`` (answered TOPIC_AUTHORIZATION_FAILED
+    whether they exist or not); a topic to auto-create needs CREATE on the cluster or on the
+    topic, else it is ``denied`` too. Returns the topics to answer."""
+    if all_topics:
+        return [t for t in wanted if ctx.authorize(_DESCRIBE, _TOPIC, t["name"])]
+    create_all: bool | None = None
+    for t in wanted:
+        name = t["name"]
+        if (t["topic_id"] or ZERO_UUID) != ZERO_UUID or name is None:
+            name = ctx.state.logs.topic_name(t["topic_id"])
+            if name is not None and not ctx.authorize(_DESCRIBE, _TOPIC, name):
+                denied.add(name)
+            continue
+        if not ctx.authorize(_DESCRIBE, _TOPIC, name):
+            denied.add(name)
+        elif allow_create and name not in counts:
+            if create_all is None:
+                create_all = ctx.authorize(AclOperation.CREATE, ResourceType.CLUSTER, CLUSTER_NAME)
+            if not create_all and not ctx.authorize(AclOperation.CREATE, ResourceType.TOPIC, name):
+                denied.add(name)
+    return wanted
+
+
+async def _create_then_answer(request: dict[str, Any], ctx: RequestContext, wanted: list[dict[str, Any]],
+                              new: list[tuple[str, int, dict[str, str]]], invalid: set[str],
+                              denied: set[str]) -> dict[str, Any]:
+    state = ctx.state
     reserved, refused = reserve_all(state.logs, new)
     refused = {name: e for name, e in refused.items() if not isinstance(e, TopicExistsError)}
     if refused:  # one line, however many (thousands past the open files budget)
@@ -130,16 +171,18 @@ async def _create_then_answer(request: dict[str, Any], version: int, state: Brok
     failed = sum(1 for e in results.values() if e is not None)
     logger.info("auto-created %d topics with %d partitions each%s", len(results) - failed, state.num_partitions,
                 f" ({failed} failed)" if failed else "")
-    wanted = request["topics"]
-    return _answer(request, version, state, wanted, invalid, listener)
+    return _answer(request, ctx, wanted, invalid, denied)
 
 
-def _answer(request: dict[str, Any], version: int, state: BrokerState, wanted: list[dict[str, Any]],
-            invalid: set[str], listener: str) -> dict[str, Any]:
-    """The answer; the broker's endpoint is the one ``listener`` advertises."""
+def _answer(request: dict[str, Any], ctx: RequestContext, wanted: list[dict[str, Any]],
+            invalid: set[str], denied: set[str]) -> dict[str, Any]:
+    """The answer; the broker's endpoint is the one the request's listener advertises."""
+    state, version = ctx.state, ctx.api_version
     logs = state.logs
     counts = logs.partition_counts()
-    ops = TOPIC_OPERATIONS if request["include_topic_authorized_operations"] else AUTHORIZED_OPERATIONS_OMITTED
+    ask_ops = request["include_topic_authorized_operations"]
+    ops = TOPIC_OPERATIONS if ask_ops else AUTHORIZED_OPERATIONS_OMITTED
+    per_topic_ops = ask_ops and state.authorizer is not None
     out = []
     for t in wanted:
         name, topic_id = t["name"], t["topic_id"] or ZERO_UUID
@@ -151,20 +194,31 @@ def _answer(request: dict[str, Any], version: int, state: BrokerState, wanted: l
             if name is None:
                 out.append(_error(ErrorCode.UNKNOWN_TOPIC_ID, None, topic_id))
                 continue
+            if name in denied:  # a topic id is not secret (Kafka): the name is
+                out.append(_error(ErrorCode.TOPIC_AUTHORIZATION_FAILED, None, topic_id))
+                continue
         partitions = counts.get(name)
-        if name in invalid:
+        if name in denied:
+            out.append(_error(ErrorCode.TOPIC_AUTHORIZATION_FAILED, name))
+        elif name in invalid:
             out.append(_error(ErrorCode.INVALID_TOPIC_EXCEPTION, name))
         elif partitions is None:
             out.append(_error(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, name))
         else:
-            out.append(_topic(state, name, partitions, logs.topic_id(name), ops))
-    host, port = state.advertised_endpoint(listener)
+            out.append(_topic(state, name, partitions, logs.topic_id(name),
+                              ctx.authorized_operations(ResourceType.TOPIC, name) if per_topic_ops else ops))
+    host, port = state.advertised_endpoint(ctx.session.listener_name)
+    cluster_ops = AUTHORIZED_OPERATIONS_OMITTED
+    if request["include_cluster_authorized_operations"]:
+        cluster_ops = CLUSTER_OPERATIONS
+        if state.authorizer is not None:
+            cluster_ops = (ctx.authorized_operations(ResourceType.CLUSTER, CLUSTER_NAME)
+                           if ctx.authorize(_DESCRIBE, ResourceType.CLUSTER, CLUSTER_NAME) else 0)
     return {
         "throttle_time_ms": 0,
         "brokers": [{"node_id": state.node_id, "host": host, "port": port, "rack": None}],
         "cluster_id": state.cluster_id,
         "controller_id": state.node_id,
         "topics": out,
-        "cluster_authorized_operations": (CLUSTER_OPERATIONS if request["include_cluster_authorized_operations"]
-                                          else AUTHORIZED_OPERATIONS_OMITTED),
+        "cluster_authorized_operations": cluster_ops,
     }

@@ -13,11 +13,13 @@ from typing import Any
 
 from client.protocol.api import ApiKey, ErrorCode
 
+from ..authorizer.acl import AclOperation, ResourceType
 from ..request_context import RequestContext
 from ..state import BrokerState
 from .common import reply_when_ready
 
 API_KEY = ApiKey.OFFSET_COMMIT
+AUTHORIZATION = "READ on the group; READ on each topic"
 
 #: (topic, partition) -> error code
 Errors = dict[tuple[str, int], int]
@@ -76,8 +78,40 @@ def reply_after_commit(request: dict[str, Any], commit: Any, unknown: Errors | N
     return reply_when_ready(start)
 
 
+def split_denied(request: dict[str, Any], ctx: RequestContext) -> tuple[dict[str, Any], Errors]:
+    """(the request without the topics the principal may not READ, TOPIC_AUTHORIZATION_FAILED
+    for each of their partitions), as Kafka's offset commits check topics; the request itself
+    when every topic is allowed."""
+    denied: Errors = {}
+    allowed = []
+    code = int(ErrorCode.TOPIC_AUTHORIZATION_FAILED)
+    for t in request["topics"]:
+        if ctx.authorize(AclOperation.READ, ResourceType.TOPIC, t["name"]):
+            allowed.append(t)
+        else:
+            for p in t["partitions"]:
+                denied[(t["name"], p["partition_index"])] = code
+    if not denied:
+        return request, denied
+    return {**request, "topics": allowed}, denied
+
+
 def handle(ctx: RequestContext, request: dict[str, Any]) -> Any:
     state, version = ctx.state, ctx.api_version
+    denied: Errors = {}
+    if state.authorizer is not None:
+        if not ctx.authorize(AclOperation.READ, ResourceType.GROUP, request["group_id"]):
+            return _response(request, {}, ErrorCode.GROUP_AUTHORIZATION_FAILED)
+        request_all = request
+        request, denied = split_denied(request, ctx)
+        if not request["topics"]:
+            return _response(request_all, denied, 0)
+        known, unknown = split_unknown(request, state)
+        unknown.update(denied)
+        if not known["topics"]:
+            return _response(request_all, unknown, 0)
+        return reply_after_commit(request_all, lambda durable: state.groups.coordinator.offsets.commit_offsets(
+            known, version, durable), unknown)
     known, unknown = split_unknown(request, state)
     if not known["topics"]:
         return _response(request, unknown, 0)

@@ -15,15 +15,39 @@ from typing import Any
 
 from client.protocol.api import ApiKey, ErrorCode
 
+from ..authorizer.acl import AclOperation, ResourceType
 from ..request_context import RequestContext
 from ..state import BrokerState
+from .authz import may_describe_topic
 
 API_KEY = ApiKey.OFFSET_FETCH
+AUTHORIZATION = "DESCRIBE on each group; DESCRIBE on each topic (others left out or TOPIC_AUTHORIZATION_FAILED)"
 
 
-def _fetch(state: BrokerState, group_id: str, topics: list[dict[str, Any]] | None,
+def _fetch(ctx: RequestContext, group_id: str, topics: list[dict[str, Any]] | None,
            require_stable: bool = False) -> tuple[int, list[dict[str, Any]]]:
+    state = ctx.state
     wanted = None if topics is None else [(t["name"], list(t["partition_indexes"])) for t in topics]
+    if state.authorizer is not None:
+        if not ctx.authorize(AclOperation.DESCRIBE, ResourceType.GROUP, group_id):
+            return int(ErrorCode.GROUP_AUTHORIZATION_FAILED), [
+                {"name": t, "partitions": [{"partition_index": p, "committed_offset": -1, "committed_leader_epoch": -1,
+                                            "metadata": "", "error_code": 0} for p in parts]}
+                for t, parts in wanted or ()]
+        out = _fetch_allowed(state, group_id, wanted, require_stable)
+        if topics is None:  # all the group's topics: the ones it may not describe are left out
+            return out[0], [t for t in out[1] if may_describe_topic(ctx, t["name"])]
+        for t in out[1]:
+            if not may_describe_topic(ctx, t["name"]):
+                for p in t["partitions"]:
+                    p.update(committed_offset=-1, committed_leader_epoch=-1, metadata="",
+                             error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED)
+        return out
+    return _fetch_allowed(state, group_id, wanted, require_stable)
+
+
+def _fetch_allowed(state: BrokerState, group_id: str, wanted: list[tuple[str, list[int]]] | None,
+                   require_stable: bool) -> tuple[int, list[dict[str, Any]]]:
     code, found = state.groups.coordinator.offsets.fetch_offsets(group_id, wanted)
     if code and wanted is not None:
         found = [(t, [(p, None) for p in parts]) for t, parts in wanted]
@@ -44,14 +68,14 @@ def _fetch(state: BrokerState, group_id: str, topics: list[dict[str, Any]] | Non
 
 
 def handle(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
-    state, version = ctx.state, ctx.api_version
+    version = ctx.api_version
     if version >= 8:
         groups = []
         for g in request["groups"]:
-            code, topics = _fetch(state, g["group_id"], g["topics"], request["require_stable"])
+            code, topics = _fetch(ctx, g["group_id"], g["topics"], request["require_stable"])
             groups.append({"group_id": g["group_id"], "topics": topics if not code else [], "error_code": code})
         return {"throttle_time_ms": 0, "groups": groups}
-    code, topics = _fetch(state, request["group_id"], request["topics"], request.get("require_stable", False))
+    code, topics = _fetch(ctx, request["group_id"], request["topics"], request.get("require_stable", False))
     if code and version < 2:
         for t in topics:
             for p in t["partitions"]:

@@ -13,9 +13,11 @@ from typing import Any
 
 from client.protocol.api import ApiKey, ErrorCode
 
+from ..authorizer.acl import CLUSTER_NAME, AclOperation, ResourceType
 from ..request_context import RequestContext
 
 API_KEY = ApiKey.OFFSET_FOR_LEADER_EPOCH
+AUTHORIZATION = "CLUSTER_ACTION on the cluster, else DESCRIBE on each topic"
 
 LEADER_EPOCH = 0
 UNDEFINED = -1
@@ -24,7 +26,13 @@ UNDEFINED = -1
 def handle(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
     state = ctx.state
     topics = []
+    every_topic = ctx.authorize(AclOperation.CLUSTER_ACTION, ResourceType.CLUSTER, CLUSTER_NAME)
     for t in request["topics"]:
+        if not every_topic and not ctx.authorize(AclOperation.DESCRIBE, ResourceType.TOPIC, t["topic"]):
+            topics.append({"topic": t["topic"], "partitions": [
+                {"error_code": ErrorCode.TOPIC_AUTHORIZATION_FAILED, "partition": p["partition"],
+                 "leader_epoch": UNDEFINED, "end_offset": UNDEFINED} for p in t["partitions"]]})
+            continue
         parts = []
         for p in t["partitions"]:
             resp = {"error_code": 0, "partition": p["partition"], "leader_epoch": UNDEFINED, "end_offset": UNDEFINED}

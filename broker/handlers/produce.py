@@ -38,6 +38,11 @@ broker/txn/coordinator.py); v8+ answer a refused partition's reason in
 record); v9+ are flexible; v10+ may carry KIP-951's leader hints (``current_leader``,
 ``node_endpoints``), which Kafka sends only with NOT_LEADER_OR_FOLLOWER — never the case with
 one broker, so they are never sent.
+
+Authorization (with an authorizer, as Kafka's ``handleProduceRequest``): transactional records
+need WRITE on the request's transactional id (else the whole request answers
+TRANSACTIONAL_ID_AUTHORIZATION_FAILED); each topic needs WRITE (else its partitions answer
+TOPIC_AUTHORIZATION_FAILED, before any other check, and nothing of them is written).
 """
 
 from __future__ import annotations
@@ -60,6 +65,7 @@ from client.records.batch import (
 from client.records.compression import DecompressedSizeError
 from client.records.legacy import convert_legacy, is_legacy
 
+from ..authorizer.acl import AclOperation, ResourceType
 from ..errors import error_code_of
 from ..request_context import RequestContext
 from ..state import BrokerState
@@ -70,6 +76,7 @@ from .common import CLOSE, NO_RESPONSE, after_fsync
 from .metadata import INTERNAL_TOPICS
 
 API_KEY = ApiKey.PRODUCE
+AUTHORIZATION = "WRITE on each topic; WRITE on the transactional id for transactional records"
 
 #: where a RecordBatch keeps its attributes' low byte and its producer id and epoch
 _ATTRIBUTES_LOW = ATTRIBUTES_OFFSET + 1
@@ -175,7 +182,15 @@ def _verify_transactional(request: dict[str, Any], version: int, records: Any, t
 def handle(ctx: RequestContext, request: dict[str, Any]) -> Any:
     state, version = ctx.state, ctx.api_version
     acks = request["acks"]
-    if request.get("transactional_id") is None and any(
+    txn_id = request.get("transactional_id")
+    if txn_id is not None and state.authorizer is not None and any(
+            _is_transactional(p["records"]) for t in request["topic_data"] for p in t["partition_data"]) \
+            and not ctx.authorize(AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID, txn_id):
+        if acks == 0:
+            return CLOSE
+        return _refused_whole(request, ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
+                              ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED.name)
+    if txn_id is None and any(
             _is_transactional(p["records"]) for t in request["topic_data"] for p in t["partition_data"]):
         state.log_limiter.info("transactional produce without transactional id", "TRANSACTIONAL_ID_AUTHORIZATION_FAILED",
                                "produce v%d with transactional records but no transactional id rejected", version,
@@ -193,10 +208,15 @@ def handle(ctx: RequestContext, request: dict[str, Any]) -> Any:
     for topic in request["topic_data"]:
         name = topic["name"]
         parts = []
+        allowed = ctx.authorize(AclOperation.WRITE, ResourceType.TOPIC, name)
         for p in topic["partition_data"]:
             resp = {"index": p["index"], "error_code": 0, "base_offset": -1,
                     "log_append_time_ms": -1, "log_start_offset": -1, "error_message": None}
             parts.append(resp)
+            if not allowed:  # before anything else: whether the topic exists is not told
+                resp["error_code"] = ErrorCode.TOPIC_AUTHORIZATION_FAILED
+                failed = True
+                continue
             if bad_acks:
                 resp["error_code"] = ErrorCode.INVALID_REQUIRED_ACKS
                 continue

@@ -10,6 +10,7 @@ from client.protocol.api import ApiKey, ErrorCode
 from ..request_context import RequestContext
 
 API_KEY = ApiKey.SASL_AUTHENTICATE
+AUTHORIZATION = "none (answered before or without authorization, as in Kafka)"
 
 
 def handle(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]:

@@ -13,12 +13,14 @@ from typing import Any
 
 from client.protocol.api import ApiKey, ErrorCode
 
+from ..authorizer.acl import AclOperation, ResourceType
 from ..group.records import CONSUMER_OFFSETS
 from ..request_context import RequestContext
 from ..state import BrokerState
-from .offset_commit import _response, reply_after_commit, split_unknown
+from .offset_commit import Errors, _response, reply_after_commit, split_denied, split_unknown
 
 API_KEY = ApiKey.TXN_OFFSET_COMMIT
+AUTHORIZATION = "WRITE on the transactional id; READ on the group; READ on each topic"
 
 
 def _txn_error(request: dict[str, Any], version: int, state: BrokerState) -> int:
@@ -36,7 +38,19 @@ def _txn_error(request: dict[str, Any], version: int, state: BrokerState) -> int
 
 def handle(ctx: RequestContext, request: dict[str, Any]) -> Any:
     state, version = ctx.state, ctx.api_version
+    denied: Errors = {}
+    full = request
+    if state.authorizer is not None:
+        if not ctx.authorize(AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID, request["transactional_id"]):
+            return _response(request, {}, ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
+        if not ctx.authorize(AclOperation.READ, ResourceType.GROUP, request["group_id"]):
+            return _response(request, {}, ErrorCode.GROUP_AUTHORIZATION_FAILED)
+        request, denied = split_denied(request, ctx)
+        if not request["topics"]:
+            return _response(full, denied, 0)
     known, unknown = split_unknown(request, state)
+    unknown.update(denied)
+    request = full
     if not known["topics"]:
         return _response(request, unknown, 0)
     code = _txn_error(request, version, state)

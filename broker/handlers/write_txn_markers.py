@@ -26,6 +26,7 @@ from client.clock import now_ms
 from client.protocol.api import ApiKey, ErrorCode
 from client.records.control import build_control_batch
 
+from ..authorizer.acl import CLUSTER_NAME, AclOperation, ResourceType
 from ..errors import error_code_of
 from ..group.records import CONSUMER_OFFSETS
 from ..request_context import RequestContext
@@ -33,6 +34,7 @@ from ..state import BrokerState
 from .common import after_fsync
 
 API_KEY = ApiKey.WRITE_TXN_MARKERS
+AUTHORIZATION = "ALTER or CLUSTER_ACTION on the cluster"
 
 logger = logging.getLogger(__name__)
 
@@ -73,6 +75,12 @@ def _write(state: BrokerState, topic: str, partition: int, marker: dict[str, Any
 
 def handle(ctx: RequestContext, request: dict[str, Any]) -> Any:
     state = ctx.state
+    if not ctx.authorize(AclOperation.ALTER, ResourceType.CLUSTER, CLUSTER_NAME) and \
+            not ctx.authorize(AclOperation.CLUSTER_ACTION, ResourceType.CLUSTER, CLUSTER_NAME):
+        return {"markers": [{"producer_id": m["producer_id"], "topics": [
+            {"name": t["name"], "partitions": [
+                {"partition_index": i, "error_code": ErrorCode.CLUSTER_AUTHORIZATION_FAILED}
+                for i in t["partition_indexes"]]} for t in m["topics"]]} for m in request["markers"]]}
     markers = []
     waits: list[tuple[Any, int, dict[str, Any]]] = []
     for marker in request["markers"]:

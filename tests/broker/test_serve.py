@@ -88,7 +88,8 @@ def test_config_file_and_overrides(tmp_path) -> None:
 
 def test_bad_configuration_exits_2_with_a_message(tmp_path) -> None:
     for override in ("num.partitions=zero", "log.segment.bytes=1", "listeners=SSL://127.0.0.1:9093",
-                     "authorizer.class.name=org.apache.kafka.metadata.authorizer.StandardAuthorizer"):
+                     "authorizer.class.name=kafka.security.authorizer.AclAuthorizer",
+                     "allow.everyone.if.no.acl.found=maybe"):
         proc = subprocess.run([sys.executable, "-m", "broker", "serve", "--port", "0", "--data-dir",
                                str(tmp_path / "d"), "--override", override],
                               cwd=REPO, capture_output=True, text=True, timeout=60)
