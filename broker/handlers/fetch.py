@@ -264,7 +264,11 @@ def _expire(fut: asyncio.Future[None]) -> None:
 def _may_read(ctx: RequestContext, request: dict[str, Any], version: int, topic: str) -> bool:
     """A follower's fetch (replica id >= 0) needs CLUSTER_ACTION on the cluster, a consumer's
     READ on the topic (authz.py for the internal topics), as Kafka's ``handleFetchRequest``."""
-    replica = request["replica_state"]["replica_id"] if version >= 15 else request["replica_id"]
+    if version >= 15:  # a tagged field: a consumer's request (librdkafka's v16) leaves it out
+        rs = request.get("replica_state")
+        replica = -1 if rs is None else rs["replica_id"]
+    else:
+        replica = request["replica_id"]
     if replica >= 0:
         return cluster_allows(ctx, AclOperation.CLUSTER_ACTION)
     return may_read_topic(ctx, topic)

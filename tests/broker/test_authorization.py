@@ -130,6 +130,25 @@ def test_fetch_and_list_offsets(ib, acls) -> None:
         assert partition_response(c.call(ApiKey.FETCH, 11, body), "partitions")["error_code"] == ErrorCode.TOPIC_AUTHORIZATION_FAILED
 
 
+def test_fetch_v15_plus_without_replica_state_is_a_consumers(ib, acls) -> None:
+    """v15+ carries the replica id in the tagged replica_state, which consumers leave out
+    (librdkafka 2.12's Fetch v16 did, and the broker closed the connection)."""
+    _topic(ib, "reads16")
+    state = ib.broker.state
+    topic_id = ib.call(lambda: state.logs.topic("reads16")).topic_id
+    body = fetch("reads16", 0, 0)
+    del body["replica_id"]
+    body["topics"][0]["topic_id"] = topic_id
+    with Conn(ib.port) as c:
+        resp = c.call(ApiKey.FETCH, 16, body)
+        assert resp["responses"][0]["partitions"][0]["error_code"] == ErrorCode.TOPIC_AUTHORIZATION_FAILED
+        acls(acl(T, "reads16", Op.READ))
+        assert c.call(ApiKey.FETCH, 16, body)["responses"][0]["partitions"][0]["error_code"] == 0
+        body["replica_state"] = {"replica_id": 1, "replica_epoch": -1}  # a follower: CLUSTER_ACTION
+        assert c.call(ApiKey.FETCH, 16, body)["responses"][0]["partitions"][0]["error_code"] == \
+            ErrorCode.TOPIC_AUTHORIZATION_FAILED
+
+
 def test_internal_topics_need_cluster_action_not_a_read_acl(ib, acls) -> None:
     acls(acl(T, "*", Op.READ), acl(G, "*", Op.ALL))
     with Conn(ib.port) as c:

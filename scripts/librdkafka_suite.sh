@@ -1,0 +1,118 @@
+#!/bin/bash
+# Run tests of librdkafka's own suite (tests/run-test.sh) against a minibroker with the ACL
+# authorizer on, as issue 32 asks for 0081 (admin, ACL calls) and 0109 (auto-create, which
+# calls kafka-acls.sh).
+#
+# Usage: scripts/librdkafka_suite.sh [TEST ...]        (default: 0081 0109)
+# Environment:
+#   WORKDIR     where librdkafka is built and the run's files go (default /tmp/librdkafka-suite)
+#   NODE_RDKAFKA  the node-rdkafka release whose librdkafka is built (default 3.6.1: librdkafka 2.12)
+#   PYTHON      the interpreter with minibroker's test dependencies (default .venv/bin/python)
+#
+# The first run downloads node-rdkafka's tarball with `npm pack` (it bundles librdkafka's source
+# with its tests) and builds the library and the test runner; that needs a C toolchain and the
+# headers of libssl, zlib, libsasl2, libzstd and liblz4 (Debian: libssl-dev zlib1g-dev
+# libsasl2-dev libzstd-dev liblz4-dev libsasl2-modules).
+#
+# The broker (broker.testing.secure: PLAINTEXT, SSL, SASL_SSL and SASL_PLAINTEXT listeners,
+# SCRAM users alice and admin) runs with
+#   authorizer.class.name=...StandardAuthorizer  super.users=User:admin
+#   allow.everyone.if.no.acl.found=true          num.partitions=4
+# which is what the suite assumes: its client is not a super user (0081 adds ACLs for its own
+# principal and expects its authorized operations to shrink to them) and may do what no ACL
+# governs. 0109 runs on the PLAINTEXT listener (it skips its kafka-acls.sh cases when the client
+# authenticates); every other test as alice over SASL_PLAINTEXT with SCRAM-SHA-256.
+# kafka-acls.sh is a shim in $WORKDIR/kafka/bin (KAFKA_PATH) that runs `minibroker acls` with
+# the test's options, as admin over SASL_PLAINTEXT (--command-config).
+#
+# Output: one line per test (PASSED / FAILED and its log), logs in $WORKDIR/logs, the broker's
+# log in $WORKDIR/broker.log. Exit status: the number of failed tests.
+set -euo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+WORKDIR="${WORKDIR:-/tmp/librdkafka-suite}"
+NODE_RDKAFKA="${NODE_RDKAFKA:-3.6.1}"
+PY="${PYTHON:-$ROOT/.venv/bin/python}"
+TESTS=("$@")
+[ ${#TESTS[@]} -eq 0 ] && TESTS=(0081 0109)
+RDK="$WORKDIR/package/deps/librdkafka"
+mkdir -p "$WORKDIR/logs"
+
+if [ ! -x "$RDK/tests/test-runner" ]; then
+    echo "librdkafka_suite: building librdkafka from node-rdkafka $NODE_RDKAFKA in $WORKDIR" >&2
+    (cd "$WORKDIR" && npm pack "node-rdkafka@$NODE_RDKAFKA" >/dev/null && tar xzf "node-rdkafka-$NODE_RDKAFKA.tgz")
+    (cd "$RDK" && ./configure --disable-curl >/dev/null && make -j"$(nproc)" libs >/dev/null &&
+        make -j"$(nproc)" -C tests build >/dev/null)
+fi
+
+# The broker, in a child that keeps it until SIGTERM and writes its ports to broker.json.
+rm -rf "$WORKDIR/broker"
+PYTHONPATH="$ROOT" "$PY" - "$WORKDIR" > "$WORKDIR/starter.out" 2>&1 <<'EOF' &
+import json, signal, sys, threading
+from broker.testing.secure import secure_broker
+
+work = sys.argv[1]
+b, s = secure_broker(f"{work}/broker", "authorizer.class.name=org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+                     "super.users=User:admin", "allow.everyone.if.no.acl.found=true", "num.partitions=4")
+with open(f"{work}/broker.json", "w") as f:
+    json.dump({"ports": b.listener_ports, "sasl": s.client_properties("SASL_PLAINTEXT", "SCRAM-SHA-256")}, f)
+stop = threading.Event()
+signal.signal(signal.SIGTERM, lambda *a: stop.set())
+stop.wait()
+rc = b.stop()
+with open(f"{work}/broker.log", "w") as f:
+    f.write("".join(b.output))
+sys.exit(rc)
+EOF
+STARTER=$!
+trap 'kill -TERM $STARTER 2>/dev/null; wait $STARTER || true' EXIT
+rm -f "$WORKDIR/broker.json"
+for _ in $(seq 60); do [ -s "$WORKDIR/broker.json" ] && break; sleep 0.5; done
+[ -s "$WORKDIR/broker.json" ] || { cat "$WORKDIR/starter.out" >&2; exit 100; }
+
+# The runner's configurations, the shim's client properties and the shim.
+"$PY" - "$WORKDIR" <<'EOF'
+import json, sys
+work = sys.argv[1]
+info = json.load(open(f"{work}/broker.json"))
+common = ["test.timeout.multiplier=2", "test.topic.random=true"]
+def write(name, listener, props):
+    lines = [f"bootstrap.servers=127.0.0.1:{info['ports'][listener]}", *common, *(f"{k}={v}" for k, v in props.items())]
+    open(f"{work}/test-{name}.conf", "w").write("\n".join(lines) + "\n")
+write("alice", "SASL_PLAINTEXT", info["sasl"])
+write("plaintext", "PLAINTEXT", {})
+open(f"{work}/admin-client.properties", "w").write(
+    "security.protocol=SASL_PLAINTEXT\nsasl.mechanism=SCRAM-SHA-256\nsasl.jaas.config="
+    'org.apache.kafka.common.security.scram.ScramLoginModule required username="admin" password="admin-secret";\n')
+open(f"{work}/sasl_bootstrap", "w").write(f"127.0.0.1:{info['ports']['SASL_PLAINTEXT']}")
+EOF
+mkdir -p "$WORKDIR/kafka/bin"
+cat > "$WORKDIR/kafka/bin/kafka-acls.sh" <<EOF
+#!/bin/bash
+# kafka-acls.sh for librdkafka's test_kafka_cmd: minibroker acls as admin over SASL_PLAINTEXT
+# (the caller's --bootstrap-server, the PLAINTEXT listener, is replaced)
+args=(); skip=0
+for a in "\$@"; do
+    if [ \$skip = 1 ]; then skip=0; continue; fi
+    case "\$a" in --bootstrap-server) skip=1; continue;; --bootstrap-server=*) continue;; esac
+    args+=("\$a")
+done
+cd "$ROOT" && exec "$PY" -m broker acls --bootstrap-server "\$(cat "$WORKDIR/sasl_bootstrap")" \\
+    --command-config "$WORKDIR/admin-client.properties" "\${args[@]}"
+EOF
+chmod +x "$WORKDIR/kafka/bin/kafka-acls.sh"
+
+failed=0
+for t in "${TESTS[@]}"; do
+    conf=alice
+    [ "$t" = 0109 ] && conf=plaintext
+    log="$WORKDIR/logs/$t-$conf.log"
+    if (cd "$RDK/tests" && KAFKA_PATH="$WORKDIR/kafka" RDKAFKA_TEST_CONF="$WORKDIR/test-$conf.conf" TESTS="$t" \
+            TEST_KAFKA_VERSION=3.9.0 timeout 900 ./run-test.sh -p1 > "$log" 2>&1); then
+        echo "$t ($conf): PASSED  $log"
+    else
+        echo "$t ($conf): FAILED  $log"
+        grep -a -A2 "### Test .* failed" "$log" | head -6 || true
+        failed=$((failed + 1))
+    fi
+done
+exit $failed
