@@ -498,10 +498,16 @@ class Connection:
             return
         if sent:
             self.last_active = time.monotonic()
+        try:  # TLS records of the last reply the socket has not taken: wait to send them
+            pending = not self._writable and self._pending_output()
+        except OSError as e:
+            logger.debug("writing to %s failed: %s", self.peer, e)
+            self._finish()
+            return
+        if pending:
+            self._wait_writable()
+            return
         if not q and self.closing:
-            if self._pending_output():
-                self._wait_writable()
-                return
             self._finish()
 
     def _pending_output(self) -> bool:

@@ -443,3 +443,46 @@ def test_broker_log_has_no_traceback_so_far(secure, expiring) -> None:
         assert "Traceback" not in b.log_text()
         assert b.proc is not None and b.proc.poll() is None
 
+
+
+# ------------------------------------------------------------------ fetch over TLS
+
+
+def _fetch_body(topic: str, max_bytes: int) -> dict[str, Any]:
+    return {"replica_id": -1, "max_wait_ms": 0, "min_bytes": 1, "max_bytes": max_bytes, "isolation_level": 0,
+            "session_id": 0, "session_epoch": -1,
+            "topics": [{"topic": topic, "partitions": [{"partition": 0, "current_leader_epoch": -1, "fetch_offset": 0,
+                                                        "log_start_offset": -1, "partition_max_bytes": max_bytes}]}],
+            "forgotten_topics_data": [], "rack_id": ""}
+
+
+def test_tls_fetch_replies_arrive_whole_for_a_slow_reader(secure) -> None:
+    """Fetch replies over TLS to a client that reads slowly (the socket stays full, so the
+    last TLS records of a reply often wait for writability): every reply arrives whole. A reply
+    whose final records were encrypted but not yet taken by the socket once waited for ever."""
+    b, setup = secure
+    topic = "tls-slow-reader"
+    with Conn(b.listener_ports["PLAINTEXT"]) as c:
+        assert c.call(ApiKey.CREATE_TOPICS, 4, create_topic(topic))["topics"][0]["error_code"] in (0, 36)
+        for _ in range(24):
+            resp = c.call(ApiKey.PRODUCE, 7, produce(topic, 0, batch(100, 1000)))
+            assert resp["responses"][0]["partition_responses"][0]["error_code"] == 0
+    for _ in range(3):
+        with connect(b, setup, "SSL", cert=setup.client_cert, key=setup.client_key) as c:
+            c.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 32 << 10)
+            cids = [c.send(ApiKey.FETCH, 11, _fetch_body(topic, 1 << 20)) for _ in range(4)]
+            time.sleep(0.3)  # the broker fills the socket and waits for writability
+            c.sock.settimeout(10)
+            data = bytearray()
+            replies = 0
+            while replies < len(cids):
+                chunk = c.sock.recv(8192)  # slowly: small reads with pauses
+                assert chunk, "the broker closed the connection"
+                data += chunk
+                time.sleep(0.0002)
+                while len(data) >= 4 and len(data) >= 4 + struct.unpack_from(">i", data)[0]:
+                    size = struct.unpack_from(">i", data)[0]
+                    assert struct.unpack_from(">i", data, 4)[0] == cids[replies]
+                    assert size > 1 << 19  # a reply with ~1 MiB of records
+                    del data[:4 + size]
+                    replies += 1
