@@ -146,15 +146,15 @@ def main() -> int:
             for name, b in brokers.items():
                 topic = f"{TOPIC_PREFIX}-{r}"
                 produce(b.bootstrap, topic, 1)  # metadata, topic creation: not timed
-                req0, c0, t0 = requests_of(b, "Produce"), cpu_s(b.pid), time.perf_counter()
+                req0, c0, t0 = requests_of(b, "PRODUCE"), cpu_s(b.pid), time.perf_counter()
                 produce(b.bootstrap, topic, args.records)
-                wall, cpu, reqs = time.perf_counter() - t0, cpu_s(b.pid) - c0, requests_of(b, "Produce") - req0
+                wall, cpu, reqs = time.perf_counter() - t0, cpu_s(b.pid) - c0, requests_of(b, "PRODUCE") - req0
                 w1 = {"rps": args.records / wall, "us_per_record": cpu / args.records * 1e6,
                       "us_per_request": cpu / max(reqs, 1) * 1e6, "requests": reqs}
                 rows.setdefault(f"w1 {name}", []).append(w1)
-                f0, c0, t0 = requests_of(b, "Fetch"), cpu_s(b.pid), time.perf_counter()
+                f0, c0, t0 = requests_of(b, "FETCH"), cpu_s(b.pid), time.perf_counter()
                 consume(b.bootstrap, topic, args.records + 1, f"{name}-{r}")
-                wall, cpu, reqs = time.perf_counter() - t0, cpu_s(b.pid) - c0, requests_of(b, "Fetch") - f0
+                wall, cpu, reqs = time.perf_counter() - t0, cpu_s(b.pid) - c0, requests_of(b, "FETCH") - f0
                 w2 = {"rps": (args.records + 1) / wall, "us_per_request": cpu / max(reqs, 1) * 1e6, "requests": reqs}
                 rows.setdefault(f"w2 {name}", []).append(w2)
                 print(f"  {name:<3} run {r + 1}: W1 {w1['rps']:>10,.0f} rec/s, {w1['us_per_record']:.2f} us CPU/record,"
