@@ -307,6 +307,13 @@ class Fetcher:
                     p.error = e
             self.data.set()
         except KafkaError as e:
+            if not e.retriable:  # TOPIC_AUTHORIZATION_FAILED...: the application is told (getmany raises), as
+                # Java's poll() throws, instead of retrying for ever
+                for p in parts:
+                    if p.position is None:
+                        p.error = e
+                self.data.set()
+                return
             logger.warning("cannot reset positions: %s", e)
             await asyncio.sleep(self.retry_backoff_ms / 1000)
         finally:
