@@ -109,6 +109,9 @@ class BrokerState:
             self.authorizer = StandardAuthorizer.from_properties(config.props)
             self.acls = AclStore(logs.log_dir)
             self.acls.attach(self.authorizer)
+            logger.info("authorizer on (StandardAuthorizer): %d ACLs, super users %s, allow.everyone.if.no.acl.found=%s",
+                        len(self.acls), ", ".join(sorted(self.authorizer.super_users)) or "none",
+                        str(self.authorizer.allow_everyone_if_no_acl_found).lower())
         #: the group coordinator bound to this state (broker/group/runtime.py); loads at Broker.start
         self.groups = GroupRuntime(self)
         #: the transaction coordinator (broker/txn/); loads at Broker.start
