@@ -869,6 +869,43 @@ class VoterNotFoundError(KafkaError):
     code = 127
 
 
+class InvalidRegularExpressionError(KafkaError):
+    """Broker error 128 (INVALID_REGULAR_EXPRESSION)."""
+
+    code = 128
+
+
+class RebootstrapRequiredError(KafkaError):
+    """Broker error 129 (REBOOTSTRAP_REQUIRED)."""
+
+    code = 129
+
+
+class StreamsInvalidTopologyError(KafkaError):
+    """Broker error 130 (STREAMS_INVALID_TOPOLOGY)."""
+
+    code = 130
+
+
+class StreamsInvalidTopologyEpochError(KafkaError):
+    """Broker error 131 (STREAMS_INVALID_TOPOLOGY_EPOCH)."""
+
+    code = 131
+
+
+class StreamsTopologyFencedError(KafkaError):
+    """Broker error 132 (STREAMS_TOPOLOGY_FENCED)."""
+
+    code = 132
+
+
+class ShareSessionLimitReachedError(KafkaError):
+    """Broker error 133 (SHARE_SESSION_LIMIT_REACHED)."""
+
+    code = 133
+    retriable = True
+
+
 #: code -> exception class, e.g. ERRORS[3] is UnknownTopicOrPartitionError
 ERRORS: dict[int, type[KafkaError]] = {cls.code: cls for cls in (
     UnknownServerErrorError, OffsetOutOfRangeError, CorruptMessageError, UnknownTopicOrPartitionError,
@@ -907,7 +944,8 @@ ERRORS: dict[int, type[KafkaError]] = {cls.code: cls for cls in (
     UnsupportedEndpointTypeError, UnknownControllerIdError, UnknownSubscriptionIdError,
     TelemetryTooLargeError, InvalidRegistrationError, TransactionAbortableError, InvalidRecordStateError,
     ShareSessionNotFoundError, InvalidShareSessionEpochError, FencedStateEpochError, InvalidVoterKeyError,
-    DuplicateVoterError, VoterNotFoundError,
+    DuplicateVoterError, VoterNotFoundError, InvalidRegularExpressionError, RebootstrapRequiredError, StreamsInvalidTopologyError,
+    StreamsInvalidTopologyEpochError, StreamsTopologyFencedError, ShareSessionLimitReachedError,
 )}
 
 

@@ -1,9 +1,11 @@
-"""AlterPartitionReassignments (45), v0, answered as a one-broker Kafka cluster does.
+"""AlterPartitionReassignments (45), v0-1, answered as a one-broker Kafka cluster does.
 
 Per partition: replicas ``[this broker]`` is the current assignment (success, nothing to
 move); another broker id, an empty list or a repeated id is INVALID_REPLICA_ASSIGNMENT; null
 (cancel) is NO_REASSIGNMENT_IN_PROGRESS; an unknown topic or partition is
-UNKNOWN_TOPIC_OR_PARTITION. Messages are Kafka's."""
+UNKNOWN_TOPIC_OR_PARTITION. Messages are Kafka's. v1's ``allow_replication_factor_change`` is
+echoed; with one broker no valid assignment changes a replication factor (every partition has
+the one replica), so false refuses nothing more."""
 
 from __future__ import annotations
 
@@ -45,7 +47,8 @@ def handle(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
     state = ctx.state
     if not cluster_allows(ctx, AclOperation.ALTER):
         code = int(ErrorCode.CLUSTER_AUTHORIZATION_FAILED)
-        return {"throttle_time_ms": 0, "error_code": code, "error_message": "Cluster authorization failed.", "responses": [
+        return {"throttle_time_ms": 0, "allow_replication_factor_change": request["allow_replication_factor_change"],
+                "error_code": code, "error_message": "Cluster authorization failed.", "responses": [
             {"name": t["name"], "partitions": [{"partition_index": p["partition_index"], "error_code": code,
                                                 "error_message": "Cluster authorization failed."} for p in t["partitions"]]}
             for t in request["topics"]]}
@@ -57,4 +60,5 @@ def handle(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
             err, msg = _check(state, topics, t["name"], p["partition_index"], p["replicas"])
             parts.append({"partition_index": p["partition_index"], "error_code": err, "error_message": msg})
         responses.append({"name": t["name"], "partitions": parts})
-    return {"throttle_time_ms": 0, "error_code": 0, "error_message": None, "responses": responses}
+    return {"throttle_time_ms": 0, "allow_replication_factor_change": request["allow_replication_factor_change"],
+            "error_code": 0, "error_message": None, "responses": responses}

@@ -1,4 +1,5 @@
-"""DescribeCluster (60), v0-1: this broker, as the whole cluster and its controller.
+"""DescribeCluster (60), v0-2: this broker, as the whole cluster and its controller (never
+fenced: v2's ``include_fenced_brokers`` changes nothing, ``is_fenced`` is false).
 
 ``cluster_authorized_operations`` (when asked for): every operation on the CLUSTER resource
 (no authorizer here), as a bit field of Kafka's AclOperation codes. v1's ``endpoint_type`` must
@@ -29,7 +30,7 @@ def handle(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
                             "endpoint_type": BROKER_ENDPOINT, "cluster_id": state.cluster_id,
                             "controller_id": state.node_id,
                             "brokers": [{"broker_id": state.node_id, "host": host, "port": port,
-                                         "rack": None}],
+                                         "rack": None, "is_fenced": False}],
                             "cluster_authorized_operations": NOT_REQUESTED}
     if request["endpoint_type"] != BROKER_ENDPOINT:
         body.update(error_code=ErrorCode.MISMATCHED_ENDPOINT_TYPE, brokers=[], controller_id=-1,

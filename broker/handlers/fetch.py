@@ -1,4 +1,4 @@
-"""Fetch (1), v4-17 (Kafka 3.9): index lookup, then the record bytes leave by ``os.sendfile``.
+"""Fetch (1), v4-18: index lookup, then the record bytes leave by ``os.sendfile``.
 
 For each partition: ``Log.read`` gives file slices starting at the batch that holds
 ``fetch_offset``; the first non-empty partition's first batch is always whole (KIP-74), after

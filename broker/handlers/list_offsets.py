@@ -1,7 +1,8 @@
-"""ListOffsets (2), v0-9 (Kafka 3.9): -2 = log start offset, -1 = log end offset (= high
+"""ListOffsets (2), v0-11: -2 = log start offset, -1 = log end offset (= high
 watermark; with ``isolation_level`` 1, read_committed (v2+), the last stable offset), -3 (v7+) = the first offset holding the largest
-timestamp, -4 (v8+, earliest local) = the log start offset and -5 (v9+, latest tiered) = offset
--1, as Kafka answers without tiered storage; otherwise the first offset whose record timestamp
+timestamp, -4 (v8+, earliest local) = the log start offset and -5 (v9+, latest tiered) and -6
+(v11+, earliest pending upload) = offset -1, as Kafka answers without tiered storage (v10's
+``timeout_ms`` bounds remote reads: there are none here); otherwise the first offset whose record timestamp
 >= the target (timestamp and offset -1 when there is none).
 
 ``leader_epoch`` (v4+): 0, the only epoch a partition has here, for any offset found in a log

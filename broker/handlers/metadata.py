@@ -1,4 +1,4 @@
-"""Metadata (3), v0-12 (Kafka 3.9): this broker, and the topics asked for (all when the list
+"""Metadata (3), v0-13: this broker, and the topics asked for (all when the list
 is null, or empty in v0). Unknown topics are created with ``num.partitions`` partitions when
 ``auto.create.topics.enable`` and the request's ``allow_auto_topic_creation`` (v4+) allow it.
 ``__consumer_offsets`` and ``__transaction_state`` are created as Kafka's AutoTopicCreationManager
@@ -14,7 +14,9 @@ Kafka reports a partition whose only replica's log dir failed); topic ids (v10+)
 authorized operations (v8+, when asked for) every operation Kafka defines on a topic / the
 cluster, since nothing is denied without an authorizer (Integer.MIN_VALUE when not asked).
 v12+ may name topics by id only: an unknown id gets UNKNOWN_TOPIC_ID with a null name (never
-auto-created). v10-11 must name topics: an id there is INVALID_REQUEST, as in Kafka.
+auto-created). v10-11 must name topics: an id there is INVALID_REQUEST, as in Kafka. v13's
+top-level error code is 0: Kafka's broker never asks a client to re-bootstrap (KIP-1102's
+REBOOTSTRAP_REQUIRED is for proxies and managed services in front of it).
 
 Authorization (with an authorizer, as Kafka's ``getTopicMetadata``): DESCRIBE on each topic.
 Topics not allowed are left out of an all-topics answer; named (existing or not) they answer

@@ -71,7 +71,7 @@ from .skiplist import SkipListMap
 from .transaction_index import AbortedTxn, txn_index_file_name
 
 __all__ = ["Log", "LogAppendInfo", "FetchResult", "EARLIEST_TIMESTAMP", "LATEST_TIMESTAMP", "MAX_TIMESTAMP",
-           "EARLIEST_LOCAL_TIMESTAMP", "LATEST_TIERED_TIMESTAMP"]
+           "EARLIEST_LOCAL_TIMESTAMP", "LATEST_TIERED_TIMESTAMP", "EARLIEST_PENDING_UPLOAD_TIMESTAMP"]
 
 logger = logging.getLogger(__name__)
 _new = tuple.__new__  # NamedTuple construction without its Python-level __new__ (log_validator._new)
@@ -81,6 +81,7 @@ LATEST_TIMESTAMP = -1
 MAX_TIMESTAMP = -3  # KIP-734
 EARLIEST_LOCAL_TIMESTAMP = -4  # KIP-405: the first offset still on local disk
 LATEST_TIERED_TIMESTAMP = -5  # KIP-1005: the last offset in remote storage
+EARLIEST_PENDING_UPLOAD_TIMESTAMP = -6  # KIP-1023: the first offset not yet in remote storage
 
 _LEN_FIELDS = struct.Struct(">qi")
 _I32 = struct.Struct(">i")
@@ -498,9 +499,10 @@ class Log:
     def offset_for_timestamp(self, timestamp: int) -> TimestampAndOffset | None:
         """ListOffsets: -2 earliest, -1 latest, -3 max timestamp, else the first record with
         timestamp >= ``timestamp`` (None when there is none). Without tiered storage, as in
-        Kafka: -4 (earliest local) is the earliest offset, -5 (latest tiered) offset -1."""
+        Kafka: -4 (earliest local) is the earliest offset, -5 (latest tiered) and -6 (earliest
+        pending upload) offset -1."""
         self._check_open()
-        if timestamp == LATEST_TIERED_TIMESTAMP:
+        if timestamp in (LATEST_TIERED_TIMESTAMP, EARLIEST_PENDING_UPLOAD_TIMESTAMP):
             return TimestampAndOffset(-1, -1, -1)
         if timestamp in (EARLIEST_TIMESTAMP, EARLIEST_LOCAL_TIMESTAMP):
             return TimestampAndOffset(-1, self.log_start_offset)

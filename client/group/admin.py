@@ -137,13 +137,16 @@ class GroupAdmin(ABC):
 
     async def describe_groups(self, group_ids: Iterable[str]) -> dict[str, GroupDescription]:
         """State, chosen assignor and members (client id, host, assignment) of each group; a
-        group that does not exist is described as state "Dead" with no members, as Kafka does."""
+        group that does not exist is described as state "Dead" with no members, as Kafka 3.9
+        answers (a v6 broker answers GROUP_ID_NOT_FOUND instead, read here as the same)."""
         out: dict[str, GroupDescription] = {}
         for group in group_ids:
             _, resp = await self._group_request(group, ApiKey.DESCRIBE_GROUPS, {
                 "groups": [group], "include_authorized_operations": False},
                 code_of=lambda v, r: r["groups"][0]["error_code"])
             g = resp["groups"][0]
+            if g["error_code"] == ErrorCode.GROUP_ID_NOT_FOUND:
+                g = {**g, "error_code": 0, "group_state": "Dead"}
             if g["error_code"]:
                 raise error_for_code(g["error_code"], f"DescribeGroups {group!r}: {error_name(g['error_code'])}")
             members = []

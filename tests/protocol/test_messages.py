@@ -242,7 +242,8 @@ FETCH_V11 = {
     "isolation_level": 1, "session_id": 0, "session_epoch": -1,
     "topics": [{"topic": "t", "topic_id": None, "partitions": [{
         "partition": 2, "current_leader_epoch": -1, "fetch_offset": 100, "last_fetched_epoch": -1,
-        "log_start_offset": -1, "partition_max_bytes": 1048576, "replica_directory_id": None}]}],
+        "log_start_offset": -1, "partition_max_bytes": 1048576, "replica_directory_id": None,
+        "high_watermark": 0x7FFFFFFFFFFFFFFF}]}],
     "forgotten_topics_data": [], "rack_id": "", "cluster_id": None, "replica_state": None,
 }
 FETCH_V11_BYTES = (

@@ -34,12 +34,12 @@ def _fetch_by_id(topic_id: uuid.UUID, offset: int, **partition: Any) -> dict[str
 
 
 @pytest.mark.parametrize("key,expected", [
-    (ApiKey.PRODUCE, (0, 11)), (ApiKey.FETCH, (4, 17)), (ApiKey.LIST_OFFSETS, (0, 9)), (ApiKey.METADATA, (0, 12)),
+    (ApiKey.PRODUCE, (0, 11)), (ApiKey.FETCH, (4, 18)), (ApiKey.LIST_OFFSETS, (0, 11)), (ApiKey.METADATA, (0, 13)),
     (ApiKey.CREATE_TOPICS, (0, 7)), (ApiKey.DELETE_TOPICS, (0, 6)), (ApiKey.INIT_PRODUCER_ID, (0, 5)),
     (ApiKey.API_VERSIONS, (0, 4)), (ApiKey.FIND_COORDINATOR, (0, 6)),
 ])
 def test_ranges(key: ApiKey, expected: tuple[int, int]) -> None:
-    """Kafka 3.9's maxima; the minima old clients need (Produce 0 for old librdkafka, Fetch 4,
+    """Kafka 4.2's maxima as they land; the minima old clients need (Produce 0 for old librdkafka, Fetch 4,
     ListOffsets 0 for Burrow and Sarama)."""
     assert SUPPORTED_VERSIONS[key] == expected
 
@@ -144,11 +144,11 @@ def test_list_offsets_special_timestamps(module_broker) -> None:
         records = build_batch([Record(i, now + d, None, b"v") for i, d in enumerate((100, 400, 250))])
         assert partition_response(c.call(ApiKey.PRODUCE, 9, produce("lo", 0, bytes(records))))["error_code"] == 0
         assert partition_response(c.call(ApiKey.PRODUCE, 9, produce("lo", 0, batch(2))))["error_code"] == 0
-        answers = {ts: _list_offset(c, 9, "lo", ts) for ts in (-1, -2, -3, -4, -5)}
+        answers = {ts: _list_offset(c, 11, "lo", ts) for ts in (-1, -2, -3, -4, -5, -6)}
         assert {ts: (a["error_code"], a["offset"]) for ts, a in answers.items()} == {
-            -1: (0, 5), -2: (0, 0), -3: (0, 1), -4: (0, 0), -5: (0, -1)}
+            -1: (0, 5), -2: (0, 0), -3: (0, 1), -4: (0, 0), -5: (0, -1), -6: (0, -1)}
         assert answers[-3]["timestamp"] == now + 400
-        assert [answers[ts]["leader_epoch"] for ts in (-1, -2, -3, -4, -5)] == [0, 0, 0, 0, -1]
+        assert [answers[ts]["leader_epoch"] for ts in (-1, -2, -3, -4, -5, -6)] == [0, 0, 0, 0, -1, -1]
         assert _list_offset(c, 4, "lo", now + 300)["offset"] == 1
         assert _list_offset(c, 1, "lo", -1)["offset"] == 5
         assert _list_offset(c, 4, "lo", -1, current_leader_epoch=3)["error_code"] == ErrorCode.UNKNOWN_LEADER_EPOCH

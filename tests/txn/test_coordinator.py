@@ -277,6 +277,13 @@ def test_list_and_describe_transactions(broker: BrokerProcess) -> None:
         # none Ongoing for an hour (an Empty id has no start time, -1: Kafka lists it for any duration)
         assert listing(state_filters=["Ongoing"], duration_filter=3_600_000)["transaction_states"] == []
         assert len(listing(state_filters=["Ongoing"], duration_filter=0)["transaction_states"]) == 1
+        # v2 (KIP-1152): an RE2 pattern the whole transactional id must match; a bad one is refused
+        assert [t["transactional_id"] for t in listing(2, transactional_id_pattern="l.st.*")["transaction_states"]] == \
+            ["listed"]
+        assert listing(2, transactional_id_pattern="ist")["transaction_states"] == []  # not a search
+        assert len(listing(2, transactional_id_pattern="")["transaction_states"]) == 2
+        bad = listing(2, transactional_id_pattern="(unclosed")
+        assert (bad["error_code"], bad["transaction_states"]) == (E.INVALID_REGULAR_EXPRESSION, [])
 
 
 def _leo_and_lso(c: Conn, topic: str) -> tuple[int, int, int]:

@@ -1,9 +1,10 @@
-"""Fetch (API key 1): request and response schemas, v4-17 (Kafka 3.9).
+"""Fetch (API key 1): request and response schemas, v4-18 (Kafka 4.2).
 
 v5+: log_start_offset; v7+: fetch sessions (KIP-227); v9+: current_leader_epoch; v11+: rack_id
 and preferred_read_replica; v12+: flexible, last_fetched_epoch, the tagged diverging_epoch /
 current_leader / snapshot_id; v13+: topics by id (KIP-516); v15+: replica_state replaces
-replica_id; v16+: node_endpoints (KIP-951); v17: replica_directory_id. The broker writes its
+replica_id; v16+: node_endpoints (KIP-951); v17+: replica_directory_id; v18+: a follower's
+high_watermark (KIP-1166; consumers leave it at its default). The broker writes its
 responses by hand (handlers/fetch.py, for sendfile); this table decodes requests and is what
 clients (and the broker's tests) decode responses with."""
 
@@ -12,7 +13,7 @@ from __future__ import annotations
 from ..schema import NULL, Array, Message, Struct
 from ..schema import Field as F
 
-FetchRequest = Message("FetchRequest", 1, "4-17", "12+", [
+FetchRequest = Message("FetchRequest", 1, "4-18", "12+", [
     F("cluster_id", "string", "12+", nullable="12+", default=NULL, tag=0),
     F("replica_id", "int32", "0-14", default=-1),
     F("replica_state", Struct([
@@ -36,6 +37,7 @@ FetchRequest = Message("FetchRequest", 1, "4-17", "12+", [
             F("log_start_offset", "int64", "5+", default=-1),
             F("partition_max_bytes", "int32"),
             F("replica_directory_id", "uuid", "17+", tag=0),
+            F("high_watermark", "int64", "18+", default=0x7FFFFFFFFFFFFFFF, tag=1),
         ])),
     ])),
     F("forgotten_topics_data", Array([
@@ -45,7 +47,7 @@ FetchRequest = Message("FetchRequest", 1, "4-17", "12+", [
     ]), "7+"),
     F("rack_id", "string", "11+"),
 ])
-FetchResponse = Message("FetchResponse", 1, "4-17", "12+", [
+FetchResponse = Message("FetchResponse", 1, "4-18", "12+", [
     F("throttle_time_ms", "int32", "1+"),
     F("error_code", "int16", "7+"),
     F("session_id", "int32", "7+"),

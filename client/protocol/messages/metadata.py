@@ -1,7 +1,9 @@
-"""Metadata (API key 3): request and response schemas, v0-12 (Kafka 3.9).
+"""Metadata (API key 3): request and response schemas, v0-13 (Kafka 4.2).
 
 v4+: allow_auto_topic_creation; v7+: leader_epoch; v8+: authorized operations (cluster ones
-only in v8-10); v9+: flexible; v10+: topic ids (by id only from v12, where names may be null)."""
+only in v8-10); v9+: flexible; v10+: topic ids (by id only from v12, where names may be null);
+v13+ (KIP-1102): a top-level error code, REBOOTSTRAP_REQUIRED to tell a client its metadata is
+beyond repair (Kafka's own broker does not send it; neither does minibroker's)."""
 
 from __future__ import annotations
 
@@ -11,7 +13,7 @@ from ..schema import Field as F
 #: Kafka's default for authorized operations that were not asked for (Integer.MIN_VALUE)
 AUTHORIZED_OPERATIONS_OMITTED = -2147483648
 
-MetadataRequest = Message("MetadataRequest", 3, "0-12", "9+", [
+MetadataRequest = Message("MetadataRequest", 3, "0-13", "9+", [
     F("topics", Array([
         F("topic_id", "uuid", "10+"),
         F("name", "string", nullable="10+"),
@@ -20,7 +22,7 @@ MetadataRequest = Message("MetadataRequest", 3, "0-12", "9+", [
     F("include_cluster_authorized_operations", "bool", "8-10"),
     F("include_topic_authorized_operations", "bool", "8+"),
 ])
-MetadataResponse = Message("MetadataResponse", 3, "0-12", "9+", [
+MetadataResponse = Message("MetadataResponse", 3, "0-13", "9+", [
     F("throttle_time_ms", "int32", "3+"),
     F("brokers", Array([
         F("node_id", "int32"),
@@ -47,4 +49,5 @@ MetadataResponse = Message("MetadataResponse", 3, "0-12", "9+", [
         F("topic_authorized_operations", "int32", "8+", default=AUTHORIZED_OPERATIONS_OMITTED),
     ])),
     F("cluster_authorized_operations", "int32", "8-10", default=AUTHORIZED_OPERATIONS_OMITTED),
+    F("error_code", "int16", "13+"),
 ])

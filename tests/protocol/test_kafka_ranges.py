@@ -1,0 +1,94 @@
+"""The advertised version ranges against Kafka 4.2's own message specs (the JSON files
+kafka-python 3 ships in kafka/protocol/schemas/resources): every client-facing API (one whose
+spec lists the ``broker`` listener) is served up to Kafka 4.2's maximum, and from Kafka 3.9's
+minimum or lower (Kafka 4 dropped versions that 3.9 served and old clients still send:
+Produce 0-2, ListOffsets 0, OffsetCommit 0-1, ...; they stay).
+
+``PENDING`` lists the APIs and versions not served yet, each reported as an expected failure;
+``test_pending_is_not_stale`` fails when one catches up and stays listed, so the list shrinks
+with the work. Each message's fields are compared with the same specs in test_messages.py, and every
+advertised version answers a real request in tests/server/test_every_version.py."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from typing import Any
+
+import pytest
+
+from client.protocol.api import SUPPORTED_VERSIONS, ApiKey
+from client.protocol.schema import parse_versions
+
+try:
+    import kafka as _kafka
+    _SPECS_DIR: str | None = os.path.join(os.path.dirname(_kafka.__file__), "protocol", "schemas", "resources")
+except ImportError:  # pragma: no cover - kafka-python is a test dependency
+    _SPECS_DIR = None
+
+#: API key -> what is missing; the Kafka 4.2 work (new APIs, TV2 versions, topic ids) removes these
+PENDING: dict[int, str] = {
+    ApiKey.PRODUCE: "v12 (transactions V2) and v13 (topic ids)",
+    ApiKey.OFFSET_COMMIT: "v10 (topic ids)",
+    ApiKey.OFFSET_FETCH: "v10 (topic ids)",
+    ApiKey.INIT_PRODUCER_ID: "v6 (KIP-939's two-phase commit fields)",
+    ApiKey.ADD_PARTITIONS_TO_TXN: "v4-5 (batched verification, transactions V2)",
+    ApiKey.END_TXN: "v5 (transactions V2)",
+    ApiKey.WRITE_TXN_MARKERS: "v2 (transaction version in markers)",
+    ApiKey.TXN_OFFSET_COMMIT: "v5 (transactions V2)",
+    48: "DescribeClientQuotas (client quotas)",
+    49: "AlterClientQuotas (client quotas)",
+    55: "DescribeQuorum",
+    57: "UpdateFeatures",
+    74: "ListConfigResources",
+    75: "DescribeTopicPartitions",
+}
+
+
+def _client_facing_specs() -> dict[int, dict[str, Any]]:
+    if _SPECS_DIR is None or not os.path.isdir(_SPECS_DIR):
+        return {}
+    out = {}
+    for name in sorted(os.listdir(_SPECS_DIR)):
+        if not name.endswith("Request.json"):
+            continue
+        with open(os.path.join(_SPECS_DIR, name)) as f:
+            spec = json.loads(re.sub(r"^\s*//.*$", "", f.read(), flags=re.M))
+        if "broker" in spec.get("listeners", []):
+            out[spec["apiKey"]] = spec
+    return out
+
+
+SPECS = _client_facing_specs()
+
+
+def test_the_specs_are_kafka_42s() -> None:
+    """52 client-facing APIs in Kafka 4.2's specs as kafka-python 3 ships them (without the
+    KIP-848 / share group / streams APIs, which it does not carry)."""
+    if not SPECS:
+        pytest.skip("Kafka's JSON specs (kafka-python 3) are not installed")
+    assert len(SPECS) == 52
+    assert parse_versions(SPECS[ApiKey.FETCH]["validVersions"]) == (4, 18)
+
+
+@pytest.mark.parametrize("key", sorted(SPECS) or [0])
+def test_served_at_kafka_42s_maximum(key: int) -> None:
+    if not SPECS:
+        pytest.skip("Kafka's JSON specs (kafka-python 3) are not installed")
+    if key in PENDING:
+        pytest.xfail(f"{SPECS[key]['name']}: not served yet: {PENDING[key]}")
+    lo, hi = parse_versions(SPECS[key]["validVersions"])
+    assert key in SUPPORTED_VERSIONS, f"{SPECS[key]['name']} is not served"
+    ours = SUPPORTED_VERSIONS[ApiKey(key)]
+    assert ours[1] == hi and ours[0] <= lo, f"{SPECS[key]['name']}: ours {ours}, Kafka 4.2's ({lo}, {hi})"
+
+
+def test_pending_is_not_stale() -> None:
+    """Every PENDING entry is still short of Kafka 4.2's maximum (an API that catches up must
+    leave the list, or its test would be skipped as expected-to-fail for ever)."""
+    if not SPECS:
+        pytest.skip("Kafka's JSON specs (kafka-python 3) are not installed")
+    caught_up = [SPECS[k]["name"] for k in PENDING
+                 if SUPPORTED_VERSIONS.get(ApiKey(k), (0, -1))[1] == parse_versions(SPECS[k]["validVersions"])[1]]
+    assert not caught_up
