@@ -92,6 +92,9 @@ BROKER_DEFAULTS: dict[str, str] = {
     "max.connections": "2147483647",
     "max.connections.per.ip": "2147483647",
     "connections.max.idle.ms": "600000",
+    # incremental fetch sessions (broker/fetch_session.py)
+    "max.incremental.fetch.session.cache.slots": "1000",
+    "min.incremental.fetch.session.eviction.ms": "120000",
     "producer.id.expiration.ms": "86400000",
     "producer.id.expiration.check.interval.ms": "600000",
     # the group coordinator (broker/group)
@@ -159,6 +162,8 @@ BROKER_TYPES: dict[str, tuple[str, int | None, int | None]] = {
     "max.connections": ("int", 0, None),
     "max.connections.per.ip": ("int", 0, None),
     "connections.max.idle.ms": ("long", None, None),  # negative: no idle timeout, as Kafka
+    "max.incremental.fetch.session.cache.slots": ("int", 0, None),
+    "min.incremental.fetch.session.eviction.ms": ("int", 0, None),
     "producer.id.expiration.ms": ("int", 1, None),
     "producer.id.expiration.check.interval.ms": ("int", 1, None),
     "offsets.topic.num.partitions": ("int", 1, None),

@@ -125,6 +125,8 @@ _BROKER_DOCS = {
     "max.connections": "Client connections accepted at once.",
     "max.connections.per.ip": "Client connections accepted at once from one address.",
     "connections.max.idle.ms": "Close connections idle this long (negative: never).",
+    "max.incremental.fetch.session.cache.slots": "The most incremental fetch sessions kept (KIP-227).",
+    "min.incremental.fetch.session.eviction.ms": "A fetch session idle this long may be evicted for a new one.",
     "producer.id.expiration.ms": "Forget an idempotent producer's state after this long without a write.",
     "producer.id.expiration.check.interval.ms": "How often expired producer ids are removed.",
     "metrics.listeners": "minibroker's own: where /metrics and /healthz are served; unset: off.",

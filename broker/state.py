@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 from .authorizer import AclStore, StandardAuthorizer
 from .config import BrokerConfig
 from .dynamic_config import DynamicBrokerConfig
+from .fetch_session import FetchSessionCache
 from .group.runtime import GroupRuntime
 from .log_limiter import LogLimiter
 from .security.scram_credentials import ScramCredentialStore
@@ -120,6 +121,9 @@ class BrokerState:
         self.metrics: BrokerMetrics | None = None
         self._flushes: dict[int, asyncio.Future[Any]] = {}
         self._waiters: dict[tuple[str, int], set[asyncio.Future[None]]] = {}
+        #: incremental fetch sessions (KIP-227), bounded by max.incremental.fetch.session.cache.slots
+        self.fetch_sessions = FetchSessionCache(config.int("max.incremental.fetch.session.cache.slots"),
+                                                config.int("min.incremental.fetch.session.eviction.ms"))
         #: the broker's decompression bounds (storage/inflation.py), which no topic config raises
         self.inflation = InflationLimits.of(config.int("message.max.decompressed.bytes"),
                                             config.int("request.max.decompressed.bytes"),

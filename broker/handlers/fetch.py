@@ -17,11 +17,11 @@ returned, from the segments' ``.txnindex``: the client drops those producers' re
 each first offset up to their ABORT marker, and skips control batches. ``last_stable_offset``
 is the LSO in both modes.
 
-Fetch sessions (KIP-227, v7+) are not kept: every fetch is answered in full with session id 0,
-which is how Kafka answers when its session cache has no room
-(``max.incremental.fetch.session.cache.slots`` used up), so clients keep sending full fetch
-requests. An incremental request (session epoch other than 0 and -1) gets
-FETCH_SESSION_ID_NOT_FOUND, after which clients start over with a full one.
+Fetch sessions (KIP-227, v7+): see broker/fetch_session.py. A full request (session epoch 0)
+opens a session when the cache has room and is answered in full with its id; an incremental
+one (epoch > 0) updates its session and is answered with the partitions that changed. Idle
+partitions of a session cost one comparison each: a partition whose fetch offset is its high
+watermark and last stable offset, both as last answered, is not read at all.
 
 ``last_fetched_epoch`` (v12+, followers; consumers send -1) is checked as Kafka does: epoch 0
 ends at the log end offset, so a fetch offset past it answers ``diverging_epoch`` (0, log end
@@ -61,6 +61,7 @@ from typing import Any
 from client.protocol.api import ApiKey, ErrorCode
 
 from ..errors import error_code_of
+from ..fetch_session import CachedPartition, FetchSession, TopicKey, next_epoch
 from ..request_context import RequestContext
 from ..state import BrokerState
 from ..storage.errors import OffsetOutOfRangeError
@@ -190,7 +191,7 @@ def _read_all(request: dict[str, Any], version: int, state: BrokerState,
 
 
 def _encode(result: Result, version: int, correlation_id: int, read_committed: bool,
-            error: int = 0) -> FetchReply:
+            error: int = 0, session_id: int = 0) -> FetchReply:
     flexible = version >= FLEXIBLE_FROM
     by_id = version >= TOPIC_IDS_FROM
     parts: list[bytes | FileSlice] = []
@@ -199,7 +200,7 @@ def _encode(result: Result, version: int, correlation_id: int, read_committed: b
         buf += b"\x00"  # response header v1: no tagged fields
     buf += _I32.pack(0)  # throttle_time_ms
     if version >= 7:
-        buf += struct.pack(">h", error) + _I32.pack(0)  # error_code, session_id (no session)
+        buf += struct.pack(">h", error) + _I32.pack(session_id)
     buf += _uvarint(len(result) + 1) if flexible else _I32.pack(len(result))
     size = 0
     if flexible:
@@ -274,33 +275,166 @@ def _may_read(ctx: RequestContext, request: dict[str, Any], version: int, topic:
     return may_read_topic(ctx, topic)
 
 
+def _session_request(request: dict[str, Any], session: FetchSession,
+                     state: BrokerState) -> tuple[dict[str, Any], list[tuple[TopicKey, int]]]:
+    """The session's partitions that may have something to say, as a request ``_read_all``
+    reads (consecutive partitions of a topic grouped, as Kafka's response groups them), and
+    their session keys in the same order. Skipped: a partition whose fetch offset is its high
+    watermark and last stable offset, as last answered (nothing new, nothing changed)."""
+    logs = state.logs
+    topics: list[dict[str, Any]] = []
+    keys: list[tuple[TopicKey, int]] = []
+    last: TopicKey | None = None
+    plist: list[dict[str, Any]] = []
+    for key, cp in session.partitions.items():
+        tkey, idx = key
+        name = logs.topic_name(tkey) if isinstance(tkey, uuid.UUID) else tkey
+        if name is not None:
+            log = logs.get_log(name, idx)
+            if log is not None:
+                p = cp.request
+                hw = log.high_watermark
+                if (p["fetch_offset"] == hw == cp.high_watermark == log.last_stable_offset
+                        and log.log_start_offset == cp.log_start_offset and not log.closed
+                        and p["current_leader_epoch"] <= LEADER_EPOCH and p["last_fetched_epoch"] <= LEADER_EPOCH):
+                    continue
+        if tkey != last or not topics:
+            plist = []
+            topics.append({"topic": cp.topic, "topic_id": cp.topic_id, "partitions": plist})
+            last = tkey
+        plist.append(cp.request)
+        keys.append(key)
+    return {**request, "topics": topics}, keys
+
+
+def _session_wait_keys(session: FetchSession, state: BrokerState) -> list[tuple[str, int]]:
+    """(topic, partition) of every partition of the session whose topic exists."""
+    out = []
+    for tkey, idx in session.partitions:
+        name = state.logs.topic_name(tkey) if isinstance(tkey, uuid.UUID) else tkey
+        if name is not None:
+            out.append((name, idx))
+    return out
+
+
+def _changed(result: Result, keys: list[tuple[TopicKey, int]], session: FetchSession) -> Result:
+    """An incremental answer: the partitions with records, an error, a diverging epoch or a
+    high watermark / log start offset other than last answered; the session records what each
+    was answered."""
+    out: Result = []
+    i = 0
+    cached = session.partitions
+    for name, topic_id, plist in result:
+        kept: list[Part] = []
+        for part in plist:
+            key = keys[i]
+            i += 1
+            idx, err, hw, start, slices, diverging, _, _ = part
+            cp = cached.get(key)
+            has_records = any(sl.size for sl in slices)
+            if cp is None or not (has_records or err or diverging >= 0 or hw != cp.high_watermark
+                                  or start != cp.log_start_offset):
+                continue
+            session.answered(key, hw, start, err, has_records)
+            kept.append(part)
+        if kept:
+            out.append((name, topic_id, kept))
+    return out
+
+
+def _open_session(ctx: RequestContext, request: dict[str, Any], result: Result) -> int:
+    """After a full request's answer (epoch 0): a new session holding its partitions with what
+    they were answered; its id, or 0 when the cache has no room."""
+    by_id = ctx.api_version >= TOPIC_IDS_FROM
+    parts: dict[tuple[TopicKey, int], CachedPartition] = {}
+    for t, (_, _, plist) in zip(request["topics"], result):
+        tkey: TopicKey = t["topic_id"] if by_id else t["topic"]
+        name = t["topic"] if not by_id else (ctx.state.logs.topic_name(t["topic_id"]) or "")
+        for p, part in zip(t["partitions"], plist):
+            _, err, hw, start = part[:4]
+            parts[(tkey, p["partition"])] = CachedPartition(name, t["topic_id"] if by_id else None, p,
+                                                            -1 if err else hw, start)
+    session = ctx.state.fetch_sessions.create(by_id, parts)
+    return 0 if session is None else session.id
+
+
+def _incremental(ctx: RequestContext, request: dict[str, Any]) -> FetchSession | int:
+    """An incremental request's session, updated by it and moved to its next epoch, or the
+    error that refuses the request."""
+    sid, epoch = request["session_id"], request["session_epoch"]
+    session = ctx.state.fetch_sessions.get(sid)
+    if session is None:
+        return ErrorCode.FETCH_SESSION_ID_NOT_FOUND
+    if session.epoch != epoch:
+        return ErrorCode.INVALID_FETCH_SESSION_EPOCH
+    by_id = ctx.api_version >= TOPIC_IDS_FROM
+    if session.uses_topic_ids != by_id:
+        return ErrorCode.FETCH_SESSION_TOPIC_ID_ERROR
+    session.epoch = next_epoch(epoch)
+    logs = ctx.state.logs
+    if by_id:
+        topics = [(logs.topic_name(t["topic_id"]) or "", t["topic_id"], t["partitions"]) for t in request["topics"]]
+        forgotten = [(t["topic_id"], t["partitions"]) for t in request["forgotten_topics_data"]]
+    else:
+        topics = [(t["topic"], None, t["partitions"]) for t in request["topics"]]
+        forgotten = [(t["topic"], t["partitions"]) for t in request["forgotten_topics_data"]]
+    session.update(topics, forgotten)
+    return session
+
+
 def handle(ctx: RequestContext, request: dict[str, Any]) -> Any:
     state, version = ctx.state, ctx.api_version
     correlation_id = ctx.correlation_id
     read_committed = request.get("isolation_level", 0) == 1
-    if request["session_epoch"] not in _FULL_FETCH_EPOCHS:
-        return _encode([], version, correlation_id, read_committed, ErrorCode.FETCH_SESSION_ID_NOT_FOUND)
+    epoch = request["session_epoch"]
+    session: FetchSession | None = None
+    keys: list[tuple[TopicKey, int]] = []
+    if epoch in _FULL_FETCH_EPOCHS:
+        if request["session_id"]:
+            state.fetch_sessions.remove(request["session_id"])
+    else:
+        opened = _incremental(ctx, request)
+        if isinstance(opened, int):
+            return _encode([], version, correlation_id, read_committed, opened)
+        session = opened
     auth_ctx = ctx if state.authorizer is not None else None
-    result, total, errors = _read_all(request, version, state, auth_ctx)
-    max_wait = request["max_wait_ms"]
-    if total >= request["min_bytes"] or max_wait <= 0 or errors or not request["topics"]:
+
+    def read() -> tuple[Result, int, bool, dict[str, Any]]:
+        req = request
+        if session is not None:
+            req, keys[:] = _session_request(request, session, state)
+        result, total, errors = _read_all(req, version, state, auth_ctx)
+        return result, total, errors, req
+
+    def answer(result: Result) -> FetchReply:
         _metrics(state, version, result)
-        return _encode(result, version, correlation_id, read_committed)
+        if session is not None:
+            return _encode(_changed(result, keys, session), version, correlation_id, read_committed, 0, session.id)
+        sid = _open_session(ctx, request, result) if epoch == 0 and version >= 7 else 0
+        return _encode(result, version, correlation_id, read_committed, 0, sid)
+
+    result, total, errors, req = read()
+    max_wait = request["max_wait_ms"]
+    if total >= request["min_bytes"] or max_wait <= 0 or errors or not (req["topics"] or session is not None):
+        return answer(result)
 
     async def long_poll() -> FetchReply:
         loop = asyncio.get_running_loop()
-        keys = [(name, p[0]) for name, _, plist in result for p in plist]
+        if session is not None:  # every partition of the session, not only the changed ones read first
+            keys_ = _session_wait_keys(session, state)
+        else:
+            keys_ = [(name, p[0]) for name, _, plist in result for p in plist]
         deadline = loop.time() + max_wait / 1000
         while True:
             fut: asyncio.Future[None] = loop.create_future()
-            state.add_waiter(keys, fut)
+            state.add_waiter(keys_, fut)
             timer = None
             try:
                 # (Re)read only once registered: an append dispatched after the read that decided
                 # to wait but before this task first ran (the next request of the same recv, or
                 # another connection in the same loop turn) notified no one and would be missed
                 # until max_wait_ms. Costs one more index lookup per long poll.
-                res, tot, errs = _read_all(request, version, state, auth_ctx)
+                res, tot, errs, _ = read()
                 remaining = deadline - loop.time()
                 if tot >= request["min_bytes"] or errs or remaining <= 0:
                     break
@@ -311,8 +445,7 @@ def handle(ctx: RequestContext, request: dict[str, Any]) -> Any:
             finally:
                 if timer is not None:
                     timer.cancel()
-                state.remove_waiter(keys, fut)
-        _metrics(state, version, res)
-        return _encode(res, version, correlation_id, read_committed)
+                state.remove_waiter(keys_, fut)
+        return answer(res)
 
     return long_poll()

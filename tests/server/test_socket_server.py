@@ -164,10 +164,10 @@ def test_api_versions_above_max_gets_v0_fallback_and_stays_open(srv: BrokerProce
     (1000, 0),  # unknown API key
     (-1, 0),
     (int(ApiKey.CREATE_DELEGATION_TOKEN), 0),  # a key Kafka has but this broker does not serve
-    (int(MD), 13),  # above our max
+    (int(MD), 14),  # above our max
     (int(F), 3),  # below our min
-    (int(F), 18),
-    (int(LO), 10),
+    (int(F), 19),
+    (int(LO), 12),
     (int(MD), -1),
 ])
 def test_unsupported_request_closes_only_that_connection(srv: BrokerProcess, key: int, version: int) -> None:

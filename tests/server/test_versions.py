@@ -1,7 +1,7 @@
 """What the newer versions of the data-path APIs bring, over a real socket: topic ids (Metadata
-v10+, Fetch v13+, CreateTopics v7, DeleteTopics v6) kept across a restart, fetch sessions
-answered as "no session", leader epochs and diverging epochs, ListOffsets' special timestamps,
-Produce v8+'s error_message, and the advertised ranges (Kafka 3.9's)."""
+v10+, Fetch v13+, CreateTopics v7, DeleteTopics v6) kept across a restart, leader epochs and
+diverging epochs, ListOffsets' special timestamps, Produce v8+'s error_message, and the
+advertised ranges. Fetch sessions: test_fetch_sessions.py."""
 
 from __future__ import annotations
 
@@ -88,22 +88,6 @@ def test_topic_ids_through_create_metadata_fetch_delete_and_restart(tmp_path) ->
             assert p["error_code"] == ErrorCode.UNKNOWN_TOPIC_ID
     finally:
         assert b.stop() == 0
-
-
-def test_fetch_sessions_answered_as_none(module_broker) -> None:
-    with Conn(module_broker.port) as c:
-        c.call(ApiKey.CREATE_TOPICS, 4, create_topic("sess"))
-        c.call(ApiKey.PRODUCE, 9, produce("sess", 0, batch(2)))
-        for version in (7, 12, 17):
-            body = _fetch_by_id(_topic_id(c, "sess"), 0) if version >= 13 else fetch("sess", 0, 0)
-            # a full fetch asking to open a session (epoch 0): answered in full, session id 0
-            resp = c.call(ApiKey.FETCH, version, {**body, "session_id": 0, "session_epoch": 0})
-            assert (resp["error_code"], resp["session_id"]) == (0, 0)
-            assert partition_response(resp, "partitions")["high_watermark"] == 2
-            # an incremental fetch of a session this broker never gave
-            resp = c.call(ApiKey.FETCH, version, {**body, "session_id": 12345, "session_epoch": 1})
-            assert (resp["error_code"], resp["session_id"], resp["responses"]) == (
-                ErrorCode.FETCH_SESSION_ID_NOT_FOUND, 0, [])
 
 
 def test_fetch_leader_epochs(module_broker) -> None:
