@@ -291,6 +291,30 @@ def test_admin_apis(ib, acls) -> None:
         assert r["error_code"] == 0 and r["resources"][0]["resource_name"] == "kafka-cluster"
 
 
+def test_delete_topics_as_kraft_answers(ib, acls) -> None:
+    """Kafka's controller (ControllerApis.deleteTopics): DELETE on the cluster deletes any topic;
+    a name the principal may DESCRIBE but not DELETE answers UNKNOWN_TOPIC_OR_PARTITION when no
+    such topic exists, TOPIC_AUTHORIZATION_FAILED when it does; one it may not DESCRIBE answers
+    TOPIC_AUTHORIZATION_FAILED either way."""
+    for name in ("seen-t", "unseen-t", "by-cluster-t"):
+        _topic(ib, name)
+
+    def delete(c: Conn, *names: str) -> dict[str, int]:
+        r = c.call(ApiKey.DELETE_TOPICS, 5, {"topic_names": list(names), "timeout_ms": 1000})
+        return {x["name"]: x["error_code"] for x in r["responses"]}
+
+    acls(acl(T, "seen-", Op.DESCRIBE, pattern=PRE))
+    with Conn(ib.port) as c:
+        assert delete(c, "seen-t", "seen-ghost", "unseen-t", "unseen-ghost") == {
+            "seen-t": ErrorCode.TOPIC_AUTHORIZATION_FAILED, "seen-ghost": ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+            "unseen-t": ErrorCode.TOPIC_AUTHORIZATION_FAILED, "unseen-ghost": ErrorCode.TOPIC_AUTHORIZATION_FAILED}
+        acls(acl(C, "kafka-cluster", Op.DELETE))
+        assert delete(c, "by-cluster-t", "unseen-ghost") == {
+            "by-cluster-t": 0, "unseen-ghost": ErrorCode.UNKNOWN_TOPIC_OR_PARTITION}
+    assert ib.call(lambda: ib.broker.state.logs.topic("by-cluster-t")) is None
+    assert ib.call(lambda: ib.broker.state.logs.topic("seen-t")) is not None
+
+
 def test_acl_apis_create_describe_delete(ib, acls) -> None:
     acls(acl(C, "kafka-cluster", Op.ALTER), acl(C, "kafka-cluster", Op.DESCRIBE))
     with Conn(ib.port) as c:

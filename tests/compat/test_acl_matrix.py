@@ -11,106 +11,35 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import uuid
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
-from broker.testing.secure import SecureBroker, secure_broker
+from broker.testing.secure import secure_broker
+from tests.compat._acl import AUTHORIZER, Cluster, acl_cluster
+from tests.compat._acl import unique_name as _name
 
 ck = pytest.importorskip("confluent_kafka")
 kp = pytest.importorskip("kafka")
 
-from confluent_kafka import KafkaError, Producer
+from confluent_kafka import KafkaError
 from confluent_kafka.admin import (
     AclBinding,
     AclBindingFilter,
     AclOperation,
     AclPermissionType,
     AdminClient,
-    NewTopic,
     ResourcePatternType,
     ResourceType,
 )
 
-AUTHORIZER = "authorizer.class.name=org.apache.kafka.metadata.authorizer.StandardAuthorizer"
-LISTENER, MECHANISM = "SASL_PLAINTEXT", "SCRAM-SHA-256"
-TOPIC_DENIED, GROUP_DENIED = 29, 30
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-
-
-def _name(prefix: str) -> str:
-    return f"{prefix}-{uuid.uuid4().hex[:8]}"
-
-
-class Cluster:
-    def __init__(self, broker: SecureBroker) -> None:
-        self.broker = broker
-
-    @property
-    def bootstrap(self) -> str:
-        return f"127.0.0.1:{self.broker.listener_ports[LISTENER]}"
-
-    def rdk(self, user: str) -> dict[str, Any]:
-        return {"bootstrap.servers": self.bootstrap, **self.broker.setup.client_properties(LISTENER, MECHANISM, user)}
-
-    def kafka_python(self, user: str) -> dict[str, Any]:
-        props = self.broker.setup.client_properties(LISTENER, MECHANISM, user)
-        return {"bootstrap_servers": self.bootstrap, "security_protocol": LISTENER, "sasl_mechanism": MECHANISM,
-                "sasl_plain_username": user, "sasl_plain_password": props["sasl.password"]}
-
-    def ours(self, user: str) -> dict[str, Any]:
-        """Our clients' and aiokafka's keyword options (the same names as kafka-python's)."""
-        cfg = self.kafka_python(user)
-        return {"bootstrap_servers": cfg.pop("bootstrap_servers"), **cfg}
-
-    def admin(self) -> AdminClient:
-        """The super user's admin client (kept: a dropped AdminClient fails its futures)."""
-        if getattr(self, "_admin", None) is None or self._admin_port != self.broker.listener_ports[LISTENER]:
-            self._admin = AdminClient(self.rdk("admin"))
-            self._admin_port = self.broker.listener_ports[LISTENER]
-        return self._admin
-
-    def allow(self, rtype: ResourceType, name: str, op: AclOperation, pattern: ResourcePatternType =
-              ResourcePatternType.LITERAL, perm: AclPermissionType = AclPermissionType.ALLOW,
-              principal: str = "User:alice") -> None:
-        fs = self.admin().create_acls([AclBinding(rtype, name, pattern, principal, "*", op, perm)])
-        for f in fs.values():
-            f.result(timeout=30)
-
-    def topic(self, name: str) -> str:
-        for f in self.admin().create_topics([NewTopic(name, 1, 1)]).values():
-            f.result(timeout=30)
-        return name
-
-    def produce(self, user: str, topic: str) -> int:
-        """Produce one record as ``user``: 0 or the delivery error's code."""
-        p = Producer({**self.rdk(user), "message.timeout.ms": 8000, "enable.idempotence": False})
-        out: list[int] = []
-        p.produce(topic, b"v", callback=lambda err, msg: out.append(0 if err is None else err.code()))
-        p.flush(20)
-        return out[0] if out else -1
-
-    def end_offset(self, topic: str) -> int:
-        """The topic's log end offset, read by the super user."""
-        from kafka import KafkaConsumer, TopicPartition
-        c = KafkaConsumer(**self.kafka_python("admin"))
-        try:
-            tp = TopicPartition(topic, 0)
-            return int(c.end_offsets([tp])[tp])
-        finally:
-            c.close()
 
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
-    broker, _ = secure_broker(str(tmp_path_factory.mktemp("acls")), AUTHORIZER, "super.users=User:admin")
-    try:
-        yield Cluster(broker)
-    finally:
-        rc = broker.stop()
-        assert rc == 0, f"broker exited with {rc}:\n{broker.log_text()}"
+    yield from acl_cluster(tmp_path_factory)
 
 
 def test_produce_matrix_with_confluent_kafka(cluster: Cluster) -> None:
