@@ -186,3 +186,30 @@ def test_idempotent_producer_needs_init_producer_id(module_broker: Any, topic: s
     for i in range(3):
         p.produce(topic, value=b"%d" % i, partition=0, on_delivery=lambda err, m: err and errors.append(err))
     assert p.flush(10) == 0 and errors == []
+
+
+@pytest.mark.parametrize("one_batch", [True, False], ids=["one-batch", "batch-per-message"])
+def test_keyless_records_on_a_compacted_topic_fail_one_by_one(module_broker: Any, admin: AdminClient, topic: str,
+                                                              one_batch: bool) -> None:
+    """librdkafka's test 0011 (record_fail): messages 0 and 5 of 10 have no key. In one batch
+    the broker answers INVALID_RECORD with both in ``record_errors`` (KIP-467): librdkafka
+    fails those two with INVALID_RECORD and the eight others with _INVALID_DIFFERENT_RECORD,
+    and nothing is written. With a batch per message (batch.size=1) only the two fail and
+    the eight are written."""
+    admin.create_topics([NewTopic(topic, 1, 1, config={"cleanup.policy": "compact"})])[topic].result(10)
+    config: dict[str, Any] = {"bootstrap.servers": module_broker.bootstrap, "linger.ms": 200, "retries": 0}
+    if not one_batch:
+        config["batch.size"] = 1
+    p = Producer(dict(RDK_TIMEOUTS, **config))
+    reports: dict[int, Any] = {}
+    for i in range(10):
+        p.produce(topic, value=b"%d" % i, key=None if i % 5 == 0 else b"k%d" % i, partition=0,
+                  on_delivery=lambda err, m, i=i: reports.__setitem__(i, err and err.code()))
+    assert p.flush(15) == 0
+    others = KafkaError._INVALID_DIFFERENT_RECORD if one_batch else None
+    assert reports == {i: KafkaError.INVALID_RECORD if i % 5 == 0 else others for i in range(10)}
+    c = _consumer(module_broker.bootstrap)
+    try:
+        assert c.get_watermark_offsets(TopicPartition(topic, 0), timeout=5) == (0, 0 if one_batch else 8)
+    finally:
+        c.close()
