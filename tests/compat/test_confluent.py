@@ -14,7 +14,16 @@ import time
 from typing import Any
 
 import pytest
-from confluent_kafka import OFFSET_BEGINNING, OFFSET_END, Consumer, KafkaError, KafkaException, Producer, TopicPartition
+from confluent_kafka import (
+    OFFSET_BEGINNING,
+    OFFSET_END,
+    OFFSET_INVALID,
+    Consumer,
+    KafkaError,
+    KafkaException,
+    Producer,
+    TopicPartition,
+)
 from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic
 
 from ._clients import (
@@ -213,3 +222,34 @@ def test_keyless_records_on_a_compacted_topic_fail_one_by_one(module_broker: Any
         assert c.get_watermark_offsets(TopicPartition(topic, 0), timeout=5) == (0, 0 if one_batch else 8)
     finally:
         c.close()
+
+
+def test_commit_of_an_unknown_topic(module_broker: Any, admin: AdminClient, topic: str) -> None:
+    """librdkafka's test 0030 (nonexist commit): committing offsets of a topic the broker does not
+    have fails with UNKNOWN_TOPIC_OR_PART, from a consumer outside any group (a simple commit,
+    generation -1) and from a member of a classic group; the real partition committed next to
+    it is stored, the unknown ones are not."""
+    admin.create_topics([NewTopic(topic, 1, 1)])[topic].result(10)
+    missing = topic + "-missing"
+    simple = _consumer(module_broker.bootstrap, **{"group.id": topic + "-simple"})
+    try:
+        with pytest.raises(KafkaException) as e:
+            simple.commit(offsets=[TopicPartition(missing, 0, 123), TopicPartition(missing, 1, 456)],
+                          asynchronous=False)
+        assert e.value.args[0].code() == KafkaError.UNKNOWN_TOPIC_OR_PART
+    finally:
+        simple.close()
+    member = _consumer(module_broker.bootstrap, **{"group.id": topic + "-classic", "session.timeout.ms": 6000})
+    try:
+        member.subscribe([topic])
+        deadline = time.monotonic() + 15
+        while not member.assignment() and time.monotonic() < deadline:
+            member.poll(0.2)
+        assert member.assignment()
+        with pytest.raises(KafkaException) as e:
+            member.commit(offsets=[TopicPartition(topic, 0, 7), TopicPartition(missing, 0, 123)], asynchronous=False)
+        assert e.value.args[0].code() == KafkaError.UNKNOWN_TOPIC_OR_PART
+        got = member.committed([TopicPartition(topic, 0), TopicPartition(missing, 0)], timeout=5)
+        assert [(tp.topic, tp.offset) for tp in got] == [(topic, 7), (missing, OFFSET_INVALID)]
+    finally:
+        member.close()
