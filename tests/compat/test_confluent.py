@@ -253,3 +253,26 @@ def test_commit_of_an_unknown_topic(module_broker: Any, admin: AdminClient, topi
         assert [(tp.topic, tp.offset) for tp in got] == [(topic, 7), (missing, OFFSET_INVALID)]
     finally:
         member.close()
+
+
+def test_topic_names_differing_only_by_dot_and_underscore_collide(module_broker: Any, admin: AdminClient,
+                                                                 topic: str) -> None:
+    """Kafka's rule: with ``<topic>.x`` in place, creating ``<topic>_x`` fails with
+    TOPIC_EXCEPTION (INVALID_TOPIC_EXCEPTION, 17) and Kafka's message, validate_only too; a
+    producer to it (auto-creation) finds it unknown until its records fail, and it is never
+    created."""
+    dotted, underscored = topic + ".x", topic + "_x"
+    admin.create_topics([NewTopic(dotted, 1, 1)])[dotted].result(10)
+    for validate_only in (False, True):
+        with pytest.raises(KafkaException) as e:
+            admin.create_topics([NewTopic(underscored, 1, 1)], validate_only=validate_only)[underscored].result(10)
+        err = e.value.args[0]
+        assert (err.code(), err.str()) == (KafkaError.TOPIC_EXCEPTION,
+                                           f"Topic '{underscored}' collides with existing topic: {dotted}")
+    p = Producer(dict(RDK_TIMEOUTS, **{"bootstrap.servers": module_broker.bootstrap, "message.timeout.ms": 3000,
+                                       "topic.metadata.propagation.max.ms": 1000}))
+    reports: list[Any] = []
+    p.produce(underscored, b"x", on_delivery=lambda err, m: reports.append(err and err.code()))
+    assert p.flush(10) == 0
+    assert reports == [KafkaError.UNKNOWN_TOPIC_OR_PART]
+    assert underscored not in admin.list_topics(timeout=5).topics
