@@ -1,25 +1,36 @@
 """DeleteTopics (20), v0-6 (Kafka 3.9): close and remove every partition of each topic;
 UNKNOWN_TOPIC_OR_PARTITION for topics this broker does not have, INVALID_TOPIC_EXCEPTION for
 the internal ones. v6 names each topic by name or by id (KIP-516): an unknown id is
-UNKNOWN_TOPIC_ID, both at once INVALID_REQUEST (as Kafka); the answer gives both."""
+UNKNOWN_TOPIC_ID, both at once INVALID_REQUEST (as Kafka); the answer gives both.
+
+The committed offsets every group holds of a deleted topic go with it, as Kafka's group
+coordinator removes them when it learns of the deletion (``onPartitionsDeleted``): a tombstone
+each in ``__consumer_offsets`` (pending transactional offsets too), so that neither a restart
+nor a re-created topic of the same name brings them back, and a group reading the new topic
+starts from its ``auto.offset.reset``. The answer waits for the tombstones to be durable (Kafka
+writes them after answering; here a crash after the answer cannot resurrect them)."""
 
 from __future__ import annotations
 
+import logging
 import uuid
 from typing import Any
 
-from client.protocol.api import ApiKey, ErrorCode
+from client.protocol.api import ApiKey, ErrorCode, error_name
 
 from ..authorizer.acl import AclOperation, ResourceType
 from ..errors import error_code_of
 from ..request_context import RequestContext
 from ..state import BrokerState
+from .common import reply_when_ready
 from .metadata import INTERNAL_TOPICS
 
 API_KEY = ApiKey.DELETE_TOPICS
 AUTHORIZATION = "DELETE on each topic (DESCRIBE too when named by id)"
 
 ZERO_UUID = uuid.UUID(int=0)
+
+logger = logging.getLogger(__name__)
 
 
 def _delete(state: BrokerState, name: str) -> tuple[int, str | None]:
@@ -34,13 +45,14 @@ def _delete(state: BrokerState, name: str) -> tuple[int, str | None]:
     return 0, None
 
 
-def handle(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
+def handle(ctx: RequestContext, request: dict[str, Any]) -> Any:
     state, version = ctx.state, ctx.api_version
     if version < 6:
         wanted = [{"name": n, "topic_id": ZERO_UUID} for n in request["topic_names"]]
     else:
         wanted = request["topics"]
     out = []
+    deleted: list[str] = []
     for t in wanted:
         name, topic_id = t["name"], t["topic_id"] or ZERO_UUID
         resp: dict[str, Any] = {"name": name, "topic_id": topic_id, "error_code": 0, "error_message": None}
@@ -65,4 +77,21 @@ def handle(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
             resp["error_code"], resp["error_message"] = ErrorCode.TOPIC_AUTHORIZATION_FAILED, "Authorization failed."
             continue
         resp["error_code"], resp["error_message"] = _delete(state, name)
-    return {"throttle_time_ms": 0, "responses": out}
+        if not resp["error_code"]:
+            deleted.append(name)
+    body = {"throttle_time_ms": 0, "responses": out}
+    if not deleted:
+        return body
+    return reply_when_ready(lambda respond: _remove_offsets(state, deleted, body, respond))
+
+
+def _remove_offsets(state: BrokerState, topics: list[str], body: dict[str, Any], respond: Any) -> None:
+    """Remove the groups' offsets of the deleted ``topics``, then ``respond(body)`` once their
+    tombstones are durable (a failed write is logged: the topics are gone whatever happens)."""
+    def durable(code: int) -> None:
+        if code:
+            logger.error("tombstones of the offsets of deleted topics %s not durable: %s", ", ".join(topics),
+                         error_name(code))
+        respond(body)
+
+    state.groups.coordinator.on_topics_deleted(topics, durable)

@@ -276,3 +276,38 @@ def test_topic_names_differing_only_by_dot_and_underscore_collide(module_broker:
     assert p.flush(10) == 0
     assert reports == [KafkaError.UNKNOWN_TOPIC_OR_PART]
     assert underscored not in admin.list_topics(timeout=5).topics
+
+
+def test_a_re_created_topic_starts_from_auto_offset_reset(module_broker: Any, admin: AdminClient, topic: str) -> None:
+    """A group commits offset 2 of a topic; the topic is deleted and re-created with 10 new
+    records: the group's consumer starts from ``auto.offset.reset`` (earliest: all 10), not
+    from the old topic's offset 2 (which the new topic has, so nothing else would notice)."""
+    group = topic + "-group"
+    old = [Msg(b"k", b"old-%d" % i) for i in range(10)]
+    admin.create_topics([NewTopic(topic, 1, 1)])[topic].result(10)
+    assert ck_produce(module_broker.bootstrap, topic, 0, old) == list(range(10))
+    c = _consumer(module_broker.bootstrap, **{"group.id": group})
+    try:
+        c.commit(offsets=[TopicPartition(topic, 0, 2)], asynchronous=False)
+    finally:
+        c.close()
+    admin.delete_topics([topic])[topic].result(10)
+    deadline = time.monotonic() + 10
+    while True:  # the same name again, once the deletion is visible
+        try:
+            admin.create_topics([NewTopic(topic, 1, 1)])[topic].result(10)
+            break
+        except KafkaException as e:
+            if e.args[0].code() != KafkaError.TOPIC_ALREADY_EXISTS or time.monotonic() > deadline:
+                raise
+            time.sleep(0.1)
+    new = [Msg(b"k", b"new-%d" % i) for i in range(10)]
+    assert ck_produce(module_broker.bootstrap, topic, 0, new) == list(range(10))
+    c = _consumer(module_broker.bootstrap, **{"group.id": group, "auto.offset.reset": "earliest"})
+    try:
+        assert c.committed([TopicPartition(topic, 0)], timeout=5)[0].offset == OFFSET_INVALID
+        c.subscribe([topic])
+        got = _take(c, 10)
+        assert [(m.offset(), m.value()) for m in got] == [(i, b"new-%d" % i) for i in range(10)]
+    finally:
+        c.close()
