@@ -49,6 +49,7 @@ removed and the group rebalances.
 
 DescribeGroups of an unknown group: state "Dead" and no error. DeleteGroups: only Empty groups
 (NON_EMPTY_GROUP, GROUP_ID_NOT_FOUND); it writes a tombstone for every offset and for the group.
+DeleteTopics: every group's offsets of the deleted topics get a tombstone (``on_topics_deleted``).
 
 The committed offsets (OffsetCommit, TxnOffsetCommit, OffsetFetch, OffsetDelete, their expiry)
 are the offsets manager's (offsets.py, ``GroupCoordinator.offsets``): it holds no state of its
@@ -58,7 +59,7 @@ own, only rules over the groups' offsets.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Hashable, Iterable
+from collections.abc import Callable, Collection, Hashable, Iterable
 from typing import Any
 
 from client.protocol.api import ErrorCode
@@ -107,6 +108,8 @@ class GroupCoordinator:
         #: the groups' committed offsets: OffsetCommit, TxnOffsetCommit, OffsetFetch,
         #: OffsetDelete, their expiry and replay (offsets.py)
         self.offsets = OffsetMetadataManager(self, write, clock)
+        #: topics deleted while a partition was loading: their offsets there go once it has loaded
+        self._deleted_while_loading: dict[int, set[str]] = {}
 
     # ------------------------------------------------------------------ helpers
 
@@ -620,10 +623,25 @@ class GroupCoordinator:
         g = self.get_or_create(group_id)
         g.replay(record, self.clock())
 
+    def on_topics_deleted(self, topics: Collection[str], on_durable: Callable[[int], None]) -> int:
+        """DeleteTopics removed ``topics``: every group's offsets of them go, with tombstones
+        (``OffsetMetadataManager.delete_topic_offsets``; ``on_durable`` once they are durable).
+        Partitions still loading get theirs once loaded (the records replayed there may hold
+        such offsets). Returns how many offsets went now."""
+        for partition in self.loading:
+            self._deleted_while_loading.setdefault(partition, set()).update(topics)
+        return self.offsets.delete_topic_offsets(topics, on_durable)
+
     def on_loaded(self, partition: int) -> None:
         """A partition's groups are loaded: start their members' session timers (members that
-        do not come back in time are removed and the group rebalances)."""
+        do not come back in time are removed and the group rebalances), and remove the offsets
+        of topics deleted while it loaded."""
         self.loading.discard(partition)
+        deleted = self._deleted_while_loading.pop(partition, None)
+        if deleted:
+            self.offsets.delete_topic_offsets(deleted, log_write_failure(f"(partition {partition})",
+                                                                         "tombstones of deleted topics"),
+                                              partition=partition)
         for g in self.groups.values():
             if self.partition_for(g.group_id) != partition:
                 continue

@@ -24,15 +24,22 @@ Rules (Kafka's):
 - Expiry: ``offsets.retention.minutes`` after the group became Empty (for a group that never had
   members: after the commit), or at the explicit expiry a commit asked for (v2-v4); an Empty
   group with no offsets left is deleted.
+- A deleted topic (DeleteTopics): every group's offsets of its partitions, committed or pending
+  in an open transaction, are removed with a tombstone each (Kafka's ``onPartitionsDeleted``),
+  so neither a restart nor a re-created topic of the same name brings them back: a group then
+  starts from its ``auto.offset.reset``. The group itself stays (Kafka's expiry removes an
+  Empty group left with no offsets later).
+- A tombstone, written or replayed, also drops the group's offsets of that partition pending in
+  open transactions (Kafka's replay): the transaction's marker no longer commits them.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from typing import Any, Protocol
 
-from client.protocol.api import ErrorCode
+from client.protocol.api import ErrorCode, error_name
 from client.protocol.primitives import DecodeError, Reader
 
 from .config import GroupConfig
@@ -267,9 +274,54 @@ class OffsetMetadataManager:
             code = self.write(group_id, records, log_write_failure(group_id, "offset deletions"))
             if code:
                 return error_after_append(code), []
-            for tp in gone:
-                del g.offsets[tp]
+            _drop_offsets(g, gone)
         return 0, result
+
+    def delete_topic_offsets(self, topics: Collection[str], on_durable: Callable[[int], None],
+                             partition: int | None = None) -> int:
+        """Topics were deleted: write a tombstone for each offset any group holds of their
+        partitions, committed or pending in an open transaction (Kafka's
+        ``OffsetMetadataManager.onPartitionsDeleted``), and drop them. One batch per group;
+        groups whose ``__consumer_offsets`` partition is still loading are left alone (the
+        coordinator applies the deletion once it has loaded, ``GroupCoordinator.on_loaded``);
+        ``partition``: only the groups of that partition. ``on_durable(code)`` is called once
+        every tombstone is durable (at once when there is none; with the first failure's
+        code). Returns how many offsets went."""
+        wanted = set(topics)
+        writes: list[tuple[ClassicGroup, list[tuple[str, int]]]] = []
+        for g in self.groups.groups.values():
+            if (partition is not None and self.groups.partition_for(g.group_id) != partition) \
+                    or self.groups.is_loading(g.group_id):
+                continue
+            found = {tp for tp in g.offsets if tp[0] in wanted}
+            for pending in g.pending_txn_offsets.values():
+                found.update(tp for tp in pending if tp[0] in wanted)
+            if found:
+                writes.append((g, sorted(found)))
+        waiting = [len(writes) + 1, 0]  # writes not durable yet (+1 until all are issued), first error
+
+        def durable(code: int) -> None:
+            if code and not waiting[1]:
+                waiting[1] = code
+            waiting[0] -= 1
+            if waiting[0] == 0:
+                on_durable(waiting[1])
+
+        removed = 0
+        for g, tps in writes:
+            records: list[Record] = [(encode_offset_commit_key(g.group_id, t, p), None) for t, p in tps]
+            code = self.write(g.group_id, records, durable)
+            if code:
+                logger.error("group %s: cannot remove the offsets of deleted topics: %s", g.group_id,
+                             error_name(code))
+                durable(code)
+                continue
+            _drop_offsets(g, tps)
+            removed += len(tps)
+            logger.info("group %s: removed %d offsets of deleted topics %s", g.group_id, len(tps),
+                        ", ".join(sorted({t for t, _ in tps})))
+        durable(0)
+        return removed
 
 
     # ------------------------------------------------------------------ expiry
@@ -327,8 +379,18 @@ class OffsetMetadataManager:
         g = self.groups.groups.get(group_id)
         if om is None:
             if g is not None:
-                g.offsets.pop((topic, partition), None)
+                _drop_offsets(g, [(topic, partition)])
             return
         if g is None:
             g = self.groups.get_or_create(group_id)
         g.offsets[(topic, partition)] = om
+
+
+def _drop_offsets(g: ClassicGroup, tps: Collection[tuple[str, int]]) -> None:
+    """What a tombstone of each of ``tps`` does to the group, as Kafka's replay: its committed
+    offset goes, and so do the offsets of that partition pending in open transactions."""
+    for tp in tps:
+        g.offsets.pop(tp, None)
+    for pending in g.pending_txn_offsets.values():
+        for tp in tps:
+            pending.pop(tp, None)

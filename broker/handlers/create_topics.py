@@ -1,6 +1,8 @@
 """CreateTopics (19), v0-7 (Kafka 3.9): partitions (or -1 = ``num.partitions``; or the number of manual
 assignments), replication factor 1 or -1 (one broker), topic configs, ``validate_only``.
-Errors per topic: TOPIC_ALREADY_EXISTS, INVALID_TOPIC_EXCEPTION, INVALID_PARTITIONS,
+Errors per topic: TOPIC_ALREADY_EXISTS, INVALID_TOPIC_EXCEPTION (an illegal name, or one
+colliding with an existing topic's once '.' is made '_': "Topic 'a_b' collides with existing
+topic: a.b", validate_only too, as Kafka's controller; ``LogManager.colliding_topic``), INVALID_PARTITIONS,
 INVALID_REPLICATION_FACTOR, INVALID_CONFIG, INVALID_REQUEST (a topic listed twice; an internal
 topic that does not exist yet: ``__consumer_offsets`` and ``__transaction_state`` are created only
 by their coordinators, with their layout, on first use or by Metadata auto-creation — Kafka

@@ -7,26 +7,37 @@ Authorization as Kafka's KRaft controller (ControllerApis.deleteTopics): DELETE 
 deletes any topic, else each topic needs DELETE. A topic it may not delete answers
 TOPIC_AUTHORIZATION_FAILED, except a name the principal may DESCRIBE that names no topic:
 UNKNOWN_TOPIC_OR_PARTITION (whether it exists is no secret to one who may describe it). Named by
-id, a topic it may not DESCRIBE is answered without its name."""
+id, a topic it may not DESCRIBE is answered without its name.
+
+The committed offsets every group holds of a deleted topic go with it, as Kafka's group
+coordinator removes them when it learns of the deletion (``onPartitionsDeleted``): a tombstone
+each in ``__consumer_offsets`` (pending transactional offsets too), so that neither a restart
+nor a re-created topic of the same name brings them back, and a group reading the new topic
+starts from its ``auto.offset.reset``. The answer waits for the tombstones to be durable (Kafka
+writes them after answering; here a crash after the answer cannot resurrect them)."""
 
 from __future__ import annotations
 
+import logging
 import uuid
 from typing import Any
 
-from client.protocol.api import ApiKey, ErrorCode
+from client.protocol.api import ApiKey, ErrorCode, error_name
 
 from ..authorizer.acl import AclOperation, ResourceType
 from ..errors import error_code_of
 from ..request_context import RequestContext
 from ..state import BrokerState
 from .authz import cluster_allows
+from .common import reply_when_ready
 from .metadata import INTERNAL_TOPICS
 
 API_KEY = ApiKey.DELETE_TOPICS
 AUTHORIZATION = "DELETE on the cluster or on each topic (DESCRIBE tells an unknown name, and names an id)"
 
 ZERO_UUID = uuid.UUID(int=0)
+
+logger = logging.getLogger(__name__)
 
 
 def _delete(state: BrokerState, name: str) -> tuple[int, str | None]:
@@ -41,7 +52,7 @@ def _delete(state: BrokerState, name: str) -> tuple[int, str | None]:
     return 0, None
 
 
-def handle(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
+def handle(ctx: RequestContext, request: dict[str, Any]) -> Any:
     state, version = ctx.state, ctx.api_version
     if version < 6:
         wanted = [{"name": n, "topic_id": ZERO_UUID} for n in request["topic_names"]]
@@ -49,6 +60,7 @@ def handle(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
         wanted = request["topics"]
     out = []
     may_delete_all = cluster_allows(ctx, AclOperation.DELETE)
+    deleted: list[str] = []
     for t in wanted:
         name, topic_id = t["name"], t["topic_id"] or ZERO_UUID
         resp: dict[str, Any] = {"name": name, "topic_id": topic_id, "error_code": 0, "error_message": None}
@@ -78,4 +90,21 @@ def handle(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
                 resp["error_code"], resp["error_message"] = ErrorCode.TOPIC_AUTHORIZATION_FAILED, "Authorization failed."
             continue
         resp["error_code"], resp["error_message"] = _delete(state, name)
-    return {"throttle_time_ms": 0, "responses": out}
+        if not resp["error_code"]:
+            deleted.append(name)
+    body = {"throttle_time_ms": 0, "responses": out}
+    if not deleted:
+        return body
+    return reply_when_ready(lambda respond: _remove_offsets(state, deleted, body, respond))
+
+
+def _remove_offsets(state: BrokerState, topics: list[str], body: dict[str, Any], respond: Any) -> None:
+    """Remove the groups' offsets of the deleted ``topics``, then ``respond(body)`` once their
+    tombstones are durable (a failed write is logged: the topics are gone whatever happens)."""
+    def durable(code: int) -> None:
+        if code:
+            logger.error("tombstones of the offsets of deleted topics %s not durable: %s", ", ".join(topics),
+                         error_name(code))
+        respond(body)
+
+    state.groups.coordinator.on_topics_deleted(topics, durable)

@@ -18,6 +18,14 @@ auto-created). v10-11 must name topics: an id there is INVALID_REQUEST, as in Ka
 top-level error code is 0: Kafka's broker never asks a client to re-bootstrap (KIP-1102's
 REBOOTSTRAP_REQUIRED is for proxies and managed services in front of it).
 
+A name Kafka's ``Topic.validate`` refuses answers INVALID_TOPIC_EXCEPTION (Kafka's broker checks
+it before asking the controller). A name colliding with an existing topic's once '.' is made
+'_' (``a_b`` next to ``a.b``, see ``LogManager.colliding_topic``) is not created and answers
+UNKNOWN_TOPIC_OR_PARTITION, as Kafka (KRaft, 3.9 and 4.x) answers every topic it auto-creates:
+its AutoTopicCreationManager sends CreateTopics to the controller without waiting, and the
+controller's INVALID_TOPIC_EXCEPTION reaches only its log, so the client keeps seeing an
+unknown topic (a producer's records to it time out).
+
 Authorization (with an authorizer, as Kafka's ``getTopicMetadata``): DESCRIBE on each topic.
 Topics not allowed are left out of an all-topics answer; named (existing or not) they answer
 TOPIC_AUTHORIZATION_FAILED (by id: with the id and a null name). Auto-creating a topic needs
@@ -128,6 +136,9 @@ def handle(ctx: RequestContext, request: dict[str, Any]) -> Any:
                     logger.info("auto-created topic %s with %d partitions", name, partitions)
                 except TopicExistsError:
                     pass
+                except InvalidTopicError as e:  # a name colliding with a topic's ('a_b' / 'a.b')
+                    state.log_limiter.info(f"auto-creation of {name}", "INVALID_TOPIC_EXCEPTION",
+                                           "cannot auto-create topic %s: %s", name, e, logger=logger)
                 except StorageError as e:
                     logger.error("cannot auto-create topic %s: %s", name, e)
     return _answer(request, ctx, wanted, invalid, denied)
@@ -165,6 +176,11 @@ async def _create_then_answer(request: dict[str, Any], ctx: RequestContext, want
     state = ctx.state
     reserved, refused = reserve_all(state.logs, new)
     refused = {name: e for name, e in refused.items() if not isinstance(e, TopicExistsError)}
+    colliding = [name for name, e in refused.items() if isinstance(e, InvalidTopicError)]
+    if colliding:  # names colliding with existing topics ('a_b' / 'a.b'): answered as unknown
+        logger.info("cannot auto-create %d topics colliding with existing ones (%s%s): %s", len(colliding),
+                    colliding[0], " ..." if len(colliding) > 1 else "", refused[colliding[0]])
+        refused = {name: e for name, e in refused.items() if not isinstance(e, InvalidTopicError)}
     if refused:  # one line, however many (thousands past the open files budget)
         name, e = next(iter(refused.items()))
         logger.error("cannot auto-create %d topics (%s%s): %s", len(refused), name,

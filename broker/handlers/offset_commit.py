@@ -4,8 +4,11 @@ timestamp per partition, v2-v4 a retention time (the offsets then expire at that
 
 Partitions of a topic that does not exist, or beyond its partition count, get
 UNKNOWN_TOPIC_OR_PARTITION and are not written, whatever happens to the others: Kafka's broker
-filters them out before the group coordinator sees the request (TxnOffsetCommit too); a request
-naming only such partitions is answered at once."""
+(``KafkaApis.handleOffsetCommitRequest``, 3.9 and 4.0 alike) filters them out before the group
+coordinator sees the request, for a simple commit (generation -1, no member) and a classic
+group member's alike (TxnOffsetCommit too); the partitions that exist then meet the
+coordinator's checks (a stale generation: ILLEGAL_GENERATION for them only). A request naming
+only such partitions is answered at once, never reaching the coordinator."""
 
 from __future__ import annotations
 

@@ -9,8 +9,17 @@ nothing. Batches of an idempotent producer are checked against the partition's p
 it got the first time and not written again (no error, as Kafka >= 2.x); a gap answers
 OUT_OF_ORDER_SEQUENCE_NUMBER and an old epoch INVALID_PRODUCER_EPOCH. acks=-1 to a topic whose
 ``min.insync.replicas`` is above 1 (the one replica here) gets NOT_ENOUGH_REPLICAS and writes
-nothing, as in Kafka; a record timestamp out of the ``message.timestamp.*`` bounds,
-INVALID_TIMESTAMP. acks=0: no response (the connection is closed if anything failed, as Kafka does);
+nothing, as in Kafka. Records refused one by one (KIP-467, storage/log_validator.py): a
+record without a key on a compacted topic (INVALID_RECORD), a timestamp out of the
+``message.timestamp.*`` bounds or a LogAppendTime the producer may not set (INVALID_TIMESTAMP,
+which wins when both occur) refuse the partition's batch whole, nothing of it written, and v8+
+answer Kafka's ``record_errors``: each refused record's index in the batch (``batch_index``)
+with its message (e.g. "Compacted topic cannot accept message without key in topic partition
+t-0"), in record order, and Kafka's ``error_message`` ("One or more records have been rejected
+due to 2 record errors in total, and only showing the first three errors at most: [...]", or
+"... due to invalid timestamp"); librdkafka fails the listed records (with INVALID_RECORD
+when more than one is listed) and the batch's others with its own _INVALID_DIFFERENT_RECORD.
+acks=0: no response (the connection is closed if anything failed, as Kafka does);
 acks=1: answered after the append (page cache); acks=-1: answered once the appended offsets
 are fsync'd (group commit, see state.py).
 
@@ -34,8 +43,7 @@ a transaction no coordinator knows, holding the last stable offset back for ever
 transactional batch is accepted only for a partition its producer's Ongoing transaction added
 (INVALID_TXN_STATE, or TRANSACTION_ABORTABLE from v11, otherwise; see
 broker/txn/coordinator.py); v8+ answer a refused partition's reason in
-``error_message`` (``record_errors`` stays empty: a batch is refused whole, never record by
-record); v9+ are flexible; v10+ may carry KIP-951's leader hints (``current_leader``,
+``error_message``; v9+ are flexible; v10+ may carry KIP-951's leader hints (``current_leader``,
 ``node_endpoints``), which Kafka sends only with NOT_LEADER_OR_FOLLOWER — never the case with
 one broker, so they are never sent.
 
@@ -69,7 +77,7 @@ from ..authorizer.acl import AclOperation, ResourceType
 from ..errors import error_code_of
 from ..request_context import RequestContext
 from ..state import BrokerState
-from ..storage.errors import RecordTooLargeError
+from ..storage.errors import RecordTooLargeError, RecordValidationError
 from ..storage.inflation import RequestInflation
 from ..storage.log_validator import max_decompressed_size
 from .common import CLOSE, NO_RESPONSE, after_fsync
@@ -282,6 +290,8 @@ def handle(ctx: RequestContext, request: dict[str, Any]) -> Any:
 def _refused(state: BrokerState, resp: dict[str, Any], topic: str, partition: int, e: Exception) -> None:
     resp["error_code"] = error_code_of(e)
     resp["error_message"] = str(e) or None
+    if isinstance(e, RecordValidationError):  # KIP-467: which records, and why (v8+)
+        resp["record_errors"] = [{"batch_index": i, "batch_index_error_message": m} for i, m in e.record_errors]
     state.log_limiter.info(f"producers to {topic}-{partition}", type(e).__name__,
                            "produce to %s-%d rejected: %s", topic, partition, e, logger=logger)
 

@@ -53,11 +53,17 @@ class RecordBatchTooLargeError(StorageError):
     error_code = ErrorCode.RECORD_LIST_TOO_LARGE
 
 
-class InvalidTimestampError(StorageError):
-    """A record timestamp outside the topic's message.timestamp.* bounds, or a producer batch
-    marked LogAppendTime for a CreateTime topic (INVALID_TIMESTAMP)."""
+class RecordValidationError(StorageError):
+    """Records of a producer's batch refused one by one (Kafka's RecordValidationException,
+    KIP-467): a record without a key on a compacted topic, a timestamp out of bounds, a
+    LogAppendTime a producer may not set. ``record_errors`` holds (index of the record in its
+    batch, why) for each refused record, in record order: Produce v8+ answers them as
+    ``record_errors``. ``error_code`` is INVALID_TIMESTAMP when any of them is a timestamp's,
+    else INVALID_RECORD; the message is Kafka's (``record_validation_error`` makes both)."""
 
-    error_code = ErrorCode.INVALID_TIMESTAMP
+    def __init__(self, message: str, record_errors: list[tuple[int, str]], *, error_code: int) -> None:
+        super().__init__(message, error_code=error_code)
+        self.record_errors = record_errors
 
 
 class PolicyViolationError(StorageError):

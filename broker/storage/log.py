@@ -280,12 +280,13 @@ class Log:
         # otherwise); the append itself reads it again under the lock.
         bounded = cfg.timestamps_bounded
         batches = validate_batches(buf, cfg, from_producer=from_client, now_ms=self._now_ms() if bounded else 0,
-                                   inflation=inflation)
+                                   inflation=inflation, topic_partition=f"{self.topic}-{self.partition}")
         if from_client and cfg.compression_type != "producer":  # recompress would keep them as they are
             rewritten = recompress(buf, batches, cfg)
             if rewritten is not None:
                 buf = rewritten
-                batches = validate_batches(buf, cfg, now_ms=self._now_ms() if bounded else 0)
+                batches = validate_batches(buf, cfg, now_ms=self._now_ms() if bounded else 0,
+                                           topic_partition=f"{self.topic}-{self.partition}")
         return buf, batches
 
     def append_validated(self, buf: bytearray | memoryview, batches: list[BatchMetadata], *,

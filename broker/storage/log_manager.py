@@ -180,6 +180,10 @@ class LogManager:
         #: how many partitions the open files limit allows (set at start-up)
         self.budget = PartitionBudget(1 << 20)
         self._counts: dict[str, int] | None = None  # partitions per topic in self.logs, until it changes
+        #: ``colliding_topic``'s index of the topics in ``_counts``: their names with '.' made '_'
+        #: -> the names (rebuilt when ``partition_counts`` is), and of the reserved ones
+        self._collisions: tuple[dict[str, int] | None, dict[str, list[str]]] = (None, {})
+        self._reserved_collisions: dict[str, list[str]] = {}
         self._topics: dict[str, dict[str, str]] = {}  # topic -> config overrides
         self._partition_counts: dict[str, int] = {}  # topic -> partitions (the commit point of growth)
         self._topic_ids: dict[str, uuid.UUID] = {}
@@ -475,6 +479,9 @@ class LogManager:
         validate_topic_name(name)
         if name in self.partition_counts() or name in self._reserved:
             raise TopicExistsError(f"Topic '{name}' already exists.")
+        other = self.colliding_topic(name)
+        if other is not None:
+            raise InvalidTopicError(f"Topic '{name}' collides with existing topic: {other}")
         if not isinstance(partitions, int) or partitions < 1:
             raise ValueError(f"Number of partitions must be larger than 0, got {partitions}")
         self.budget.check(len(self.logs) + len(self.offline) + self._reserved_total, partitions)
@@ -486,6 +493,30 @@ class LogManager:
         self._reserve(name, partitions)
         return info._replace(topic_id=new_topic_id())
 
+    def colliding_topic(self, name: str) -> str | None:
+        """The topic that ``name`` would collide with, or None: Kafka refuses a new topic whose
+        name equals an existing topic's once every '.' is made '_' (``a_b`` next to ``a.b``:
+        per-topic metric names make that change), INVALID_TOPIC_EXCEPTION "Topic 'a_b' collides
+        with existing topic: a.b" (``ReplicationControlManager.validateNewTopicNames``, 3.9 and
+        4.x). Names without '.' or '_' never collide. Topics being created count as existing
+        (Kafka's controller only sees the topics that existed before the request: two colliding
+        names in one CreateTopics would both be created there; here the second is refused)."""
+        if "." not in name and "_" not in name:
+            return None
+        key = name.replace(".", "_")
+        counts = self.partition_counts()
+        built_for, index = self._collisions
+        if built_for is not counts:
+            index = {}
+            for topic in counts:
+                if "." in topic or "_" in topic:
+                    index.setdefault(topic.replace(".", "_"), []).append(topic)
+            self._collisions = (counts, index)
+        for other in (*index.get(key, ()), *self._reserved_collisions.get(key, ())):
+            if other != name:
+                return other
+        return None
+
     def release_topic(self, name: str) -> None:
         self._unreserve(name)
 
@@ -493,8 +524,16 @@ class LogManager:
         self._unreserve(key)
         self._reserved[key] = partitions
         self._reserved_total += partitions
+        if ("." in key or "_" in key) and not key.endswith(" (growing)"):
+            self._reserved_collisions.setdefault(key.replace(".", "_"), []).append(key)
 
     def _unreserve(self, key: str) -> None:
+        if key in self._reserved and ("." in key or "_" in key):
+            names = self._reserved_collisions.get(key.replace(".", "_"))
+            if names is not None and key in names:
+                names.remove(key)
+                if not names:
+                    del self._reserved_collisions[key.replace(".", "_")]
         self._reserved_total -= self._reserved.pop(key, 0)
 
     def make_logs(self, info: TopicInfo) -> list[Log]:

@@ -23,14 +23,18 @@ writes nothing):
   has left of ``request.max.decompressed.bytes`` (MESSAGE_TOO_LARGE; storage/inflation.py),
   its buffers paid from the broker-wide ``broker.max.decompressed.bytes`` (REQUEST_TIMED_OUT
   when there is no room within a second);
-  on a compacted topic (``cleanup.policy`` with ``compact``) every record has a key
-  (INVALID_RECORD, as Kafka: the cleaner could not tell which record of a key is the last);
-- a producer's batch is not marked LogAppendTime, unless the topic uses CreateTime and the
-  batch has a maxTimestamp (which then is its records' timestamp), as Kafka;
-- with ``message.timestamp.type=CreateTime``: every record's timestamp (other than -1, none) lies within
-  [now - ``message.timestamp.before.max.ms``, now + ``message.timestamp.after.max.ms``]
-  (INVALID_TIMESTAMP; the deprecated ``message.timestamp.difference.max.ms`` stands in for
-  either bound left unset). Both default to unbounded, and the check costs nothing then.
+- then each record of a producer's batch, as Kafka's ``LogValidator.validateRecord`` does: on a
+  compacted topic (``cleanup.policy`` with ``compact``) it has a key (the cleaner could not
+  tell which record of a key is the last); otherwise, with ``message.timestamp.type=CreateTime``
+  its timestamp (other than -1, none) lies within [now - ``message.timestamp.before.max.ms``,
+  now + ``message.timestamp.after.max.ms``] (the deprecated ``message.timestamp.difference.max.ms``
+  stands in for either bound left unset; both default to unbounded, and the check costs
+  nothing then); and it is not marked LogAppendTime by its batch, unless the topic uses
+  CreateTime and the batch has a maxTimestamp (which then is its records' timestamp).
+  Every record is checked and the refused ones are listed (KIP-467): one or more refuse the
+  batch with ``RecordValidationError``, INVALID_TIMESTAMP if any is a timestamp's, else
+  INVALID_RECORD, carrying each refused record's index in its batch and Kafka's message
+  (Produce v8+ answers them as ``record_errors``).
 
 ``compression.type`` other than ``producer``: ``recompress`` rewrites each producer batch whose
 codec differs into the topic's codec (``uncompressed`` = none) before offsets are assigned,
@@ -48,6 +52,7 @@ from __future__ import annotations
 import struct
 from typing import NamedTuple
 
+from client.protocol.api import ErrorCode
 from client.records.batch import (
     ATTRIBUTES_OFFSET,
     BASE_TIMESTAMP_OFFSET,
@@ -66,15 +71,15 @@ from client.records.batch import (
 )
 from client.records.compression import Compression, DecompressedSizeError
 from client.records.record import RecordBatchBuilder, iter_records
-from client.records.validate import check_records
+from client.records.validate import Decoded, check_records
 
 from .config import LogConfig
-from .errors import InvalidTimestampError, RecordBatchTooLargeError, RecordTooLargeError
+from .errors import RecordBatchTooLargeError, RecordTooLargeError, RecordValidationError
 from .inflation import DEFAULTS as INFLATION_DEFAULTS
 from .inflation import RequestInflation
 
 __all__ = ["BatchMetadata", "AssignedOffsets", "validate_batches", "assign_offsets", "batch_metadata",
-           "recompress", "target_codec"]
+           "recompress", "target_codec", "record_validation_error"]
 
 _Q = struct.Struct(">q")
 _I = struct.Struct(">I")
@@ -147,19 +152,19 @@ def batch_metadata(buf: bytes | bytearray | memoryview, pos: int) -> BatchMetada
 
 def validate_batches(buf: bytes | bytearray | memoryview, config: LogConfig, *,
                      from_producer: bool = True, now_ms: int = 0,
-                     inflation: RequestInflation | None = None) -> list[BatchMetadata]:
+                     inflation: RequestInflation | None = None, topic_partition: str = "") -> list[BatchMetadata]:
     """Check every batch of ``buf`` (see the module docstring); ``from_producer=False`` is for
     batches that already carry their offsets (a follower-style append), whose records were
     checked when they were first written. ``now_ms`` is the broker's clock for the timestamp
     bounds (read only when ``config.timestamps_bounded``). ``inflation``: the request's share
     of the broker's decompression bounds (without it, a batch may inflate to
-    min(64 x max.message.bytes, the default ``message.max.decompressed.bytes``))."""
+    min(64 x max.message.bytes, the default ``message.max.decompressed.bytes``)).
+    ``topic_partition`` (``name-partition``) is named in the record errors' messages."""
     n = len(buf)
     if n == 0:
         raise CorruptRecordError("empty record set")
     create_time = not config.log_append_time
     bounded = from_producer and config.timestamps_bounded
-    before, after = config.timestamp_before_max_ms, config.timestamp_after_max_ms
     max_message_bytes = config.max_message_bytes
     topic_bound = max_decompressed_size(config)
     require_keys = config.compact
@@ -187,28 +192,28 @@ def validate_batches(buf: bytes | bytearray | memoryview, config: LogConfig, *,
             raise InvalidRecordError(
                 f"record batch has lastOffsetDelta {last_delta} but {count} records")
         if from_producer:
-            if attributes & TIMESTAMP_TYPE_MASK and (not create_time or max_ts == NO_TIMESTAMP):
-                # Kafka's rule: a producer may not ask for LogAppendTime, except that a CreateTime
-                # topic takes such a batch's timestamp (its maxTimestamp) as the records' CreateTime.
-                raise InvalidTimestampError("Invalid timestamp type in message. Producer should not set"
-                                            " timestamp type to LogAppendTime.")
             codec = attributes & COMPRESSION_CODEC_MASK
             bound = (topic_bound if not codec else min(topic_bound, _MESSAGE_MAX) if inflation is None
                      else inflation.bound(topic_bound))
             try:
-                deltas = check_records(buf, pos, size, count, codec, bound, require_keys=require_keys,
-                                       memory=inflation)
+                decoded = check_records(buf, pos, size, count, codec, bound, memory=inflation)
             except DecompressedSizeError as e:
                 limit = ("64 x max.message.bytes" if bound >= topic_bound else "message.max.decompressed.bytes"
                          if inflation is None else inflation.describe(bound, topic_bound))
                 raise RecordTooLargeError(f"{e} ({limit})") from None
-            if bounded:
-                if attributes & TIMESTAMP_TYPE_MASK:  # every record has the batch's maxTimestamp
-                    deltas = [0] * count
+            stamped = attributes & TIMESTAMP_TYPE_MASK
+            # Kafka's rule: a producer may not ask for LogAppendTime, except that a CreateTime
+            # topic takes such a batch's timestamp (its maxTimestamp) as the records' CreateTime.
+            if (bounded or (stamped and (not create_time or max_ts == NO_TIMESTAMP))
+                    or (require_keys and None in decoded[2])):  # else no record can be refused
+                if stamped:
                     base = max_ts
                 else:
                     (base,) = _Q.unpack_from(buf, pos + BASE_TIMESTAMP_OFFSET)
-                _check_timestamps(base, deltas, now_ms, before, after)
+                errors = _record_errors(decoded, base, bool(stamped), config, bounded, now_ms, topic_partition,
+                                        partial=bool(codec) and _in_place(codec, config))
+                if errors:
+                    raise record_validation_error(errors)
         batches.append(_new(BatchMetadata, (pos, size, base_offset, last_delta, count, max_ts, attributes,
                                             producer_id, producer_epoch, base_sequence)))
         pos += size
@@ -219,14 +224,63 @@ def validate_batches(buf: bytes | bytearray | memoryview, config: LogConfig, *,
     return batches
 
 
-def _check_timestamps(base_ts: int, deltas: list[int], now_ms: int, before: int, after: int) -> None:
-    """Every record timestamp (but -1) within [now - before, now + after] (INVALID_TIMESTAMP)."""
+def _record_errors(decoded: Decoded, base_ts: int, stamped: bool, config: LogConfig, bounded: bool, now_ms: int,
+                   topic_partition: str, *, partial: bool) -> list[tuple[int, str, bool]]:
+    """Each refused record of a batch as (index, message, whether a timestamp's), in record
+    order: Kafka's ``validateRecord`` — a compacted topic's record needs a key; else a
+    CreateTime record's timestamp (but -1) lies within the bounds when they are ``bounded``;
+    else a record of a batch marked LogAppendTime is refused. A LogAppendTime batch's records
+    all have its maxTimestamp (``base_ts``; the deltas do not count). ``partial``: Kafka reads
+    the batch with its key/value-skipping iterator (a compressed batch it stores as it came),
+    which its LogAppendTime message shows (PartialDefaultRecord, null sizes as -1). A record's
+    offset in a producer's batch is its index (the baseOffset is 0)."""
+    _, deltas, keys, values, _ = decoded
+    compact, create_time = config.compact, not config.log_append_time
+    before, after = config.timestamp_before_max_ms, config.timestamp_after_max_ms
+    errors: list[tuple[int, str, bool]] = []
     for i, delta in enumerate(deltas):
-        ts = base_ts + delta
-        if ts != NO_TIMESTAMP and (now_ms - ts > before or ts - now_ms > after):
-            raise InvalidTimestampError(
-                f"Timestamp {ts} of message with offset {i} is out of range. The timestamp should be within"
-                f" [{now_ms - before}, {now_ms + after}]")
+        if compact and keys[i] is None:
+            errors.append((i, f"Compacted topic cannot accept message without key in topic partition {topic_partition}",
+                           False))
+            continue
+        ts = base_ts if stamped else base_ts + delta
+        if create_time and ts != NO_TIMESTAMP:
+            if bounded and (now_ms - ts > before or ts - now_ms > after):
+                errors.append((i, f"Timestamp {ts} of message with offset {i} is out of range. The timestamp should be"
+                                  f" within [{now_ms - before}, {now_ms + after}]", True))
+        elif stamped:
+            errors.append((i, f"Invalid timestamp type in message {_record_str(i, ts, keys[i], values[i], partial)}."
+                              " Producer should not set timestamp type to LogAppendTime.", True))
+    return errors
+
+
+def _record_str(offset: int, ts: int, key: bytes | None, value: bytes | None, partial: bool) -> str:
+    """A record as Kafka's ``DefaultRecord.toString`` (or ``PartialDefaultRecord``'s) shows it."""
+    if partial:
+        return (f"PartialDefaultRecord(offset={offset}, timestamp={ts}, key={-1 if key is None else len(key)} bytes,"
+                f" value={-1 if value is None else len(value)} bytes)")
+    return (f"DefaultRecord(offset={offset}, timestamp={ts}, key={0 if key is None else len(key)} bytes,"
+            f" value={0 if value is None else len(value)} bytes)")
+
+
+def _in_place(codec: int, config: LogConfig) -> bool:
+    """Whether a batch compressed with ``codec`` is stored in it (no recompression)."""
+    target = target_codec(config)
+    return target is None or target[0] == codec
+
+
+def record_validation_error(errors: list[tuple[int, str, bool]]) -> RecordValidationError:
+    """Kafka's ``processRecordErrors``: INVALID_TIMESTAMP when any refused record is refused for
+    its timestamp (the message then says only that), else INVALID_RECORD, whose message shows
+    the first three record errors; every record error is kept for the response."""
+    record_errors = [(i, m) for i, m, _ in errors]
+    if any(timestamp for _, _, timestamp in errors):
+        return RecordValidationError("One or more records have been rejected due to invalid timestamp", record_errors,
+                                     error_code=ErrorCode.INVALID_TIMESTAMP)
+    shown = ", ".join(f"RecordError(batchIndex={i}, message='{m}')" for i, m in record_errors[:3])
+    return RecordValidationError(f"One or more records have been rejected due to {len(record_errors)} record errors in"
+                                 f" total, and only showing the first three errors at most: [{shown}]", record_errors,
+                                 error_code=ErrorCode.INVALID_RECORD)
 
 
 _TARGET_CODECS = {"uncompressed": Compression.NONE, "gzip": Compression.GZIP, "snappy": Compression.SNAPPY,

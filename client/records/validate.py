@@ -15,6 +15,10 @@ INVALID_RECORD, 87; the batch is not written):
   only; a gap in an uncompressed batch would give records offsets past ``lastOffsetDelta``,
   so it is refused here too).
 
+These are the batch's structure: a failure refuses the batch as a whole. What a record may
+carry on a given topic (a key on a compacted one, a timestamp within bounds) is the broker's
+check, record by record (``broker.storage.log_validator``), on the lists returned here.
+
 The walk is ``client.records.columnar.decode_lists`` (C when built, see there): the same code
 the consumer trusts, so what the broker accepts the consumer can read.
 """
@@ -31,17 +35,21 @@ from .compression import (
     inflated,
 )
 
-__all__ = ["check_records"]
+__all__ = ["Decoded", "check_records"]
+
+
+#: what ``check_records`` returns: the records' offset deltas, timestamp deltas (from the
+#: batch's baseTimestamp), keys, values (None for null) and headers, in record order
+Decoded = tuple[list[int], list[int], list[bytes | None], list[bytes | None], list[object]]
 
 
 def check_records(buf: bytes | bytearray | memoryview, pos: int, size: int, count: int, codec: int,
-                  max_decompressed: int = DEFAULT_MAX_DECOMPRESSED, *, require_keys: bool = False,
-                  memory: InflateMemory | None = None) -> list[int]:
+                  max_decompressed: int = DEFAULT_MAX_DECOMPRESSED, *,
+                  memory: InflateMemory | None = None) -> Decoded:
     """Check the records of the (header-validated) batch ``buf[pos:pos + size]``; a compressed
     one may inflate to at most ``max_decompressed`` bytes (DecompressedSizeError above), its
     buffers paid from ``memory`` (``compression.inflated``; DecompressionRefusedError when it
-    refuses). With ``require_keys`` (a compacted topic) a record without a key is invalid too.
-    Returns the records' timestamp deltas (from the batch's baseTimestamp), in record order."""
+    refuses). Returns the decoded records (``Decoded``)."""
     section = memoryview(buf)[pos + RECORDS_OFFSET:pos + size]
     if not codec:
         decoded = _decode(section, count)
@@ -54,17 +62,14 @@ def check_records(buf: bytes | bytearray | memoryview, pos: int, size: int, coun
         except Exception as e:  # noqa: BLE001 - each codec library has its own error for undecodable input
             raise InvalidRecordError(f"record batch cannot be decompressed: {type(e).__name__}: {e}") from None
     offsets = decoded[0]
-    if require_keys and None in decoded[2]:
-        raise InvalidRecordError("Compacted topic cannot accept message without key")
     if (offsets[0] != 0) if count == 1 else (offsets != list(range(count))):  # one record: no list to build
         first = next(i for i, d in enumerate(offsets) if d != i)
         raise InvalidRecordError(f"record {first} of the batch has offset delta {offsets[first]}: inner record"
                                  " offsets must be 0, 1, 2, ...")
-    return decoded[1]
+    return decoded
 
 
-def _decode(data: memoryview, count: int) -> tuple[list[int], list[int], list[bytes | None], list[bytes | None],
-                                                   list[object]]:
+def _decode(data: memoryview, count: int) -> Decoded:
     try:
         return decode_lists(data, count)  # type: ignore[arg-type,return-value]  # memoryview too
     except CorruptRecordError as e:

@@ -14,7 +14,16 @@ import time
 from typing import Any
 
 import pytest
-from confluent_kafka import OFFSET_BEGINNING, OFFSET_END, Consumer, KafkaError, KafkaException, Producer, TopicPartition
+from confluent_kafka import (
+    OFFSET_BEGINNING,
+    OFFSET_END,
+    OFFSET_INVALID,
+    Consumer,
+    KafkaError,
+    KafkaException,
+    Producer,
+    TopicPartition,
+)
 from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic
 
 from ._clients import (
@@ -186,3 +195,119 @@ def test_idempotent_producer_needs_init_producer_id(module_broker: Any, topic: s
     for i in range(3):
         p.produce(topic, value=b"%d" % i, partition=0, on_delivery=lambda err, m: err and errors.append(err))
     assert p.flush(10) == 0 and errors == []
+
+
+@pytest.mark.parametrize("one_batch", [True, False], ids=["one-batch", "batch-per-message"])
+def test_keyless_records_on_a_compacted_topic_fail_one_by_one(module_broker: Any, admin: AdminClient, topic: str,
+                                                              one_batch: bool) -> None:
+    """librdkafka's test 0011 (record_fail): messages 0 and 5 of 10 have no key. In one batch
+    the broker answers INVALID_RECORD with both in ``record_errors`` (KIP-467): librdkafka
+    fails those two with INVALID_RECORD and the eight others with _INVALID_DIFFERENT_RECORD,
+    and nothing is written. With a batch per message (batch.size=1) only the two fail and
+    the eight are written."""
+    admin.create_topics([NewTopic(topic, 1, 1, config={"cleanup.policy": "compact"})])[topic].result(10)
+    config: dict[str, Any] = {"bootstrap.servers": module_broker.bootstrap, "linger.ms": 200, "retries": 0}
+    if not one_batch:
+        config["batch.size"] = 1
+    p = Producer(dict(RDK_TIMEOUTS, **config))
+    reports: dict[int, Any] = {}
+    for i in range(10):
+        p.produce(topic, value=b"%d" % i, key=None if i % 5 == 0 else b"k%d" % i, partition=0,
+                  on_delivery=lambda err, m, i=i: reports.__setitem__(i, err and err.code()))
+    assert p.flush(15) == 0
+    others = KafkaError._INVALID_DIFFERENT_RECORD if one_batch else None
+    assert reports == {i: KafkaError.INVALID_RECORD if i % 5 == 0 else others for i in range(10)}
+    c = _consumer(module_broker.bootstrap)
+    try:
+        assert c.get_watermark_offsets(TopicPartition(topic, 0), timeout=5) == (0, 0 if one_batch else 8)
+    finally:
+        c.close()
+
+
+def test_commit_of_an_unknown_topic(module_broker: Any, admin: AdminClient, topic: str) -> None:
+    """librdkafka's test 0030 (nonexist commit): committing offsets of a topic the broker does not
+    have fails with UNKNOWN_TOPIC_OR_PART, from a consumer outside any group (a simple commit,
+    generation -1) and from a member of a classic group; the real partition committed next to
+    it is stored, the unknown ones are not."""
+    admin.create_topics([NewTopic(topic, 1, 1)])[topic].result(10)
+    missing = topic + "-missing"
+    simple = _consumer(module_broker.bootstrap, **{"group.id": topic + "-simple"})
+    try:
+        with pytest.raises(KafkaException) as e:
+            simple.commit(offsets=[TopicPartition(missing, 0, 123), TopicPartition(missing, 1, 456)],
+                          asynchronous=False)
+        assert e.value.args[0].code() == KafkaError.UNKNOWN_TOPIC_OR_PART
+    finally:
+        simple.close()
+    member = _consumer(module_broker.bootstrap, **{"group.id": topic + "-classic", "session.timeout.ms": 6000})
+    try:
+        member.subscribe([topic])
+        deadline = time.monotonic() + 15
+        while not member.assignment() and time.monotonic() < deadline:
+            member.poll(0.2)
+        assert member.assignment()
+        with pytest.raises(KafkaException) as e:
+            member.commit(offsets=[TopicPartition(topic, 0, 7), TopicPartition(missing, 0, 123)], asynchronous=False)
+        assert e.value.args[0].code() == KafkaError.UNKNOWN_TOPIC_OR_PART
+        got = member.committed([TopicPartition(topic, 0), TopicPartition(missing, 0)], timeout=5)
+        assert [(tp.topic, tp.offset) for tp in got] == [(topic, 7), (missing, OFFSET_INVALID)]
+    finally:
+        member.close()
+
+
+def test_topic_names_differing_only_by_dot_and_underscore_collide(module_broker: Any, admin: AdminClient,
+                                                                 topic: str) -> None:
+    """Kafka's rule: with ``<topic>.x`` in place, creating ``<topic>_x`` fails with
+    TOPIC_EXCEPTION (INVALID_TOPIC_EXCEPTION, 17) and Kafka's message, validate_only too; a
+    producer to it (auto-creation) finds it unknown until its records fail, and it is never
+    created."""
+    dotted, underscored = topic + ".x", topic + "_x"
+    admin.create_topics([NewTopic(dotted, 1, 1)])[dotted].result(10)
+    for validate_only in (False, True):
+        with pytest.raises(KafkaException) as e:
+            admin.create_topics([NewTopic(underscored, 1, 1)], validate_only=validate_only)[underscored].result(10)
+        err = e.value.args[0]
+        assert (err.code(), err.str()) == (KafkaError.TOPIC_EXCEPTION,
+                                           f"Topic '{underscored}' collides with existing topic: {dotted}")
+    p = Producer(dict(RDK_TIMEOUTS, **{"bootstrap.servers": module_broker.bootstrap, "message.timeout.ms": 3000,
+                                       "topic.metadata.propagation.max.ms": 1000}))
+    reports: list[Any] = []
+    p.produce(underscored, b"x", on_delivery=lambda err, m: reports.append(err and err.code()))
+    assert p.flush(10) == 0
+    assert reports == [KafkaError.UNKNOWN_TOPIC_OR_PART]
+    assert underscored not in admin.list_topics(timeout=5).topics
+
+
+def test_a_re_created_topic_starts_from_auto_offset_reset(module_broker: Any, admin: AdminClient, topic: str) -> None:
+    """A group commits offset 2 of a topic; the topic is deleted and re-created with 10 new
+    records: the group's consumer starts from ``auto.offset.reset`` (earliest: all 10), not
+    from the old topic's offset 2 (which the new topic has, so nothing else would notice)."""
+    group = topic + "-group"
+    old = [Msg(b"k", b"old-%d" % i) for i in range(10)]
+    admin.create_topics([NewTopic(topic, 1, 1)])[topic].result(10)
+    assert ck_produce(module_broker.bootstrap, topic, 0, old) == list(range(10))
+    c = _consumer(module_broker.bootstrap, **{"group.id": group})
+    try:
+        c.commit(offsets=[TopicPartition(topic, 0, 2)], asynchronous=False)
+    finally:
+        c.close()
+    admin.delete_topics([topic])[topic].result(10)
+    deadline = time.monotonic() + 10
+    while True:  # the same name again, once the deletion is visible
+        try:
+            admin.create_topics([NewTopic(topic, 1, 1)])[topic].result(10)
+            break
+        except KafkaException as e:
+            if e.args[0].code() != KafkaError.TOPIC_ALREADY_EXISTS or time.monotonic() > deadline:
+                raise
+            time.sleep(0.1)
+    new = [Msg(b"k", b"new-%d" % i) for i in range(10)]
+    assert ck_produce(module_broker.bootstrap, topic, 0, new) == list(range(10))
+    c = _consumer(module_broker.bootstrap, **{"group.id": group, "auto.offset.reset": "earliest"})
+    try:
+        assert c.committed([TopicPartition(topic, 0)], timeout=5)[0].offset == OFFSET_INVALID
+        c.subscribe([topic])
+        got = _take(c, 10)
+        assert [(m.offset(), m.value()) for m in got] == [(i, b"new-%d" % i) for i in range(10)]
+    finally:
+        c.close()

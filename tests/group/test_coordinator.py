@@ -54,7 +54,8 @@ class Harness:
         self.fail_writes = 0
         self.c = GroupCoordinator(GroupConfig(**config), self.timer, self._write, lambda: self.timer.now)
 
-    def _write(self, group_id: str, records: list[tuple[bytes, bytes | None]], on_durable: Callable[[int], None]) -> int:
+    def _write(self, group_id: str, records: list[tuple[bytes, bytes | None]], on_durable: Callable[[int], None],
+               producer: tuple[int, int] | None = None) -> int:
         if self.fail_writes:
             return self.fail_writes
         self.records += records

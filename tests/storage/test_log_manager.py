@@ -319,6 +319,41 @@ def test_existing_topic_raises_topic_exists_and_keeps_its_data(start, tmp_path) 
     assert [o for o, _ in records(m.log_or_raise("t", 0))] == [0, 1, 2, 3]
 
 
+def test_names_differing_only_by_dot_and_underscore_collide(start, data_dir) -> None:
+    """Kafka's rule (ReplicationControlManager.validateNewTopicNames): a new name equal to an
+    existing topic's once every '.' is made '_' is INVALID_TOPIC_EXCEPTION, "Topic 'a_b'
+    collides with existing topic: a.b", validate_only too, nothing created; the same name is
+    TOPIC_ALREADY_EXISTS; a topic being created counts; once the topic goes, the name is free."""
+    m = start()
+    m.create_topic("a.b", 1)
+    with pytest.raises(InvalidTopicError) as e:
+        m.create_topic("a_b", 1)
+    assert (e.value.error_code, str(e.value)) == (17, "Topic 'a_b' collides with existing topic: a.b")
+    with pytest.raises(InvalidTopicError, match="collides with existing topic: a.b"):
+        m.create_topic("a_b", 1, validate_only=True)
+    with pytest.raises(TopicExistsError):
+        m.create_topic("a.b", 1)
+    m.create_topic("x.y_z", 1)
+    for name in ("x_y.z", "x.y.z", "x_y_z"):
+        with pytest.raises(InvalidTopicError, match=f"Topic '{name}' collides with existing topic: x.y_z"):
+            m.create_topic(name, 1)
+    m.create_topic("a-b", 1)  # '-' is not one of the two
+    m.create_topic("ab", 1)
+    assert sorted(m.topics()) == ["a-b", "a.b", "ab", "x.y_z"]
+    reserved = m.reserve_topic("r_s", 1)  # being made (off the loop): it counts
+    with pytest.raises(InvalidTopicError, match="collides with existing topic: r_s"):
+        m.create_topic("r.s", 1)
+    m.release_topic(reserved.name)
+    m.create_topic("r.s", 1)
+    m.delete_topic("a.b")
+    m.create_topic("a_b", 1)
+    for log in m.logs.values():
+        log.close()
+    again = start()  # the rule holds over what the data dir holds
+    with pytest.raises(InvalidTopicError, match="collides with existing topic: a_b"):
+        again.create_topic("a.b", 1)
+
+
 def test_appends_to_a_deleted_topics_log_raise_kafka_storage_error(start) -> None:
     m = start()
     m.create_topic("t", 1)

@@ -1,6 +1,6 @@
 """OffsetCommit and TxnOffsetCommit against a real broker process: partitions that do not exist
 get UNKNOWN_TOPIC_OR_PARTITION (as Kafka's broker answers before its group coordinator sees
-them) and are never written; a commit too large for one batch of ``__consumer_offsets`` gets
+them; a simple commit, a classic group member's and a transaction's alike) and are never written; a commit too large for one batch of ``__consumer_offsets`` gets
 INVALID_COMMIT_OFFSET_SIZE for every partition with nothing written."""
 
 from __future__ import annotations
@@ -49,6 +49,45 @@ def test_commit_of_unknown_topics_and_partitions(broker: BrokerProcess) -> None:
         mixed = {("real", 1): 7, ("nope", 0): 8, ("real", 2): 9}
         assert commit(c, "g1", mixed) == {("real", 1): 0, ("nope", 0): UNKNOWN, ("real", 2): UNKNOWN}
         assert fetch(c, "g1", list(mixed)) == {("real", 1): 7, ("nope", 0): -1, ("real", 2): -1}
+
+
+def _classic_member(c: Conn, group: str) -> tuple[str, int]:
+    """Join ``group`` alone (JoinGroup v3: no KIP-394 round trip) and sync: (member id, generation)."""
+    assert c.call(ApiKey.FIND_COORDINATOR, 3, {"key": group, "key_type": 0})["error_code"] == 0
+    joined = c.call(ApiKey.JOIN_GROUP, 3, {"group_id": group, "session_timeout_ms": 10000,
+                                           "rebalance_timeout_ms": 10000, "member_id": "", "group_instance_id": None,
+                                           "protocol_type": "consumer",
+                                           "protocols": [{"name": "range", "metadata": b""}]})
+    assert joined["error_code"] == 0, joined
+    member, generation = joined["member_id"], joined["generation_id"]
+    synced = c.call(ApiKey.SYNC_GROUP, 3, {"group_id": group, "generation_id": generation, "member_id": member,
+                                           "group_instance_id": None,
+                                           "assignments": [{"member_id": member, "assignment": b""}]})
+    assert synced["error_code"] == 0, synced
+    return member, generation
+
+
+def test_classic_group_commit_of_unknown_topics(broker: BrokerProcess) -> None:
+    """A member of a classic group (its generation and member id) committing a real partition
+    with a missing topic: the missing one UNKNOWN_TOPIC_OR_PARTITION, the real one stored. With
+    a stale generation the real one gets ILLEGAL_GENERATION from the coordinator, the missing
+    one still UNKNOWN_TOPIC_OR_PARTITION (Kafka's broker answers it before the coordinator)."""
+    with Conn(broker.port) as c:
+        assert c.call(ApiKey.CREATE_TOPICS, 3, create_topic("real", 1))["topics"][0]["error_code"] == 0
+        member, generation = _classic_member(c, "classic")
+
+        def commit_as(gen: int, offsets: dict[tuple[str, int], int]) -> dict[tuple[str, int], int]:
+            r = c.call(ApiKey.OFFSET_COMMIT, 8, {"group_id": "classic", "generation_id_or_member_epoch": gen,
+                                                 "member_id": member, "group_instance_id": None,
+                                                 "topics": _partitions(offsets)})
+            return {(t["name"], p["partition_index"]): p["error_code"] for t in r["topics"] for p in t["partitions"]}
+
+        assert commit_as(generation, {("real", 0): 11, ("nope", 0): 12}) == {("real", 0): 0, ("nope", 0): UNKNOWN}
+        assert commit_as(generation + 1, {("real", 0): 13, ("nope", 1): 14}) == {
+            ("real", 0): ErrorCode.ILLEGAL_GENERATION, ("nope", 1): UNKNOWN}
+        assert commit_as(generation, {("nope", 0): 15}) == {("nope", 0): UNKNOWN}
+        assert fetch(c, "classic", [("real", 0), ("nope", 0), ("nope", 1)]) == {
+            ("real", 0): 11, ("nope", 0): -1, ("nope", 1): -1}
 
 
 def test_txn_offset_commit_of_an_unknown_topic(broker: BrokerProcess) -> None:

@@ -1,6 +1,7 @@
-"""Produce against a broker process: one batch per partition from v3, and what decompressing
-producers' batches may cost (storage/inflation.py): bounds no topic config raises, and the
-inflating done off the event loop, so that other clients are answered meanwhile."""
+"""Produce against a broker process: one batch per partition from v3, records refused one by
+one answered in ``record_errors`` (KIP-467), and what decompressing producers' batches may cost
+(storage/inflation.py): bounds no topic config raises, and the inflating done off the event
+loop, so that other clients are answered meanwhile."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ import time
 import cramjam
 
 from client.protocol.api import ApiKey, ErrorCode
-from client.records import Compression, build_batch
+from client.records import Compression, RecordBatchBuilder, build_batch
 from client.records.batch import RECORDS_OFFSET, compute_crc
 from tests.broker_process import BrokerProcess
 from tests.server.wire import Conn, batch, create_topic, fetch, produce
@@ -218,3 +219,47 @@ def test_appends_to_a_log_keep_their_order_when_inflated_off_the_loop(tmp_path) 
             assert offsets == list(range(20)) + [21], offsets
     finally:
         assert b.stop() == 0, b.log_text()
+
+
+def test_records_refused_one_by_one_are_answered_in_record_errors(broker: BrokerProcess) -> None:
+    """KIP-467, as Kafka answers it: a batch with keyless records on a compacted topic is
+    INVALID_RECORD with each keyless record's index and Kafka's message in ``record_errors``
+    (v8+; v7 has no such field) and Kafka's summary in ``error_message``; a batch with
+    timestamps out of bounds INVALID_TIMESTAMP, listing those records. Nothing of a refused
+    batch is written; the request's other partition is."""
+    tp = "compacted-0"
+    want = f"Compacted topic cannot accept message without key in topic partition {tp}"
+    with Conn(broker.port) as c:
+        r = c.call(ApiKey.CREATE_TOPICS, 3, create_topic("compacted", 2, {"cleanup.policy": "compact"}))
+        assert r["topics"][0]["error_code"] == 0, r
+        keyless = bytes(build_batch([(b"a", b"0"), (None, b"1"), (b"b", b"2"), (None, b"3")], Compression.LZ4))
+        for version in (8, 9, 11):
+            req = produce("compacted", 0, keyless)
+            req["topic_data"][0]["partition_data"].append({"index": 1, "records": batch(2)})
+            parts = c.call(P, version, req)["responses"][0]["partition_responses"]
+            assert parts[0]["error_code"] == ErrorCode.INVALID_RECORD, parts
+            assert parts[0]["record_errors"] == [{"batch_index": 1, "batch_index_error_message": want},
+                                                 {"batch_index": 3, "batch_index_error_message": want}]
+            assert parts[0]["error_message"] == (
+                "One or more records have been rejected due to 2 record errors in total, and only showing the first"
+                f" three errors at most: [RecordError(batchIndex=1, message='{want}'),"
+                f" RecordError(batchIndex=3, message='{want}')]")
+            assert parts[0]["base_offset"] == -1
+            assert parts[1]["error_code"] == 0 and parts[1]["record_errors"] == []
+        old = _part(c.call(P, 7, produce("compacted", 0, keyless)))
+        assert old["error_code"] == ErrorCode.INVALID_RECORD and old["record_errors"] == []  # not on the wire
+        assert _high_watermark(c, "compacted") == 0
+
+        r = c.call(ApiKey.CREATE_TOPICS, 3, create_topic("bounded", 1, {"message.timestamp.after.max.ms": "60000"}))
+        assert r["topics"][0]["error_code"] == 0, r
+        now = int(time.time() * 1000)
+        b = RecordBatchBuilder()
+        for i, ts in enumerate((now, now + 3_600_000, now, now + 7_200_000)):
+            b.append(b"%d" % i, key=b"k", timestamp=ts)
+        p = _part(c.call(P, 9, produce("bounded", 0, bytes(b.build()))))
+        assert p["error_code"] == ErrorCode.INVALID_TIMESTAMP, p
+        assert p["error_message"] == "One or more records have been rejected due to invalid timestamp"
+        assert [e["batch_index"] for e in p["record_errors"]] == [1, 3]
+        assert p["record_errors"][0]["batch_index_error_message"].startswith(
+            f"Timestamp {now + 3_600_000} of message with offset 1 is out of range. The timestamp should be within [")
+        assert _high_watermark(c, "bounded") == 0

@@ -13,10 +13,9 @@ import pytest
 from broker.storage.checkpoint import read_offset_checkpoint
 from broker.storage.cleaner import CLEANER_OFFSET_CHECKPOINT, LogCleaner
 from broker.storage.config import LogConfig
-from broker.storage.errors import OutOfOrderSequenceError
+from broker.storage.errors import OutOfOrderSequenceError, RecordValidationError
 from broker.storage.log import Log
 from broker.tools.dump_log import dump_files
-from client.records import InvalidRecordError
 
 from .helpers import cleaner_config, keyed_batch, read_all
 
@@ -145,8 +144,10 @@ def test_producer_state_survives_cleaning_and_restart(tmp_path: Path) -> None:
 def test_keyless_records_are_refused_on_a_compacted_topic(tmp_path: Path) -> None:
     clock = Clock()
     log = open_log(tmp_path, clock)
-    with pytest.raises(InvalidRecordError, match="without key"):
+    with pytest.raises(RecordValidationError, match="without key") as e:
         log.append(keyed_batch([(b"k", b"1"), (None, b"2")], codec="lz4"))
+    assert (e.value.error_code, e.value.record_errors) == (
+        87, [(1, "Compacted topic cannot accept message without key in topic partition t-0")])
     assert log.log_end_offset == 0
     plain = Log.load(str(tmp_path / "p-0"), "p", 0, LogConfig(), now_ms=clock)
     plain.append(keyed_batch([(None, b"fine")]))
