@@ -44,7 +44,7 @@ from client.clock import now_ms
 from client.protocol.api import ApiKey
 
 from .config import BrokerConfig
-from .dynamic_config import DynamicBrokerConfig
+from .dynamic_config import DynamicBrokerConfig, with_new_stores
 from .http_listener import HttpListener, Response
 from .request_context import RequestContext
 from .security.listener_security import ListenerSecurity
@@ -119,7 +119,9 @@ class Broker:
         props = dynamic.effective_props()  # a keystore set at run time (AlterConfigs) outlives a restart
         listeners = [ListenerSecurity(props, e, self.state.scram_credentials) for e in cfg.endpoints]
         self.server = BrokerServer(self.state, listeners)
+        self._apply_connection_limits(props)
         dynamic.on_keystore_change = self._reload_keystores
+        dynamic.on_change = self._apply_connection_limits
         await self.server.start()
         for name, e in self.state.advertised.items():  # port 0: the port each listener was given
             if e.port == 0:
@@ -150,13 +152,23 @@ class Broker:
                     len(self.logs.logs), time.perf_counter() - t0)
 
     def _reload_keystores(self, props: Mapping[str, str]) -> None:
-        """A new keystore (AlterConfigs): new connections of each TLS listener use it; those
-        already open keep the one they were accepted with."""
+        """A new key or trust store (AlterConfigs): new connections of each TLS listener use it;
+        those already open keep the one they were accepted with. The listener's other TLS
+        settings stay as they are (a dynamic ssl.client.auth applies at the next start, as in Kafka)."""
         assert self.server is not None
         for ls in self.server.listeners.values():
             if ls.endpoint.tls:
-                ls.reload_ssl(props)
-                logger.info("listener %s: new TLS keystore loaded for new connections", ls.name)
+                ls.reload_ssl(with_new_stores(ls.props, props))
+                logger.info("listener %s: new TLS key and trust stores loaded for new connections", ls.name)
+
+    def _apply_connection_limits(self, props: Mapping[str, str]) -> None:
+        """max.connections and max.connections.per.ip, static or dynamic (Kafka's SocketServer
+        reconfigures both at run time); connections already open stay."""
+        assert self.server is not None
+        limits = (int(props["max.connections"]), int(props["max.connections.per.ip"]))
+        if limits != (self.server.max_connections, self.server.max_connections_per_ip):
+            self.server.max_connections, self.server.max_connections_per_ip = limits
+            logger.info("connection limits: max.connections %d, max.connections.per.ip %d", *limits)
 
     async def _start_operator_endpoints(self) -> None:
         cfg, server = self.config, self.server

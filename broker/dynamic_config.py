@@ -4,13 +4,62 @@ Broker configs changed at run time (AlterConfigs / IncrementalAlterConfigs on th
 resource) come in two scopes, as in Kafka: this broker (resource name ``"0"``, its node id) and
 the cluster-wide default (resource name ``""``). Precedence, highest first: a topic override,
 the per-broker dynamic value, the cluster-wide dynamic value, the properties file /
-``--override`` (static), Kafka's default. The configs that can change this way are the broker
-defaults of topic configs (``log.retention.ms``, ``log.segment.bytes``, ``message.max.bytes``,
-``log.cleanup.policy``, ``compression.type``, ``min.insync.replicas`` ... the first broker
-synonym of each topic config, Kafka's DynamicLogConfig set); a change reaches every topic
-without an override of its own at once. Other broker properties are read-only (changing them
-needs a restart), and altering one is refused with INVALID_REQUEST; so is a bad value (Kafka's
-ConfigException there becomes INVALID_REQUEST too), the message worded as for a topic.
+``--override`` (static), Kafka's default.
+
+Which configs are dynamic: Kafka's (DynamicBrokerConfig.AllDynamicConfigs and its broker quota
+configs), as far as minibroker knows them (KAFKA_DYNAMIC):
+
+- the broker defaults of topic configs (``log.retention.ms``, ``log.segment.bytes``,
+  ``message.max.bytes``, ``log.cleanup.policy``, ``compression.type``, ``min.insync.replicas``
+  ... the first broker synonym of each topic config, Kafka's DynamicLogConfig set); a change
+  reaches every topic without an override of its own at once;
+- the key and trust stores (``ssl.keystore.location``, ``.password``, ``.type``, ``.key``,
+  ``.certificate.chain``, ``ssl.key.password``, ``ssl.truststore.*``: Kafka's
+  SslConfigs.RECONFIGURABLE_CONFIGS), per broker and only with a listener prefix
+  (``listener.name.<l>.ssl.keystore.location``); unprefixed they are refused as Kafka refuses
+  them ("These security configs can be dynamically updated only per-listener using the listener
+  prefix"). Acted on: the new stores are loaded and checked first, then new connections of each
+  TLS listener use them (a store named again is read again); the listener's other TLS
+  settings stay as they were, as Kafka's SslFactory keeps them;
+- Kafka's other listener configs (DynamicListenerConfig): ``listeners``, ``advertised.listeners``,
+  ``listener.security.protocol.map``, ``principal.builder.class``, the other ``ssl.*``
+  (``ssl.client.auth``, ``ssl.cipher.suites``, ``ssl.enabled.protocols``, ``ssl.protocol`` ...),
+  ``sasl.enabled.mechanisms``, ``sasl.jaas.config``, ``sasl.mechanism.inter.broker.protocol``,
+  ``sasl.kerberos.*``, ``sasl.login.refresh.*``, unprefixed or with a listener (and for SASL
+  login settings, mechanism) prefix; per broker only ("Cannot update these configs at default
+  cluster level, broker id must be specified"). A change is checked by building every listener
+  from the new properties, as the next start will (GSSAPI, a JAAS entry that does not parse,
+  an unreadable store are refused). The listeners themselves cannot change (Kafka in KRaft
+  mode refuses a change of a broker's registered endpoints: "Advertised listeners cannot be
+  altered when using a Raft-based metadata quorum."; a listener's security protocol: "Security
+  protocol cannot be updated for existing listener"). Stored and described, used from the next
+  start (as Kafka, which does not rebuild an existing listener's channel for them): ``ssl.*``
+  other than the stores, ``sasl.enabled.mechanisms``, JAAS entries. Stored and described only,
+  minibroker has no use for them: ``sasl.kerberos.*`` (no Kerberos), ``sasl.login.refresh.*``
+  and ``sasl.mechanism.inter.broker.protocol`` (the broker logs in to no other broker),
+  ``principal.builder.class``, ``ssl.provider``, ``ssl.keymanager.algorithm``,
+  ``ssl.trustmanager.algorithm``, ``ssl.secure.random.implementation``,
+  ``ssl.engine.factory.class`` (Java classes and providers);
+- cluster-wide or per broker: ``max.connections`` and ``max.connections.per.ip`` (acted on: new
+  connections are counted against the new limits; a listener-prefixed ``max.connections`` is
+  stored only, minibroker counts all listeners together); stored and described only:
+  ``max.connection.creation.rate``, ``max.connections.per.ip.overrides``, the thread pools
+  (``num.io.threads``, ``num.network.threads``, ``num.replica.fetchers``,
+  ``num.recovery.threads.per.data.dir``, ``background.threads``: minibroker has one event loop;
+  a new count must still be at least half and at most double the current one, Kafka's
+  DynamicThreadPool rule), ``metric.reporters``, ``transaction.partition.verification.enable``,
+  the replication quotas (``leader.replication.throttled.rate`` ...).
+
+Other broker properties are read-only (INVALID_REQUEST "Cannot update these configs
+dynamically"), among them some that Kafka can change and minibroker reads only at start:
+``log.cleaner.*`` (Kafka restarts its cleaner threads), ``producer.id.expiration.ms``; and Kafka's
+remote-storage ones (``remote.log.manager.*``, ``remote.fetch.max.wait.ms`` ...), which
+minibroker does not have. Kafka accepts names it does
+not know (custom configs); minibroker refuses them. A bad value is refused with INVALID_REQUEST
+too (Kafka's ConfigException there becomes INVALID_REQUEST: its KAFKA-13609), the message
+worded as Kafka's (``Invalid value x for configuration y: Not a number of type LONG``; of a
+listener-prefixed name, the unprefixed one is named, as Kafka validates it so). Messages are
+prefixed ``Invalid config value for resource ConfigResource(type=BROKER, name='0'):``.
 
 Persistence: ``<log.dir>/dynamic-broker-configs.json`` (minibroker's own; Kafka keeps these in
 its metadata log), ``{"version": 1, "broker": {...}, "default": {...}}``, replaced atomically.
@@ -24,7 +73,13 @@ first entry with the described name itself: a topic's ``retention.ms`` follows
 ``log.retention.ms`` only, so with only ``log.retention.hours`` set its source is
 DEFAULT_CONFIG with no synonyms (its value is still the one ``log.retention.hours`` gives). A
 property that only follows from another (``broker.id`` from ``node.id``, ``advertised.listeners``
-left unset: null) is DEFAULT_CONFIG.
+left unset: null) is DEFAULT_CONFIG. A listener's own value
+(``listener.name.<l>.<config>``) has the config it overrides as its next synonyms. Sensitive
+values (Kafka's PASSWORD type: passwords, private keys, certificates given inline, JAAS entries,
+prefixed forms included) are described as null and never logged. ``read_only`` is Kafka's: a
+config is read-only unless its (unprefixed) name is one of the dynamic ones, so a
+listener-prefixed name is described read-only though it can be changed, and ``listeners`` is
+not though a change of its value is refused.
 """
 
 from __future__ import annotations
@@ -32,18 +87,20 @@ from __future__ import annotations
 import json
 import logging
 import os
-from collections.abc import Callable, Mapping
+import re
+from collections.abc import Callable, Iterable, Mapping
 from typing import NamedTuple
 
-from .config import BROKER_DEFAULTS, BROKER_TYPES, BrokerConfig
-from .security.listeners import is_sensitive, unprefixed
-from .security.ssl_factory import KEYSTORE_PROPERTIES, SslConfigError, server_context
+from .config import BROKER_DEFAULTS, BROKER_TYPES, BrokerConfig, ConfigError, check_value
+from .security.listener_security import ListenerSecurity, SecurityConfigError
+from .security.listeners import is_sensitive
+from .security.ssl_factory import SslConfigError, server_context
 from .storage.config import BROKER_SYNONYMS, TOPIC_CONFIGS, LogConfig, parse_value
 from .storage.errors import InvalidConfigError, StorageError
 from .storage.fileutil import atomic_write
 
 __all__ = ["DynamicBrokerConfig", "DynamicConfigError", "Entry", "ConfigSourceId", "DYNAMIC_BROKER_CONFIGS",
-           "CONFIG_TYPES"]
+           "CONFIG_TYPES", "SSL_STORE_CONFIGS", "KAFKA_DYNAMIC", "listener_base", "list_default", "with_new_stores"]
 
 logger = logging.getLogger(__name__)
 
@@ -59,10 +116,110 @@ class ConfigSourceId:
 
 
 #: DescribeConfigs v3+ config_type ids by our kinds
-CONFIG_TYPES = {"bool": 1, "str": 2, "int": 3, "long": 5, "double": 6, "list": 7}
+CONFIG_TYPES = {"bool": 1, "str": 2, "int": 3, "short": 4, "long": 5, "double": 6, "list": 7, "class": 8,
+                "password": 9}
 
-#: Broker properties that can be changed at run time: the first broker synonym of each topic config.
-DYNAMIC_BROKER_CONFIGS = frozenset(d.broker_name for d in TOPIC_CONFIGS.values() if d.broker_name)
+
+class DynamicDef(NamedTuple):
+    """One of Kafka's dynamic broker configs other than the topic defaults."""
+
+    kind: str  # a CONFIG_TYPES key
+    default: str | None  # Kafka's default (None: null), for the names BROKER_DEFAULTS does not have
+    per_broker: bool  # Kafka's PerBrokerConfigs: refused at the cluster default
+    at_least: int | None = None  # Kafka's Range.atLeast
+
+
+_INT_MAX, _LONG_MAX = str(2**31 - 1), str(2**63 - 1)
+
+#: Kafka's SslConfigs.RECONFIGURABLE_CONFIGS (its DynamicSecurityConfigs): the key and trust
+#: stores, changeable only per listener (``listener.name.<l>.<name>``) and per broker.
+SSL_STORE_CONFIGS = frozenset({
+    "ssl.keystore.type", "ssl.keystore.location", "ssl.keystore.password", "ssl.key.password", "ssl.keystore.key",
+    "ssl.keystore.certificate.chain", "ssl.truststore.type", "ssl.truststore.location", "ssl.truststore.password",
+    "ssl.truststore.certificates"})
+
+#: Kafka's dynamic broker configs besides the topic defaults (DynamicBrokerConfig.AllDynamicConfigs
+#: and the broker quota configs), with their types and Kafka's defaults; see the module docstring
+#: for what minibroker does with each.
+KAFKA_DYNAMIC: dict[str, DynamicDef] = {
+    # the stores (SslConfigs.RECONFIGURABLE_CONFIGS)
+    "ssl.keystore.type": DynamicDef("str", "JKS", True),
+    "ssl.keystore.location": DynamicDef("str", None, True),
+    "ssl.keystore.password": DynamicDef("password", None, True),
+    "ssl.key.password": DynamicDef("password", None, True),
+    "ssl.keystore.key": DynamicDef("password", None, True),
+    "ssl.keystore.certificate.chain": DynamicDef("password", None, True),
+    "ssl.truststore.type": DynamicDef("str", "JKS", True),
+    "ssl.truststore.location": DynamicDef("str", None, True),
+    "ssl.truststore.password": DynamicDef("password", None, True),
+    "ssl.truststore.certificates": DynamicDef("password", None, True),
+    # DynamicListenerConfig.ReconfigurableConfigs: listeners, TLS, SASL (per broker)
+    "listeners": DynamicDef("str", None, True),
+    "advertised.listeners": DynamicDef("str", None, True),
+    "listener.security.protocol.map": DynamicDef("str", None, True),
+    "principal.builder.class": DynamicDef(
+        "class", "org.apache.kafka.common.security.authenticator.DefaultKafkaPrincipalBuilder", True),
+    "ssl.protocol": DynamicDef("str", "TLSv1.3", True),
+    "ssl.provider": DynamicDef("str", None, True),
+    "ssl.cipher.suites": DynamicDef("list", "", True),
+    "ssl.enabled.protocols": DynamicDef("list", "TLSv1.2,TLSv1.3", True),
+    "ssl.keymanager.algorithm": DynamicDef("str", "SunX509", True),
+    "ssl.trustmanager.algorithm": DynamicDef("str", "PKIX", True),
+    "ssl.endpoint.identification.algorithm": DynamicDef("str", "https", True),
+    "ssl.secure.random.implementation": DynamicDef("str", None, True),
+    "ssl.client.auth": DynamicDef("str", "none", True),
+    "ssl.engine.factory.class": DynamicDef("class", None, True),
+    "sasl.mechanism.inter.broker.protocol": DynamicDef("str", "GSSAPI", True),
+    "sasl.jaas.config": DynamicDef("password", None, True),
+    "sasl.enabled.mechanisms": DynamicDef("list", "GSSAPI", True),
+    "sasl.kerberos.service.name": DynamicDef("str", None, True),
+    "sasl.kerberos.kinit.cmd": DynamicDef("str", "/usr/bin/kinit", True),
+    "sasl.kerberos.ticket.renew.window.factor": DynamicDef("double", "0.8", True),
+    "sasl.kerberos.ticket.renew.jitter": DynamicDef("double", "0.05", True),
+    "sasl.kerberos.min.time.before.relogin": DynamicDef("long", "60000", True),
+    "sasl.kerberos.principal.to.local.rules": DynamicDef("list", "DEFAULT", True),
+    "sasl.login.refresh.window.factor": DynamicDef("double", "0.8", True),
+    "sasl.login.refresh.window.jitter": DynamicDef("double", "0.05", True),
+    "sasl.login.refresh.min.period.seconds": DynamicDef("short", "60", True),
+    "sasl.login.refresh.buffer.seconds": DynamicDef("short", "300", True),
+    # the listener configs Kafka allows at the cluster default too (ClusterLevelListenerConfigs)
+    "max.connections": DynamicDef("int", _INT_MAX, False, 0),
+    "max.connection.creation.rate": DynamicDef("int", _INT_MAX, False, 0),
+    "num.network.threads": DynamicDef("int", "3", False, 1),
+    # SocketServer.ReconfigurableConfigs
+    "max.connections.per.ip": DynamicDef("int", _INT_MAX, False, 0),
+    "max.connections.per.ip.overrides": DynamicDef("str", "", False),
+    # DynamicThreadPool.ReconfigurableConfigs
+    "num.io.threads": DynamicDef("int", "8", False, 1),
+    "num.replica.fetchers": DynamicDef("int", "1", False),
+    "num.recovery.threads.per.data.dir": DynamicDef("int", "1", False, 1),
+    "background.threads": DynamicDef("int", "10", False, 1),
+    # DynamicMetricsReporters, DynamicProducerStateManagerConfig, the broker quotas
+    "metric.reporters": DynamicDef("list", "", False),
+    "transaction.partition.verification.enable": DynamicDef("bool", "true", False),
+    "leader.replication.throttled.rate": DynamicDef("long", _LONG_MAX, False, 0),
+    "follower.replication.throttled.rate": DynamicDef("long", _LONG_MAX, False, 0),
+    "replica.alter.log.dirs.io.max.bytes.per.second": DynamicDef("long", _LONG_MAX, False, 0),
+}
+
+#: Broker properties that can be changed at run time (unprefixed names): the first broker
+#: synonym of each topic config, and KAFKA_DYNAMIC.
+DYNAMIC_BROKER_CONFIGS = frozenset([d.broker_name for d in TOPIC_CONFIGS.values() if d.broker_name]
+                                   + list(KAFKA_DYNAMIC))
+
+#: Kafka's DynamicThreadPool configs (and num.network.threads): a new value must be at least half
+#: the current one and at most double it
+_THREAD_COUNTS = ("num.io.threads", "num.replica.fetchers", "num.recovery.threads.per.data.dir",
+                  "background.threads", "num.network.threads")
+#: listener configs Kafka allows at the cluster default, with a listener prefix too
+_CLUSTER_LEVEL_LISTENER_CONFIGS = frozenset({"max.connections", "max.connection.creation.rate",
+                                             "num.network.threads"})
+#: Kafka's ListenerMechanismConfigs: ``listener.name.<l>.<mechanism>.<config>``
+_MECHANISM_CONFIGS = ("sasl.jaas.config", "sasl.login.callback.handler.class", "sasl.login.class",
+                      "sasl.server.callback.handler.class", "connections.max.reauth.ms")
+_LISTENER_CONFIG = re.compile(r"listener\.name\.[^.]*\.(.*)", re.DOTALL)
+#: what the broker builds its listeners from: a change of one of these is checked by building them
+_LISTENER_NAMES = frozenset({"listeners", "advertised.listeners", "listener.security.protocol.map"})
 
 #: Kafka's default of the broker properties minibroker has (None: no default, i.e. null).
 _NULL_DEFAULTS = {"advertised.listeners", "broker.id", "metrics.listeners", "fault.injection.listener"}
@@ -177,6 +334,40 @@ _BROKER_DOCS = {
 }
 
 
+#: the documentation of Kafka's dynamic configs that minibroker stores and describes but does not use
+_KAFKA_ONLY_DOC = "Kafka's; minibroker stores and describes it (dynamic) but does not use it."
+_KAFKA_ONLY_DOCS = {
+    "sasl.kerberos.min.time.before.relogin": "Kafka's login thread's wait between refresh attempts (Kerberos);"
+                                             " minibroker has no Kerberos: stored and described only.",
+    "sasl.kerberos.service.name": "Kafka's Kerberos principal name; minibroker has no Kerberos: stored and described"
+                                  " only.",
+    "sasl.kerberos.kinit.cmd": "Kafka's Kerberos kinit command; minibroker has no Kerberos: stored and described only.",
+    "sasl.kerberos.ticket.renew.window.factor": "Kafka's Kerberos ticket renewal point; minibroker has no Kerberos:"
+                                                " stored and described only.",
+    "sasl.kerberos.ticket.renew.jitter": "Kafka's Kerberos renewal jitter; minibroker has no Kerberos: stored and"
+                                         " described only.",
+    "sasl.kerberos.principal.to.local.rules": "Kafka's Kerberos principal mapping; minibroker has no Kerberos: stored"
+                                              " and described only.",
+    "sasl.login.refresh.window.factor": "Kafka's refresh point of the broker's own login (OAUTHBEARER); minibroker"
+                                        " logs in to no one: stored and described only.",
+    "sasl.login.refresh.window.jitter": "Kafka's jitter of the broker's own login refresh; stored and described only.",
+    "sasl.login.refresh.min.period.seconds": "Kafka's minimum wait between refreshes of the broker's own login;"
+                                             " stored and described only.",
+    "sasl.login.refresh.buffer.seconds": "Kafka's buffer before the broker's own credential expires; stored and"
+                                         " described only.",
+    "sasl.mechanism.inter.broker.protocol": "Kafka's SASL mechanism between brokers; minibroker is one broker: stored"
+                                            " and described only.",
+    "sasl.jaas.config": "A JAAS login entry; the broker reads listener.name.<l>.<mechanism>.sasl.jaas.config (PLAIN"
+                        " users, OAUTHBEARER options) at start.",
+    "background.threads": "Kafka's background thread pool; minibroker's tasks share its event loop: stored and"
+                          " described only.",
+    "num.io.threads": "Kafka's request handler threads; minibroker handles requests on its event loop: stored and"
+                      " described only.",
+    "num.network.threads": "Kafka's network threads per listener; minibroker has one event loop: stored and described"
+                           " only.",
+}
+
+
 class DynamicConfigError(StorageError):
     """An AlterConfigs of the broker resource that cannot be applied: ``error_code`` is
     INVALID_REQUEST, as in Kafka, whatever the cause (not a dynamic config, an unknown broker
@@ -199,8 +390,88 @@ class Entry(NamedTuple):
     documentation: str
 
 
+def listener_base(name: str) -> str | None:
+    """The config a ``listener.name.<l>.[<mechanism>.]<config>`` name sets for one listener
+    (Kafka's ListenerConfigRegex and ListenerMechanismConfigs), or None for another name."""
+    m = _LISTENER_CONFIG.fullmatch(name)
+    if m is None:
+        return None
+    base = m.group(1)
+    return next((c for c in _MECHANISM_CONFIGS if base.endswith(c)), base)
+
+
+def _is_dynamic(name: str) -> bool:
+    """Kafka accepts ``name`` in a dynamic broker config change (minibroker: only names it
+    knows; a listener-prefixed name of a listener, TLS, SASL or connection config)."""
+    if name in DYNAMIC_BROKER_CONFIGS:
+        return True
+    base = listener_base(name)
+    return base is not None and base in KAFKA_DYNAMIC
+
+
+def _is_per_broker(name: str) -> bool:
+    """Kafka's perBrokerConfigs: refused at the cluster default."""
+    base = listener_base(name)
+    if base is not None:
+        return base not in _CLUSTER_LEVEL_LISTENER_CONFIGS
+    d = KAFKA_DYNAMIC.get(name)
+    return d is not None and d.per_broker
+
+
+def _is_store(name: str) -> bool:
+    return listener_base(name) in SSL_STORE_CONFIGS
+
+
+def _is_listener_config(name: str) -> bool:
+    """A change that the listeners are built again from, to check it (the next start builds them so)."""
+    base = listener_base(name) or name
+    return base in KAFKA_DYNAMIC and KAFKA_DYNAMIC[base].per_broker
+
+
+def list_default(name: str) -> str | None:
+    """Kafka's default of a LIST-typed dynamic broker config (for APPEND and SUBTRACT), None
+    for a config of another type."""
+    base = listener_base(name) or name
+    d = KAFKA_DYNAMIC.get(base)
+    if d is None or d.kind != "list":
+        return None
+    return BROKER_DEFAULTS.get(base, d.default or "")
+
+
+def _check_type(name: str, value: str) -> None:
+    """Kafka's ConfigDef parse of a dynamic config's value (``name`` unprefixed); ConfigError."""
+    if name in BROKER_TYPES:
+        check_value(name, value, *BROKER_TYPES[name])
+        return
+    d = KAFKA_DYNAMIC.get(name)
+    if d is None:
+        return
+    if d.kind == "double":
+        try:
+            float(value.strip())
+        except ValueError:
+            raise ConfigError(f"Invalid value {value} for configuration {name}: Not a number of type DOUBLE") from None
+    elif d.kind in ("bool", "int", "long"):
+        check_value(name, value, d.kind, d.at_least, None)
+    elif d.kind == "short":
+        try:
+            n = int(value.strip())
+        except ValueError:
+            n = None
+        if n is None or not -(1 << 15) <= n < (1 << 15):
+            raise ConfigError(f"Invalid value {value} for configuration {name}: Not a number of type SHORT")
+
+
+def _kafka_set(names: Iterable[str]) -> str:
+    return f"Set({', '.join(sorted(names))})"
+
+
 def _all_synonym_names(name: str) -> list[str]:
-    """Kafka's brokerConfigSynonyms: the broker properties that set the same thing, by precedence."""
+    """Kafka's brokerConfigSynonyms: the broker properties that set the same thing, by
+    precedence (a listener's own config, then the config it overrides)."""
+    base = listener_base(name)
+    if base is not None:
+        return [name, base]
     d = BROKER_SYNONYMS.get(name)
     if d is None or len(d.synonyms) == 1:
         return [name]
@@ -215,25 +486,48 @@ class DynamicBrokerConfig:
         self.path = os.path.join(log_dir, FILE)
         self.per_broker: dict[str, str] = {}
         self.cluster_default: dict[str, str] = {}
-        #: called with the effective properties once a per-broker keystore change is applied
-        #: (the broker gives its TLS listeners a new server context)
+        #: called with the effective properties once a per-broker key or trust store change is
+        #: applied (the broker gives its TLS listeners a new server context)
         self.on_keystore_change: Callable[[Mapping[str, str]], None] | None = None
+        #: called with the effective properties after every change (the broker applies
+        #: max.connections and max.connections.per.ip)
+        self.on_change: Callable[[Mapping[str, str]], None] | None = None
         self._load()
 
     def _load(self) -> None:
         try:
             with open(self.path, encoding="utf-8") as f:
                 data = json.load(f)
-            self.per_broker = {k: str(v) for k, v in data.get("broker", {}).items()
-                               if k in DYNAMIC_BROKER_CONFIGS or is_keystore_config(k)}
-            self.cluster_default = {k: str(v) for k, v in data.get("default", {}).items()
-                                    if k in DYNAMIC_BROKER_CONFIGS}
-            self.log_config()  # still valid?
+            per_broker = {k: str(v) for k, v in data.get("broker", {}).items()}
+            cluster_default = {k: str(v) for k, v in data.get("default", {}).items()}
         except FileNotFoundError:
-            pass
-        except (OSError, ValueError, AttributeError, InvalidConfigError) as e:
+            return
+        except (OSError, ValueError, AttributeError) as e:
             logger.error("ignoring %s (%s): no dynamic broker configs", self.path, e)
-            self.per_broker, self.cluster_default = {}, {}
+            return
+        # as Kafka (fromPersistentProps): what is no longer valid is dropped, one by one
+        self.per_broker = self._valid_part(per_broker, True)
+        self.cluster_default = self._valid_part(cluster_default, False)
+
+    def _valid_part(self, values: dict[str, str], per_broker: bool) -> dict[str, str]:
+        kept: dict[str, str] = {}
+        for k, v in values.items():
+            try:
+                self._check_names_and_types(per_broker, {k: v})
+                if k in BROKER_SYNONYMS:
+                    parse_value(BROKER_SYNONYMS[k], v, k)
+            except (ConfigError, InvalidConfigError) as e:
+                logger.error("ignoring the dynamic %s config %s of %s: %s", "broker" if per_broker else "default", k,
+                             self.path, e)
+                continue
+            kept[k] = v
+        try:
+            self.log_config(**{"per_broker" if per_broker else "cluster_default": kept})
+        except InvalidConfigError as e:
+            logger.error("ignoring the dynamic %s configs of %s (%s)", "broker" if per_broker else "default",
+                         self.path, e)
+            return {}
+        return kept
 
     def _persist(self) -> None:
         atomic_write(self.path, json.dumps({"version": 1, "broker": self.per_broker, "default": self.cluster_default},
@@ -271,43 +565,99 @@ class DynamicBrokerConfig:
     def current(self, per_broker: bool) -> dict[str, str]:
         return dict(self.per_broker if per_broker else self.cluster_default)
 
+    @staticmethod
+    def _check_names_and_types(per_broker: bool, values: Mapping[str, str]) -> None:
+        """Kafka's DynamicBrokerConfig.validateConfigs, in its order; ConfigError."""
+        fixed = [k for k in values if not _is_dynamic(k)]
+        if fixed:
+            raise ConfigError(f"Cannot update these configs dynamically: {_kafka_set(fixed)}")
+        unprefixed_stores = [k for k in values if k in SSL_STORE_CONFIGS]
+        if unprefixed_stores:
+            raise ConfigError("These security configs can be dynamically updated only per-listener using the"
+                              f" listener prefix: {_kafka_set(unprefixed_stores)}")
+        for k, v in values.items():
+            _check_type(listener_base(k) or k, v)
+        if not per_broker:
+            broker_only = [k for k in values if _is_per_broker(k)]
+            if broker_only:
+                raise ConfigError("Cannot update these configs at default cluster level, broker id must be specified:"
+                                  f" {_kafka_set(broker_only)}")
+
     def prepare(self, per_broker: bool, values: Mapping[str, str]) -> LogConfig:
         """Check that ``values`` (the resource's whole new set of dynamic configs) may replace
-        the current one: every name dynamic, every value valid. Returns the topic defaults they
-        give. Raises DynamicConfigError."""
+        the current one: every name dynamic (and allowed at this level), every value valid,
+        the listeners still buildable from them. Returns the topic defaults they give. Raises
+        DynamicConfigError (INVALID_REQUEST, whatever the cause: Kafka's KAFKA-13609)."""
         resource = f"ConfigResource(type=BROKER, name='{self.static.node_id if per_broker else ''}')"
-        fixed = sorted(k for k in values if k not in DYNAMIC_BROKER_CONFIGS
-                       and not (per_broker and is_keystore_config(k)))
-        if fixed:
-            raise DynamicConfigError(f"Invalid config value for resource {resource}: Cannot update these configs"
-                                     f" dynamically: Set({', '.join(fixed)})", 42)
-        if per_broker and (self._keystore_values(values) or self.per_broker.keys() != values.keys()):
-            props = {**self.static.props, **self.cluster_default, **values}
-            for endpoint in self.static.endpoints:  # the new keystore must load, or nothing changes
-                if endpoint.tls:
-                    try:
-                        server_context(props, endpoint.name)
-                    except SslConfigError as e:
-                        raise DynamicConfigError(f"Invalid config value for resource {resource}: Validation of"
-                                                 f" dynamic config update of SSLFactory failed: {e}", 42) from None
         try:
+            self._check_names_and_types(per_broker, values)
             for k, v in values.items():
-                if k in BROKER_SYNONYMS:  # a topic default (keystore properties were checked above)
+                if k in BROKER_SYNONYMS:
                     parse_value(BROKER_SYNONYMS[k], v, k)
-            if per_broker:
-                return self.log_config(per_broker=values)
-            return self.log_config(cluster_default=values)
-        except InvalidConfigError as e:
-            # INVALID_REQUEST, not INVALID_CONFIG: Kafka turns every failed validation of a broker
-            # resource's configs into INVALID_REQUEST (its KAFKA-13609, kept for compatibility)
-            raise DynamicConfigError(str(e), 42) from None
+            config = self.log_config(**{"per_broker" if per_broker else "cluster_default": values})
+            current = self.effective_props()
+            new = {**self.static.props, **self.cluster_default, **values} if per_broker \
+                else {**self.static.props, **values, **self.per_broker}
+            self._check_thread_counts(current, new)
+            old = self.per_broker if per_broker else self.cluster_default
+            changed = {k for k in set(values) | set(old) if values.get(k) != old.get(k)}
+            if any(_is_listener_config(k) for k in changed) or any(_is_store(k) for k in values):
+                self._check_listeners(new)
+            return config
+        except (ConfigError, InvalidConfigError) as e:
+            raise DynamicConfigError(f"Invalid config value for resource {resource}: {e}", 42) from None
+
+    @staticmethod
+    def _check_thread_counts(current: Mapping[str, str], new: Mapping[str, str]) -> None:
+        def count(props: Mapping[str, str], k: str) -> int:
+            try:
+                return int(props.get(k, "").strip())
+            except ValueError:  # unset (or a static value minibroker never read): Kafka's default
+                return int(KAFKA_DYNAMIC[k].default or "0")
+
+        for k in _THREAD_COUNTS:
+            old_value, new_value = count(current, k), count(new, k)
+            if new_value == old_value:
+                continue
+            error = f"Dynamic thread count update validation failed for {k}={new_value}"
+            if new_value <= 0:
+                raise ConfigError(f"{error}, value should be at least 1")
+            if new_value < old_value // 2:
+                raise ConfigError(f"{error}, value should be at least half the current value {old_value}")
+            if new_value > old_value * 2:
+                raise ConfigError(f"{error}, value should not be greater than double the current value {old_value}")
+
+    def _check_listeners(self, props: Mapping[str, str]) -> None:
+        """The listeners stay the same (Kafka in KRaft mode cannot change a broker's registration),
+        and each one's security builds from ``props`` (what the next start builds); a changed
+        store loads as the running listener will load it (its other TLS settings unchanged)."""
+        new = BrokerConfig(dict(props))
+        try:
+            endpoints, advertised = new.endpoints, new.advertised_endpoints
+        except ConfigError as e:
+            raise ConfigError(f"Invalid dynamic configuration: {e}") from None
+        old = {o.name: o for o in self.static.endpoints}
+        for n in endpoints:
+            if n.name in old and n.security_protocol != old[n.name].security_protocol:
+                raise ConfigError(f"Security protocol cannot be updated for existing listener {n.name}")
+        if advertised != self.static.advertised_endpoints or {n.name: n for n in endpoints} != old:
+            raise ConfigError("Advertised listeners cannot be altered when using a Raft-based metadata quorum.")
+        running = with_new_stores(self.effective_props(), props)
+        for endpoint in self.static.endpoints:
+            try:
+                ListenerSecurity(props, endpoint)
+                if endpoint.tls:
+                    server_context(running, endpoint.name)
+            except (SecurityConfigError, SslConfigError) as e:
+                raise ConfigError(f"Invalid dynamic configuration: {e}") from None
 
     def apply(self, per_broker: bool, values: Mapping[str, str]) -> LogConfig:
         """``prepare``, then make ``values`` the resource's dynamic configs and persist them."""
         config = self.prepare(per_broker, values)
-        # a keystore named again is read again (Kafka reloads a rewritten file at the same path)
-        keystore_changed = per_broker and (bool(self._keystore_values(values)) or
-                                           self._keystore_values(values) != self._keystore_values(self.per_broker))
+        # a store named again is read again (Kafka reloads a rewritten file at the same path)
+        old = self.per_broker if per_broker else self.cluster_default
+        stores_changed = any(_is_store(k) for k in values) or \
+            any(_is_store(k) for k in old if k not in values)
         if per_broker:
             self.per_broker = dict(values)
         else:
@@ -315,13 +665,11 @@ class DynamicBrokerConfig:
         self._persist()
         logger.info("dynamic %s configs are now %s", "broker" if per_broker else "cluster-wide default",
                     {k: "[hidden]" if is_sensitive(k) else v for k, v in values.items()} or "empty")
-        if keystore_changed and self.on_keystore_change is not None:
+        if stores_changed and self.on_keystore_change is not None:
             self.on_keystore_change(self.effective_props())
+        if self.on_change is not None:
+            self.on_change(self.effective_props())
         return config
-
-    @staticmethod
-    def _keystore_values(values: Mapping[str, str]) -> dict[str, str]:
-        return {k: v for k, v in values.items() if is_keystore_config(k)}
 
     # ------------------------------------------------------------------ describing
 
@@ -333,6 +681,8 @@ class DynamicBrokerConfig:
         d = BROKER_SYNONYMS.get(name)
         if d is not None:
             return next(s.default for s in d.synonyms if s.name == name)
+        if name in KAFKA_DYNAMIC:
+            return KAFKA_DYNAMIC[name].default
         return None
 
     def _synonyms(self, name: str, per_broker: bool = True) -> list[tuple[str, str | None, int]]:
@@ -374,11 +724,10 @@ class DynamicBrokerConfig:
         return self._static_default(name)
 
     def describe_broker(self, per_broker: bool) -> list[Entry]:
-        """The per-broker resource: every broker property. The cluster-default resource: the
-        cluster-wide dynamic configs only."""
-        names = sorted(set(BROKER_DEFAULTS) | set(BROKER_SYNONYMS) | set(self.static.props) | set(self.per_broker)) \
-            if per_broker \
-            else sorted(self.cluster_default)
+        """The per-broker resource: every broker property (minibroker's, Kafka's dynamic ones,
+        and those set). The cluster-default resource: the cluster-wide dynamic configs only."""
+        names = sorted(set(BROKER_DEFAULTS) | set(BROKER_SYNONYMS) | set(KAFKA_DYNAMIC) | set(self.static.props)
+                       | set(self.per_broker)) if per_broker else sorted(self.cluster_default)
         out = []
         for name in names:
             value = self._broker_value(name) if per_broker else self.cluster_default[name]
@@ -386,14 +735,19 @@ class DynamicBrokerConfig:
             source = synonyms[0][2] if synonyms else ConfigSourceId.DEFAULT
             if is_sensitive(name):  # Kafka's PASSWORD type: never shown
                 value, synonyms = None, [(n, None, s) for n, _, s in synonyms]
-            out.append(Entry(name, value, source, name not in DYNAMIC_BROKER_CONFIGS and not is_keystore_config(name),
-                             synonyms, _broker_type(name), _broker_doc(name)))
+            # read-only as Kafka answers it: not one of its dynamic names (a listener-prefixed
+            # name too, though it can be changed)
+            out.append(Entry(name, value, source, name not in DYNAMIC_BROKER_CONFIGS, synonyms, _broker_type(name),
+                             _broker_doc(name)))
         return out
 
 
-def is_keystore_config(name: str) -> bool:
-    """A TLS keystore property (plain or listener-prefixed): changeable per broker at run time."""
-    return unprefixed(name) in KEYSTORE_PROPERTIES
+def with_new_stores(running: Mapping[str, str], new: Mapping[str, str]) -> dict[str, str]:
+    """What a running TLS listener reloads: the key and trust stores of ``new``, its other
+    properties as they were (Kafka's SslFactory keeps its non-reconfigurable configs)."""
+    out = {k: v for k, v in running.items() if not _is_store(k)}
+    out.update((k, v) for k, v in new.items() if _is_store(k))
+    return out
 
 
 def _broker_type(name: str) -> int:
@@ -405,6 +759,9 @@ def _broker_type(name: str) -> int:
     if d is not None:
         factor = next(s.factor for s in d.synonyms if s.name == name)
         return CONFIG_TYPES["int" if factor != 1 else d.kind]
+    base = listener_base(name) or name
+    if base in KAFKA_DYNAMIC:
+        return CONFIG_TYPES[KAFKA_DYNAMIC[base].kind]
     return CONFIG_TYPES["str"] if name in BROKER_DEFAULTS else 0
 
 
@@ -412,5 +769,8 @@ def _broker_doc(name: str) -> str:
     d = BROKER_SYNONYMS.get(name)
     if d is not None:
         return f"The default of topic config {d.name}. {d.doc}"
-    return _BROKER_DOCS.get(name, "")
+    doc = _BROKER_DOCS.get(name)
+    if doc is None and name in KAFKA_DYNAMIC:
+        doc = _KAFKA_ONLY_DOCS.get(name, _KAFKA_ONLY_DOC)
+    return doc or ""
 

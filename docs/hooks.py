@@ -110,9 +110,20 @@ def broker_config_rows() -> list[tuple[str, str, str, str, str]]:
         if name in PERIOD_FLOORS:
             floor, off = PERIOD_FLOORS[name]
             valid += f"; at least {floor} (minibroker's floor" + (f", or {off}" if off else "") + ")"
-        dynamic = "yes" if name in DYNAMIC_BROKER_CONFIGS else "no"
+        dynamic = _dynamic_scope(name) if name in DYNAMIC_BROKER_CONFIGS else "no"
         rows.append((name, _default(name, BROKER_DEFAULTS[name]), valid, dynamic, _broker_doc(name)))
     return rows
+
+
+def _dynamic_scope(name: str) -> str:
+    """How a dynamic broker property may be changed: "yes" (per broker or cluster-wide), "per
+    broker", or "per listener" (listener.name.<l>.<name>, per broker: the key and trust stores)."""
+    from broker.dynamic_config import KAFKA_DYNAMIC, SSL_STORE_CONFIGS
+
+    if name in SSL_STORE_CONFIGS:
+        return "per listener"
+    d = KAFKA_DYNAMIC.get(name)
+    return "per broker" if d is not None and d.per_broker else "yes"
 
 
 def topic_config_rows() -> list[tuple[str, str, str, str, str]]:

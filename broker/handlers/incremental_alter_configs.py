@@ -11,6 +11,7 @@ from typing import Any
 
 from client.protocol.api import ApiKey, ErrorCode
 
+from ..dynamic_config import list_default
 from ..request_context import RequestContext
 from ..storage.config import BROKER_SYNONYMS, TOPIC_CONFIGS, ConfigDef
 from .config_change import TOPIC, Change, RequestError, alter
@@ -22,8 +23,12 @@ SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
 _OP_NAMES = {APPEND: "APPEND", SUBTRACT: "SUBTRACT"}
 
 
-def _definition(name: str, rtype: int) -> ConfigDef | None:
-    return TOPIC_CONFIGS.get(name) if rtype == TOPIC else BROKER_SYNONYMS.get(name)
+def _list_default(name: str, rtype: int) -> str | None:
+    """The default a LIST config starts from for APPEND and SUBTRACT; None: not a LIST."""
+    d: ConfigDef | None = TOPIC_CONFIGS.get(name) if rtype == TOPIC else BROKER_SYNONYMS.get(name)
+    if d is not None:
+        return str(d.default) if d.kind == "list" else None
+    return list_default(name) if rtype != TOPIC else None
 
 
 def _change(resource: dict[str, Any]) -> Change:
@@ -44,11 +49,11 @@ def _change(resource: dict[str, Any]) -> Change:
             elif op == DELETE:
                 new.pop(name, None)
             else:
-                d = _definition(name, rtype)
-                if d is None or d.kind != "list":
+                default = _list_default(name, rtype)
+                if default is None:
                     raise RequestError(ErrorCode.INVALID_CONFIG,
                                        f"Can't {_OP_NAMES[op]} to key {name} because its type is not LIST.")
-                base = new.get(name, str(d.default))
+                base = new.get(name, default)
                 items = [s.strip() for s in base.split(",") if s.strip()]
                 for item in value.split(","):
                     if op == APPEND and item not in items:

@@ -112,7 +112,8 @@ def parse_endpoints(value: str, prop: str, protocols: Mapping[str, str], default
 #: Kafka's PASSWORD-typed properties: DescribeConfigs answers them with a null value and
 #: is_sensitive, and they never reach a log line (listener- and mechanism-prefixed forms included)
 SENSITIVE_PROPERTIES = frozenset({"ssl.keystore.password", "ssl.key.password", "ssl.truststore.password",
-                                  "ssl.keystore.key", "sasl.jaas.config"})
+                                  "ssl.keystore.key", "ssl.keystore.certificate.chain", "ssl.truststore.certificates",
+                                  "sasl.jaas.config"})
 
 
 def unprefixed(name: str) -> str:

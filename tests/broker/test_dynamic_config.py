@@ -44,7 +44,9 @@ def test_topic_sources_and_synonyms_follow_kafka(tmp_path) -> None:
 def test_broker_entries_derived_properties_are_default_config(tmp_path) -> None:
     d = make(tmp_path, **{"listeners": "PLAINTEXT://127.0.0.1:9999", "log.retention.hours": "2"})
     broker = by_name(d.describe_broker(True))
-    assert (broker["listeners"].source, broker["listeners"].read_only) == (STATIC, True)
+    # Kafka's read_only is "not one of its dynamic names": listeners is one (KRaft refuses a change)
+    assert (broker["listeners"].source, broker["listeners"].read_only) == (STATIC, False)
+    assert broker["num.partitions"].read_only
     assert (broker["advertised.listeners"].value, broker["advertised.listeners"].source) == (None, DEFAULT)
     assert (broker["broker.id"].value, broker["broker.id"].source) == ("0", DEFAULT)
     assert broker["log.retention.ms"].value is None and broker["log.retention.ms"].source == DEFAULT
@@ -119,3 +121,142 @@ def test_altering_the_broker_resource_over_the_wire_answers_as_kafka(tmp_path) -
         values = {e["name"]: e["value"] for e in described["results"][0]["configs"]}
         assert values == {"log.retention.ms": None, "log.segment.bytes": "1073741824",
                           "log.cleaner.backoff.ms": "15000"}
+
+
+def test_security_configs_per_broker_stored_described_and_read_back(tmp_path) -> None:
+    """Kafka's dynamic listener, TLS and SASL configs (KIP-226): accepted for this broker, kept
+    in the file and described as DYNAMIC_BROKER_CONFIG; Kerberos ones (minibroker has no
+    Kerberos) are stored and described only."""
+    d = make(tmp_path)
+    entry = by_name(d.describe_broker(True))["sasl.kerberos.min.time.before.relogin"]
+    assert (entry.value, entry.source, entry.read_only, entry.config_type) == ("60000", DEFAULT, False, 5)
+    d.apply(True, {"sasl.kerberos.min.time.before.relogin": "58000",
+                   "listener.name.plaintext.sasl.kerberos.min.time.before.relogin": "1000",
+                   "listener.name.plaintext.scram-sha-256.sasl.jaas.config": "x required;"})
+    broker = by_name(d.describe_broker(True))
+    entry = broker["sasl.kerberos.min.time.before.relogin"]
+    assert (entry.value, entry.source) == ("58000", DYN_BROKER)
+    assert entry.synonyms == [("sasl.kerberos.min.time.before.relogin", "58000", DYN_BROKER),
+                              ("sasl.kerberos.min.time.before.relogin", "60000", DEFAULT)]
+    # a listener's own value: its synonyms go on to the config it overrides (Kafka's brokerConfigSynonyms)
+    prefixed = broker["listener.name.plaintext.sasl.kerberos.min.time.before.relogin"]
+    assert prefixed.synonyms == [("listener.name.plaintext.sasl.kerberos.min.time.before.relogin", "1000", DYN_BROKER),
+                                 ("sasl.kerberos.min.time.before.relogin", "58000", DYN_BROKER),
+                                 ("sasl.kerberos.min.time.before.relogin", "60000", DEFAULT)]
+    assert prefixed.config_type == 5 and prefixed.read_only  # Kafka: not one of its (unprefixed) dynamic names
+    jaas = broker["listener.name.plaintext.scram-sha-256.sasl.jaas.config"]  # PASSWORD: never shown
+    assert (jaas.value, jaas.source, jaas.config_type, jaas.synonyms) == (
+        None, DYN_BROKER, 9, [("listener.name.plaintext.scram-sha-256.sasl.jaas.config", None, DYN_BROKER)])
+    again = make(tmp_path)
+    assert again.per_broker == d.per_broker
+    assert by_name(again.describe_broker(True))["sasl.kerberos.min.time.before.relogin"].value == "58000"
+    assert by_name(d.describe_broker(False)) == {}  # nothing at the cluster default
+
+
+@pytest.mark.parametrize("per_broker,values,message", [
+    (False, {"sasl.kerberos.min.time.before.relogin": "58000"}, "Cannot update these configs at default cluster"
+     r" level, broker id must be specified: Set\(sasl.kerberos.min.time.before.relogin\)"),
+    (False, {"listener.name.plaintext.ssl.keystore.location": "/k"}, "at default cluster level"),
+    (True, {"ssl.keystore.location": "/k", "ssl.truststore.type": "PEM"}, "These security configs can be dynamically"
+     r" updated only per-listener using the listener prefix: Set\(ssl.keystore.location, ssl.truststore.type\)"),
+    (True, {"sasl.kerberos.min.time.before.relogin": "soon"},
+     "Invalid value soon for configuration sasl.kerberos.min.time.before.relogin: Not a number of type LONG"),
+    (True, {"listener.name.plaintext.sasl.login.refresh.buffer.seconds": "40000"},
+     "Invalid value 40000 for configuration sasl.login.refresh.buffer.seconds: Not a number of type SHORT"),
+    (True, {"listener.name.plaintext.num.partitions": "3"}, "Cannot update these configs dynamically"),
+    (False, {"background.threads": "30"}, "Dynamic thread count update validation failed for background.threads=30,"
+     " value should not be greater than double the current value 10"),
+    (True, {"num.io.threads": "3"}, "value should be at least half the current value 8"),
+    (False, {"max.connections": "-1"}, "Invalid value -1 for configuration max.connections: Value must be at least 0"),
+    (True, {"listeners": "PLAINTEXT://127.0.0.1:9998"}, "Advertised listeners cannot be altered when using a"
+     " Raft-based metadata quorum."),
+    (True, {"listener.security.protocol.map": "PLAINTEXT:SSL"}, "Security protocol cannot be updated for existing"
+     " listener PLAINTEXT"),
+])
+def test_dynamic_security_and_cluster_configs_are_validated_as_kafka(tmp_path, per_broker, values, message) -> None:
+    d = make(tmp_path, listeners="PLAINTEXT://127.0.0.1:9999")
+    with pytest.raises(DynamicConfigError, match=message) as e:
+        d.apply(per_broker, values)
+    assert e.value.error_code == 42
+    assert (d.per_broker, d.cluster_default) == ({}, {})
+
+
+def test_cluster_wide_configs_and_listener_checks(tmp_path) -> None:
+    """Thread pools and connection limits may be set cluster-wide; a SASL change is checked by
+    building the listeners from it (what the next start does), so GSSAPI is refused."""
+    d = make(tmp_path, **{"listeners": "SASL_PLAINTEXT://127.0.0.1:0", "sasl.enabled.mechanisms": "SCRAM-SHA-256"})
+    seen: list[dict] = []
+    d.on_change = lambda props: seen.append(dict(props))
+    d.apply(False, {"background.threads": "9", "max.connections": "50"})
+    assert seen[-1]["max.connections"] == "50"
+    assert by_name(d.describe_broker(False))["background.threads"].synonyms == [("background.threads", "9",
+                                                                                   DYN_DEFAULT)]
+    with pytest.raises(DynamicConfigError, match="SASL mechanism GSSAPI"):
+        d.apply(True, {"sasl.enabled.mechanisms": "GSSAPI"})
+    d.apply(True, {"sasl.enabled.mechanisms": "SCRAM-SHA-512,SCRAM-SHA-256", "listeners": "SASL_PLAINTEXT://127.0.0.1:0"})
+    assert d.effective_props()["sasl.enabled.mechanisms"] == "SCRAM-SHA-512,SCRAM-SHA-256"
+
+
+def test_librdkafka_0081_broker_changes_over_the_wire(tmp_path) -> None:
+    """What librdkafka's 0081 asks of the broker resource: AlterConfigs of
+    sasl.kerberos.min.time.before.relogin, IncrementalAlterConfigs SET background.threads with
+    APPEND to log.cleanup.policy, then DELETE and SUBTRACT; and a dynamic
+    max.connections.per.ip limits new connections at once (Kafka's SocketServer reconfigures it)."""
+    from client.protocol.api import ApiKey
+    from tests.broker_process import BrokerProcess
+    from tests.server.wire import Conn
+
+    def incremental(*ops: tuple[str, int, str | None]) -> dict:
+        return {"resources": [{"resource_type": 4, "resource_name": "0", "configs": [
+            {"name": k, "config_operation": op, "value": v} for k, op, v in ops]}], "validate_only": False}
+
+    def describe(c: Conn, *names: str) -> dict:
+        got = c.call(ApiKey.DESCRIBE_CONFIGS, 4, {"resources": [
+            {"resource_type": 4, "resource_name": "0", "configuration_keys": list(names)}],
+            "include_synonyms": False, "include_documentation": False})
+        return {e["name"]: (e["value"], e["config_source"]) for e in got["results"][0]["configs"]}
+
+    with BrokerProcess(str(tmp_path / "d")) as b, Conn(b.port) as c:
+        got = c.call(ApiKey.ALTER_CONFIGS, 2, {"resources": [{"resource_type": 4, "resource_name": "0", "configs": [
+            {"name": "sasl.kerberos.min.time.before.relogin", "value": "58000"}]}], "validate_only": False})
+        assert got["responses"][0]["error_code"] == 0, got
+        assert describe(c, "sasl.kerberos.min.time.before.relogin") == {
+            "sasl.kerberos.min.time.before.relogin": ("58000", DYN_BROKER)}
+        got = c.call(ApiKey.INCREMENTAL_ALTER_CONFIGS, 1, incremental(("background.threads", 0, "9"),
+                                                                      ("log.cleanup.policy", 2, "compact")))
+        assert got["responses"][0]["error_code"] == 0, got
+        assert describe(c, "background.threads", "log.cleanup.policy") == {
+            "background.threads": ("9", DYN_BROKER), "log.cleanup.policy": ("delete,compact", DYN_BROKER)}
+        got = c.call(ApiKey.INCREMENTAL_ALTER_CONFIGS, 1, incremental(("background.threads", 1, ""),
+                                                                      ("log.cleanup.policy", 3, "compact")))
+        assert got["responses"][0]["error_code"] == 0, got
+        assert describe(c, "background.threads", "log.cleanup.policy") == {
+            "background.threads": ("10", DEFAULT), "log.cleanup.policy": ("delete", DYN_BROKER)}
+        got = c.call(ApiKey.INCREMENTAL_ALTER_CONFIGS, 1, incremental(("max.connections.per.ip", 0, "1")))
+        assert got["responses"][0]["error_code"] == 0, got
+        extra = Conn(b.port)
+        assert extra.is_closed_by_peer(timeout=5)
+        extra.close()
+        got = c.call(ApiKey.INCREMENTAL_ALTER_CONFIGS, 1, incremental(("max.connections.per.ip", 1, None)))
+        assert got["responses"][0]["error_code"] == 0, got
+        with Conn(b.port) as again:
+            assert describe(again, "max.connections.per.ip") == {"max.connections.per.ip": ("2147483647", DEFAULT)}
+
+
+def test_stores_reload_alone_and_a_bad_file_entry_is_dropped_alone(tmp_path) -> None:
+    """A running TLS listener takes the new key and trust stores but keeps its other TLS
+    settings (Kafka's SslFactory); at start, an entry of the file that is no longer valid (an
+    unprefixed keystore, accepted by older minibrokers) is dropped with the others kept."""
+    from broker.dynamic_config import FILE, with_new_stores
+
+    running = {"ssl.client.auth": "none", "listener.name.ssl.ssl.keystore.location": "/old",
+               "listener.name.ssl.ssl.truststore.location": "/old-ca"}
+    new = {"ssl.client.auth": "required", "listener.name.ssl.ssl.keystore.location": "/new",
+           "listener.name.ssl.ssl.client.auth": "required"}
+    assert with_new_stores(running, new) == {"ssl.client.auth": "none",
+                                             "listener.name.ssl.ssl.keystore.location": "/new"}
+    (tmp_path / FILE).write_text('{"version": 1, "broker": {"ssl.keystore.location": "/k", "log.retention.ms": "5",'
+                                 ' "background.threads": "x"}, "default": {"sasl.kerberos.kinit.cmd": "k",'
+                                 ' "num.io.threads": "4"}}')
+    d = make(tmp_path)
+    assert (d.per_broker, d.cluster_default) == ({"log.retention.ms": "5"}, {"num.io.threads": "4"})
