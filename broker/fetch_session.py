@@ -39,6 +39,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from .storage.log import Log
+
 __all__ = ["CachedPartition", "FetchSession", "FetchSessionCache", "TopicKey", "next_epoch"]
 
 #: how a session names a topic: its id in a session opened by ids (Fetch v13+), else its name
@@ -56,13 +58,26 @@ def next_epoch(epoch: int) -> int:
 class CachedPartition:
     """One partition of a session: what the client last asked for (``request``, the Fetch
     request's partition entry: fetch_offset, partition_max_bytes, ...) and what it was last
-    answered (-1 before any answer, and after an error, so the next answer includes it)."""
+    answered (-1 before any answer, and after an error, so the next answer includes it).
+    ``fetch_offset`` and ``plain`` (no leader epochs to check) are read from ``request`` once;
+    ``log`` is the partition's log as last looked up (looked up again once it is closed)."""
 
     topic: str
     topic_id: uuid.UUID | None
     request: dict[str, Any]
     high_watermark: int = -1
     log_start_offset: int = -1
+    fetch_offset: int = field(init=False)
+    plain: bool = field(init=False)
+    log: Log | None = None
+
+    def __post_init__(self) -> None:
+        self.set_request(self.request)
+
+    def set_request(self, request: dict[str, Any]) -> None:
+        self.request = request
+        self.fetch_offset = request["fetch_offset"]
+        self.plain = request.get("current_leader_epoch", -1) <= 0 and request.get("last_fetched_epoch", -1) <= 0
 
 
 @dataclass(slots=True)
@@ -95,7 +110,7 @@ class FetchSession:
                 if cached is None:
                     parts[key] = CachedPartition(name, topic_id, p)
                 else:
-                    cached.request = p
+                    cached.set_request(p)
         for tkey, indexes in forgotten:
             for i in indexes:
                 parts.pop((tkey, i), None)

@@ -121,6 +121,9 @@ class BrokerState:
         self.metrics: BrokerMetrics | None = None
         self._flushes: dict[int, asyncio.Future[Any]] = {}
         self._waiters: dict[tuple[str, int], set[asyncio.Future[None]]] = {}
+        #: appends notified so far (any partition): a long poll that read before it registered
+        #: reads again only if this moved in between
+        self.appends = 0
         #: incremental fetch sessions (KIP-227), bounded by max.incremental.fetch.session.cache.slots
         self.fetch_sessions = FetchSessionCache(config.int("max.incremental.fetch.session.cache.slots"),
                                                 config.int("min.incremental.fetch.session.eviction.ms"))
@@ -169,6 +172,7 @@ class BrokerState:
                     del self._waiters[k]
 
     def notify_append(self, topic: str, partition: int) -> None:
+        self.appends += 1
         s = self._waiters.get((topic, partition))
         if s:
             for fut in s:

@@ -287,21 +287,17 @@ def _session_request(request: dict[str, Any], session: FetchSession,
     last: TopicKey | None = None
     plist: list[dict[str, Any]] = []
     for key, cp in session.partitions.items():
-        tkey, idx = key
-        name = logs.topic_name(tkey) if isinstance(tkey, uuid.UUID) else tkey
-        if name is not None:
-            log = logs.get_log(name, idx)
-            if log is not None:
-                p = cp.request
-                hw = log.high_watermark
-                if (p["fetch_offset"] == hw == cp.high_watermark == log.last_stable_offset
-                        and log.log_start_offset == cp.log_start_offset and not log.closed
-                        and p["current_leader_epoch"] <= LEADER_EPOCH and p["last_fetched_epoch"] <= LEADER_EPOCH):
-                    continue
-        if tkey != last or not topics:
+        log = cp.log
+        if log is None or log.closed:
+            tkey = key[0]
+            name = logs.topic_name(tkey) if isinstance(tkey, uuid.UUID) else tkey
+            log = cp.log = None if name is None else logs.get_log(name, key[1])
+        if log is not None and cp.plain and log.unchanged_for(cp.fetch_offset, cp.high_watermark, cp.log_start_offset):
+            continue
+        if key[0] != last or not topics:
             plist = []
             topics.append({"topic": cp.topic, "topic_id": cp.topic_id, "partitions": plist})
-            last = tkey
+            last = key[0]
         plist.append(cp.request)
         keys.append(key)
     return {**request, "topics": topics}, keys
@@ -417,26 +413,31 @@ def handle(ctx: RequestContext, request: dict[str, Any]) -> Any:
     max_wait = request["max_wait_ms"]
     if total >= request["min_bytes"] or max_wait <= 0 or errors or not (req["topics"] or session is not None):
         return answer(result)
+    appends_at_read = state.appends
 
     async def long_poll() -> FetchReply:
         loop = asyncio.get_running_loop()
         if session is not None:  # every partition of the session, not only the changed ones read first
-            keys_ = _session_wait_keys(session, state)
+            wait_keys = _session_wait_keys(session, state)
         else:
-            keys_ = [(name, p[0]) for name, _, plist in result for p in plist]
+            wait_keys = [(name, p[0]) for name, _, plist in result for p in plist]
         deadline = loop.time() + max_wait / 1000
+        seen = appends_at_read
+        res = result
         while True:
             fut: asyncio.Future[None] = loop.create_future()
-            state.add_waiter(keys_, fut)
+            state.add_waiter(wait_keys, fut)
             timer = None
             try:
-                # (Re)read only once registered: an append dispatched after the read that decided
-                # to wait but before this task first ran (the next request of the same recv, or
-                # another connection in the same loop turn) notified no one and would be missed
-                # until max_wait_ms. Costs one more index lookup per long poll.
-                res, tot, errs, _ = read()
+                # Registered: read again only if an append was notified since the last read (it
+                # may have been to one of ours, and notified no one), not after every wake-up.
+                if state.appends != seen:
+                    seen = state.appends
+                    res, tot, errs, _ = read()
+                    if tot >= request["min_bytes"] or errs:
+                        break
                 remaining = deadline - loop.time()
-                if tot >= request["min_bytes"] or errs or remaining <= 0:
+                if remaining <= 0:
                     break
                 # A timer that resolves the waiter, not asyncio.wait_for: no second future, and
                 # no cancel-and-wait turn when max_wait_ms passes (the common end of a long poll).
@@ -445,7 +446,10 @@ def handle(ctx: RequestContext, request: dict[str, Any]) -> Any:
             finally:
                 if timer is not None:
                     timer.cancel()
-                state.remove_waiter(keys_, fut)
+                state.remove_waiter(wait_keys, fut)
+            if state.appends == seen:  # woken by the timer with nothing appended anywhere:
+                res, _, _, _ = read()  # a last read for the answer (a log start may have moved)
+                break
         return answer(res)
 
     return long_poll()
