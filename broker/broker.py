@@ -290,8 +290,9 @@ class Broker:
         return fut.result()
 
     def _retention(self) -> None:
-        assert self.logs is not None
-        n = self.logs.cleanup_logs(delete_expired_files=False)  # _housekeeping removes them
+        assert self.logs is not None and self.state is not None
+        n = self.logs.cleanup_logs(delete_expired_files=False,  # _housekeeping removes them
+                                   log_start_moved=self.state.notify_append)
         if n:
             logger.info("retention deleted %d segments", n)
 

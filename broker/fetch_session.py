@@ -21,6 +21,12 @@ A fetch request carries ``session_id`` and ``session_epoch`` (Fetch v7+):
 A session's partitions keep their order; a partition answered with records moves to the end,
 so that with a small ``max_bytes`` every partition gets its turn (Kafka does the same).
 
+Kafka reads every partition of a session at every fetch; here a session reads only those that
+may have changed (``FetchSession.dirty`` and ``unsettled``), which the cache learns of through
+``changed(topic, partition)``: the broker calls it for every append (``notify_append``), log
+start offset move (DeleteRecords, retention) and deleted topic. An idle session's fetch costs
+the same whatever its number of partitions, and its long poll waits on the session itself.
+
 The cache (``FetchSessionCache``) holds at most ``max.incremental.fetch.session.cache.slots``
 sessions (Kafka's default, 1000). A new session takes a free slot; with none free it evicts
 the least recently used session if that one is idle for longer than
@@ -32,14 +38,13 @@ sending full requests. Memory is bounded by the slots times the partitions a req
 
 from __future__ import annotations
 
+import asyncio
 import random
 import time
 import uuid
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
-
-from .storage.log import Log
 
 __all__ = ["CachedPartition", "FetchSession", "FetchSessionCache", "TopicKey", "next_epoch"]
 
@@ -58,74 +63,97 @@ def next_epoch(epoch: int) -> int:
 class CachedPartition:
     """One partition of a session: what the client last asked for (``request``, the Fetch
     request's partition entry: fetch_offset, partition_max_bytes, ...) and what it was last
-    answered (-1 before any answer, and after an error, so the next answer includes it).
-    ``fetch_offset`` and ``plain`` (no leader epochs to check) are read from ``request`` once;
-    ``log`` is the partition's log as last looked up (looked up again once it is closed)."""
+    answered (-1 before any answer, and after an error). ``seq`` orders the session's
+    partitions (the last answered with records last). ``topic`` is the topic's name ("" for a
+    topic id no topic has)."""
 
     topic: str
     topic_id: uuid.UUID | None
     request: dict[str, Any]
+    seq: int
     high_watermark: int = -1
     log_start_offset: int = -1
-    fetch_offset: int = field(init=False)
-    plain: bool = field(init=False)
-    log: Log | None = None
-
-    def __post_init__(self) -> None:
-        self.set_request(self.request)
-
-    def set_request(self, request: dict[str, Any]) -> None:
-        self.request = request
-        self.fetch_offset = request["fetch_offset"]
-        self.plain = request.get("current_leader_epoch", -1) <= 0 and request.get("last_fetched_epoch", -1) <= 0
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, eq=False)
 class FetchSession:
+    """A session (compared and hashed by identity). Its partitions are read only when they
+    may have something to say: ``dirty`` ones (named by a request since their last answer, or
+    whose log changed: an append, a log start offset moved, deleted) and ``unsettled`` ones
+    (last answered with an error, or with records left to read at their fetch offset, which
+    the client has not moved past). An idle session's fetch reads nothing."""
+
     id: int
     #: the epoch the next incremental request must carry
     epoch: int
     #: opened by topic ids (Fetch v13+) or by names
     uses_topic_ids: bool
-    #: (topic id or name, partition) -> the partition, in the session's order (a dict keeps
-    #: insertion order)
+    #: (topic id or name, partition) -> the partition
     partitions: dict[tuple[TopicKey, int], CachedPartition] = field(default_factory=dict)
     last_used: float = 0.0
+    dirty: set[tuple[TopicKey, int]] = field(default_factory=set)
+    unsettled: set[tuple[TopicKey, int]] = field(default_factory=set)
+    #: moves on at every change marked: a long poll that read at version v reads again only
+    #: if it moved
+    version: int = 0
+    #: the long poll waiting on this session, woken by a change
+    waiter: asyncio.Future[None] | None = None
+    next_seq: int = 0
 
     def __len__(self) -> int:
         return len(self.partitions)
 
-    def update(self, topics: Iterable[tuple[str, uuid.UUID | None, list[dict[str, Any]]]],
-               forgotten: Iterable[tuple[TopicKey, list[int]]]) -> None:
-        """An incremental request: add or update its partitions (each topic as (name, id,
-        the request's partition entries); the name is "" for an unknown id), then drop the
-        forgotten ones."""
+    def key_of(self, name: str, topic_id: uuid.UUID | None, partition: int) -> tuple[TopicKey, int]:
+        return (topic_id if self.uses_topic_ids and topic_id is not None else name, partition)
+
+    def add(self, name: str, topic_id: uuid.UUID | None, request: dict[str, Any]) -> tuple[TopicKey, int]:
+        """Add a partition or update what the client asks of it; it is read next time."""
+        key = self.key_of(name, topic_id, request["partition"])
+        cached = self.partitions.get(key)
+        if cached is None:
+            self.partitions[key] = CachedPartition(name, topic_id, request, self.next_seq)
+            self.next_seq += 1
+        else:
+            cached.request = request
+        self.dirty.add(key)
+        return key
+
+    def forget(self, key: tuple[TopicKey, int]) -> CachedPartition | None:
+        self.dirty.discard(key)
+        self.unsettled.discard(key)
+        return self.partitions.pop(key, None)
+
+    def mark(self, key: tuple[TopicKey, int]) -> None:
+        """The partition's log changed: read it next time, and wake a long poll."""
+        self.dirty.add(key)
+        self.version += 1
+        w = self.waiter
+        if w is not None and not w.done():
+            w.set_result(None)
+
+    def candidates(self) -> list[tuple[TopicKey, int]]:
+        """The partitions to read, in the session's order."""
+        keys = self.dirty | self.unsettled if self.unsettled else self.dirty
         parts = self.partitions
-        by_id = self.uses_topic_ids
-        for name, topic_id, plist in topics:
-            tkey: TopicKey = topic_id if by_id and topic_id is not None else name
-            for p in plist:
-                key = (tkey, p["partition"])
-                cached = parts.get(key)
-                if cached is None:
-                    parts[key] = CachedPartition(name, topic_id, p)
-                else:
-                    cached.set_request(p)
-        for tkey, indexes in forgotten:
-            for i in indexes:
-                parts.pop((tkey, i), None)
+        return sorted((k for k in keys if k in parts), key=lambda k: parts[k].seq)
 
     def answered(self, key: tuple[TopicKey, int], high_watermark: int, log_start_offset: int, error: int,
                  had_records: bool) -> None:
-        """Record what a partition was answered; one answered with records moves to the end."""
+        """Record what a partition read was answered (or would have been: unchanged ones are
+        left out of the answer); one answered with records moves to the end of the order."""
         cached = self.partitions.get(key)
         if cached is None:
             return
+        self.dirty.discard(key)
         cached.high_watermark = -1 if error else high_watermark
         cached.log_start_offset = log_start_offset
+        if error or cached.request["fetch_offset"] < high_watermark:
+            self.unsettled.add(key)
+        else:
+            self.unsettled.discard(key)
         if had_records:
-            del self.partitions[key]
-            self.partitions[key] = cached
+            cached.seq = self.next_seq
+            self.next_seq += 1
 
 
 class FetchSessionCache:
@@ -138,6 +166,9 @@ class FetchSessionCache:
         #: id -> session, least recently used first
         self._sessions: dict[int, FetchSession] = {}
         self.evictions = 0
+        #: (topic, partition) -> the sessions holding it, each with its key for it: how a
+        #: change to a log reaches the sessions that must read it (``changed``)
+        self.watchers: dict[tuple[str, int], dict[FetchSession, tuple[TopicKey, int]]] = {}
 
     def __len__(self) -> int:
         return len(self._sessions)
@@ -155,19 +186,63 @@ class FetchSessionCache:
         return s
 
     def remove(self, session_id: int) -> None:
-        self._sessions.pop(session_id, None)
+        s = self._sessions.pop(session_id, None)
+        if s is not None:
+            self._unwatch_all(s)
 
-    def create(self, uses_topic_ids: bool,
-               partitions: dict[tuple[TopicKey, int], CachedPartition]) -> FetchSession | None:
-        """A new session for a full request's partitions, or None when the cache has no room."""
-        if self.slots <= 0 or (len(self._sessions) >= self.slots and not self._evict_for(len(partitions))):
+    def create(self, uses_topic_ids: bool, size: int) -> FetchSession | None:
+        """A new, empty session for a full request of ``size`` partitions (``add`` them, then
+        ``watch``), or None when the cache has no room."""
+        if self.slots <= 0 or (len(self._sessions) >= self.slots and not self._evict_for(size)):
             return None
         sid = random.randint(1, MAX_EPOCH)
         while sid in self._sessions:
             sid = random.randint(1, MAX_EPOCH)
-        s = FetchSession(sid, 1, uses_topic_ids, partitions, self.clock())
+        s = FetchSession(sid, 1, uses_topic_ids, last_used=self.clock())
         self._sessions[sid] = s
         return s
+
+    def update(self, session: FetchSession, topics: Iterable[tuple[str, uuid.UUID | None, list[dict[str, Any]]]],
+               forgotten: Iterable[tuple[TopicKey, list[int]]]) -> None:
+        """An incremental request: add or update its partitions (each topic as (name, id,
+        the request's partition entries); the name is "" for an unknown id), then drop the
+        forgotten ones."""
+        for name, topic_id, plist in topics:
+            for p in plist:
+                key = session.add(name, topic_id, p)
+                if name:
+                    self.watchers.setdefault((name, p["partition"]), {})[session] = key
+        for tkey, indexes in forgotten:
+            for i in indexes:
+                cached = session.forget((tkey, i))
+                if cached is not None and cached.topic:
+                    self._unwatch(session, (cached.topic, i))
+
+    def watch(self, session: FetchSession) -> None:
+        """Watch every partition of a new session."""
+        for key, cached in session.partitions.items():
+            if cached.topic:
+                self.watchers.setdefault((cached.topic, key[1]), {})[session] = key
+
+    def changed(self, topic: str, partition: int) -> None:
+        """A log changed (an append, its log start offset, deleted): mark it in the sessions
+        holding it."""
+        w = self.watchers.get((topic, partition))
+        if w:
+            for session, key in w.items():
+                session.mark(key)
+
+    def _unwatch(self, session: FetchSession, tp: tuple[str, int]) -> None:
+        w = self.watchers.get(tp)
+        if w is not None:
+            w.pop(session, None)
+            if not w:
+                del self.watchers[tp]
+
+    def _unwatch_all(self, session: FetchSession) -> None:
+        for key, cached in session.partitions.items():
+            if cached.topic:
+                self._unwatch(session, (cached.topic, key[1]))
 
     def _evict_for(self, size: int) -> bool:
         oldest_id = next(iter(self._sessions))
@@ -177,6 +252,6 @@ class FetchSessionCache:
             victim = min(self._sessions, key=lambda i: len(self._sessions[i]))
             if len(self._sessions[victim]) >= size:
                 return False
-        del self._sessions[victim]
+        self._unwatch_all(self._sessions.pop(victim))
         self.evictions += 1
         return True

@@ -172,7 +172,10 @@ class BrokerState:
                     del self._waiters[k]
 
     def notify_append(self, topic: str, partition: int) -> None:
+        """An append to (or another change of: its log start offset moved, it was deleted) a
+        partition: wake the fetches long-polling it, and tell the fetch sessions holding it."""
         self.appends += 1
+        self.fetch_sessions.changed(topic, partition)
         s = self._waiters.get((topic, partition))
         if s:
             for fut in s:

@@ -49,11 +49,14 @@ def _delete(state: BrokerState, topic: str, partition: int, offset: int) -> tupl
     if target < 0:
         return ErrorCode.OFFSET_OUT_OF_RANGE, -1
     try:
+        before = log.log_start_offset
         start = log.delete_records_before(target)
         log.delete_segments_below_log_start()
     except Exception as e:  # noqa: BLE001 - every failure becomes a partition error
         logger.info("DeleteRecords %s-%d before %d: %s", topic, partition, offset, e)
         return error_code_of(e), -1
+    if start != before:
+        state.notify_append(topic, partition)  # fetch sessions answer the new log start offset
     return 0, start
 
 

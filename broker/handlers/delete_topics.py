@@ -45,10 +45,13 @@ def _delete(state: BrokerState, name: str) -> tuple[int, str | None]:
         return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, "This server does not host this topic-partition."
     if name in INTERNAL_TOPICS:
         return ErrorCode.INVALID_TOPIC_EXCEPTION, f"Cannot delete internal topic {name}"
+    partitions = state.logs.partition_counts().get(name, 0)
     try:
         state.logs.delete_topic(name)
     except Exception as e:  # noqa: BLE001
         return error_code_of(e), str(e)
+    for p in range(partitions):  # long polls and fetch sessions on it answer UNKNOWN_TOPIC_OR_PARTITION
+        state.notify_append(name, p)
     return 0, None
 
 

@@ -56,12 +56,13 @@ from __future__ import annotations
 import asyncio
 import struct
 import uuid
+from collections.abc import Callable
 from typing import Any
 
 from client.protocol.api import ApiKey, ErrorCode
 
 from ..errors import error_code_of
-from ..fetch_session import CachedPartition, FetchSession, TopicKey, next_epoch
+from ..fetch_session import FetchSession, TopicKey, next_epoch
 from ..request_context import RequestContext
 from ..state import BrokerState
 from ..storage.errors import OffsetOutOfRangeError
@@ -275,48 +276,29 @@ def _may_read(ctx: RequestContext, request: dict[str, Any], version: int, topic:
     return may_read_topic(ctx, topic)
 
 
-def _session_request(request: dict[str, Any], session: FetchSession,
-                     state: BrokerState) -> tuple[dict[str, Any], list[tuple[TopicKey, int]]]:
-    """The session's partitions that may have something to say, as a request ``_read_all``
-    reads (consecutive partitions of a topic grouped, as Kafka's response groups them), and
-    their session keys in the same order. Skipped: a partition whose fetch offset is its high
-    watermark and last stable offset, as last answered (nothing new, nothing changed)."""
-    logs = state.logs
+def _session_request(request: dict[str, Any], session: FetchSession) -> tuple[dict[str, Any], list[tuple[TopicKey, int]]]:
+    """The session's partitions that may have something to say (``FetchSession.candidates``)
+    as a request ``_read_all`` reads (consecutive partitions of a topic grouped, as Kafka's
+    response groups them), and their session keys in the same order."""
     topics: list[dict[str, Any]] = []
-    keys: list[tuple[TopicKey, int]] = []
+    keys = session.candidates()
+    parts = session.partitions
     last: TopicKey | None = None
     plist: list[dict[str, Any]] = []
-    for key, cp in session.partitions.items():
-        log = cp.log
-        if log is None or log.closed:
-            tkey = key[0]
-            name = logs.topic_name(tkey) if isinstance(tkey, uuid.UUID) else tkey
-            log = cp.log = None if name is None else logs.get_log(name, key[1])
-        if log is not None and cp.plain and log.unchanged_for(cp.fetch_offset, cp.high_watermark, cp.log_start_offset):
-            continue
+    for key in keys:
+        cp = parts[key]
         if key[0] != last or not topics:
             plist = []
             topics.append({"topic": cp.topic, "topic_id": cp.topic_id, "partitions": plist})
             last = key[0]
         plist.append(cp.request)
-        keys.append(key)
     return {**request, "topics": topics}, keys
 
 
-def _session_wait_keys(session: FetchSession, state: BrokerState) -> list[tuple[str, int]]:
-    """(topic, partition) of every partition of the session whose topic exists."""
-    out = []
-    for tkey, idx in session.partitions:
-        name = state.logs.topic_name(tkey) if isinstance(tkey, uuid.UUID) else tkey
-        if name is not None:
-            out.append((name, idx))
-    return out
-
-
 def _changed(result: Result, keys: list[tuple[TopicKey, int]], session: FetchSession) -> Result:
-    """An incremental answer: the partitions with records, an error, a diverging epoch or a
-    high watermark / log start offset other than last answered; the session records what each
-    was answered."""
+    """An incremental answer: the partitions read with records, an error, a diverging epoch or
+    a high watermark / log start offset other than last answered; the session records what
+    each partition read was answered."""
     out: Result = []
     i = 0
     cached = session.partitions
@@ -327,12 +309,13 @@ def _changed(result: Result, keys: list[tuple[TopicKey, int]], session: FetchSes
             i += 1
             idx, err, hw, start, slices, diverging, _, _ = part
             cp = cached.get(key)
-            has_records = any(sl.size for sl in slices)
-            if cp is None or not (has_records or err or diverging >= 0 or hw != cp.high_watermark
-                                  or start != cp.log_start_offset):
+            if cp is None:
                 continue
+            has_records = any(sl.size for sl in slices)
+            include = has_records or err or diverging >= 0 or hw != cp.high_watermark or start != cp.log_start_offset
             session.answered(key, hw, start, err, has_records)
-            kept.append(part)
+            if include:
+                kept.append(part)
         if kept:
             out.append((name, topic_id, kept))
     return out
@@ -342,23 +325,27 @@ def _open_session(ctx: RequestContext, request: dict[str, Any], result: Result) 
     """After a full request's answer (epoch 0): a new session holding its partitions with what
     they were answered; its id, or 0 when the cache has no room."""
     by_id = ctx.api_version >= TOPIC_IDS_FROM
-    parts: dict[tuple[TopicKey, int], CachedPartition] = {}
+    cache = ctx.state.fetch_sessions
+    session = cache.create(by_id, sum(len(t["partitions"]) for t in request["topics"]))
+    if session is None:
+        return 0
     for t, (_, _, plist) in zip(request["topics"], result):
-        tkey: TopicKey = t["topic_id"] if by_id else t["topic"]
         name = t["topic"] if not by_id else (ctx.state.logs.topic_name(t["topic_id"]) or "")
+        topic_id = t["topic_id"] if by_id else None
         for p, part in zip(t["partitions"], plist):
-            _, err, hw, start = part[:4]
-            parts[(tkey, p["partition"])] = CachedPartition(name, t["topic_id"] if by_id else None, p,
-                                                            -1 if err else hw, start)
-    session = ctx.state.fetch_sessions.create(by_id, parts)
-    return 0 if session is None else session.id
+            _, err, hw, start, slices = part[:5]
+            key = session.add(name, topic_id, p)
+            session.answered(key, hw, start, err, False)
+    cache.watch(session)
+    return session.id
 
 
 def _incremental(ctx: RequestContext, request: dict[str, Any]) -> FetchSession | int:
     """An incremental request's session, updated by it and moved to its next epoch, or the
     error that refuses the request."""
     sid, epoch = request["session_id"], request["session_epoch"]
-    session = ctx.state.fetch_sessions.get(sid)
+    cache = ctx.state.fetch_sessions
+    session = cache.get(sid)
     if session is None:
         return ErrorCode.FETCH_SESSION_ID_NOT_FOUND
     if session.epoch != epoch:
@@ -374,7 +361,7 @@ def _incremental(ctx: RequestContext, request: dict[str, Any]) -> FetchSession |
     else:
         topics = [(t["topic"], None, t["partitions"]) for t in request["topics"]]
         forgotten = [(t["topic"], t["partitions"]) for t in request["forgotten_topics_data"]]
-    session.update(topics, forgotten)
+    cache.update(session, topics, forgotten)
     return session
 
 
@@ -398,7 +385,7 @@ def handle(ctx: RequestContext, request: dict[str, Any]) -> Any:
     def read() -> tuple[Result, int, bool, dict[str, Any]]:
         req = request
         if session is not None:
-            req, keys[:] = _session_request(request, session, state)
+            req, keys[:] = _session_request(request, session)
         result, total, errors = _read_all(req, version, state, auth_ctx)
         return result, total, errors, req
 
@@ -413,14 +400,13 @@ def handle(ctx: RequestContext, request: dict[str, Any]) -> Any:
     max_wait = request["max_wait_ms"]
     if total >= request["min_bytes"] or max_wait <= 0 or errors or not (req["topics"] or session is not None):
         return answer(result)
+    if session is not None:
+        return _session_long_poll(session, session.version, request, read, answer, result, max_wait)
     appends_at_read = state.appends
 
     async def long_poll() -> FetchReply:
         loop = asyncio.get_running_loop()
-        if session is not None:  # every partition of the session, not only the changed ones read first
-            wait_keys = _session_wait_keys(session, state)
-        else:
-            wait_keys = [(name, p[0]) for name, _, plist in result for p in plist]
+        wait_keys = [(name, p[0]) for name, _, plist in result for p in plist]
         deadline = loop.time() + max_wait / 1000
         seen = appends_at_read
         res = result
@@ -453,3 +439,39 @@ def handle(ctx: RequestContext, request: dict[str, Any]) -> Any:
         return answer(res)
 
     return long_poll()
+
+
+async def _session_long_poll(session: FetchSession, seen: int, request: dict[str, Any],
+                             read: Callable[[], tuple[Result, int, bool, dict[str, Any]]],
+                             answer: Callable[[Result], FetchReply], result: Result, max_wait: int) -> FetchReply:
+    """A session's long poll: it waits on the session, which every change to one of its
+    partitions wakes (``FetchSession.mark``), and reads again only after a change; woken by
+    ``max_wait_ms`` with nothing changed, it answers from its last read (nothing to say).
+    ``seen``: the session's version when that read was made (changes after it, even before
+    this coroutine first runs, make it read again)."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + max_wait / 1000
+    res = result
+    while True:
+        fut: asyncio.Future[None] = loop.create_future()
+        session.waiter = fut
+        timer = None
+        try:
+            if session.version != seen:
+                seen = session.version
+                res, tot, errs, _ = read()
+                if tot >= request["min_bytes"] or errs:
+                    break
+            remaining = deadline - loop.time()
+            if remaining <= 0:
+                break
+            timer = loop.call_later(remaining, _expire, fut)
+            await fut
+        finally:
+            if timer is not None:
+                timer.cancel()
+            if session.waiter is fut:
+                session.waiter = None
+        if session.version == seen:
+            break
+    return answer(res)

@@ -207,14 +207,6 @@ class Log:
         hw = self._leo
         return hw if fuo is None or fuo > hw else fuo
 
-    def unchanged_for(self, fetch_offset: int, high_watermark: int, log_start_offset: int) -> bool:
-        """A fetch session's test for an idle partition: nothing to read at ``fetch_offset``
-        (the log end, with no transaction open) and high watermark and log start offset as
-        last answered. A few attribute reads: it runs for every idle partition of every
-        incremental fetch."""
-        return (fetch_offset == self._leo == high_watermark and self.log_start_offset == log_start_offset
-                and not self._closed and not self.producer_state.ongoing_txns)
-
     def collect_aborted_transactions(self, fetch_offset: int, upper_bound: int) -> list[AbortedTxn]:
         """The aborted transactions with data in [fetch_offset, upper_bound), from the
         ``.txnindex`` of the segment holding ``fetch_offset`` and the ones after it (see

@@ -753,14 +753,19 @@ class LogManager:
 
     # ---------------------------------------------------------------- periodic work
 
-    def cleanup_logs(self, delete_expired_files: bool = True) -> int:
+    def cleanup_logs(self, delete_expired_files: bool = True,
+                     log_start_moved: Callable[[str, int], None] | None = None) -> int:
         """Retention pass over every log, then (unless the caller does it elsewhere, as the
-        broker does) removal of ``.deleted`` files whose delay passed."""
+        broker does) removal of ``.deleted`` files whose delay passed. ``log_start_moved(topic,
+        partition)`` is called for each log whose log start offset it moved."""
         deleted = 0
         now = self._now_ms()
-        for log in list(self.logs.values()):
+        for (topic, partition), log in list(self.logs.items()):
             try:
+                before = log.log_start_offset
                 deleted += log.delete_old_segments()
+                if log_start_moved is not None and log.log_start_offset != before:
+                    log_start_moved(topic, partition)
                 if delete_expired_files:
                     log.delete_expired_files(now)
             except KafkaStorageError:

@@ -171,3 +171,31 @@ def test_kafka_python_consumes_through_sessions(module_broker: BrokerProcess) ->
         assert sessions and all(s != 0 for s in sessions)  # it fetched through a session
     finally:
         consumer.close()
+
+
+def test_an_idle_session_learns_of_deleted_records_and_a_deleted_topic(module_broker: BrokerProcess) -> None:
+    """Changes that are not appends reach a session too: DeleteRecords' new log start offset,
+    and the topic deleted (UNKNOWN_TOPIC_OR_PARTITION, an error: answered at once)."""
+    topic = "sessions-changes"
+    with Conn(module_broker.port) as c:
+        c.call(ApiKey.CREATE_TOPICS, 4, create_topic(topic, 2))
+        for p in range(2):
+            c.call(ApiKey.PRODUCE, 9, produce(topic, p, batch(4)))
+        full = _fetch(c, 12, 0, 0, {0: 4, 1: 4}, topic=topic)
+        sid = full["session_id"]
+        assert _answered(full) == {0: (0, 4, 0), 1: (0, 4, 0)}
+        assert _answered(_fetch(c, 12, sid, 1, {}, topic=topic, max_wait_ms=20)) == {}
+        r = c.call(ApiKey.DELETE_RECORDS, 2, {"topics": [{"name": topic, "partitions": [
+            {"partition_index": 1, "offset": 3}]}], "timeout_ms": 5000})
+        assert r["topics"][0]["partitions"][0]["low_watermark"] == 3
+        # no records: the long poll runs its course (as Kafka's, which counts bytes), then tells
+        resp = _fetch(c, 12, sid, 2, {}, topic=topic, max_wait_ms=200)
+        (t,) = resp["responses"]
+        assert [(p["partition_index"], p["log_start_offset"]) for p in t["partitions"]] == [(1, 3)]
+        assert c.call(ApiKey.DELETE_TOPICS, 4, {"topic_names": [topic], "timeout_ms": 5000})["responses"][0][
+            "error_code"] == 0
+        t0 = time.monotonic()
+        resp = _fetch(c, 12, sid, 3, {}, topic=topic, max_wait_ms=5000)
+        assert time.monotonic() - t0 < 2
+        assert {p: e for p, (e, _, _) in _answered(resp).items()} == {
+            0: ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, 1: ErrorCode.UNKNOWN_TOPIC_OR_PARTITION}
