@@ -181,6 +181,8 @@ class Broker:
                 self.logs, cfg.node_id, lambda: (len(server.connections), server.accepted),
                 cfg.int("metrics.group.partition.series.max"))
             self.metrics.authentication = lambda: dict(server.auth_stats)
+            sessions = self.state.fetch_sessions
+            self.metrics.fetch_sessions = lambda: (len(sessions), sessions.partitions_cached, sessions.evictions)
             self.http.append(HttpListener(
                 "metrics", *metrics_at, {**routes, "/metrics": self._metrics_route},
                 max_connections=cfg.int("metrics.connections.max"),

@@ -46,6 +46,10 @@ Exposed (kafka_exporter's names where it has one, so existing dashboards work)::
         ..._failed_authentication_total, _successful_reauthentication_total,
         _failed_reauthentication_total, _successful_authentication_no_reauth_total: Kafka's
         authentication counters (TLS handshakes on SSL listeners, SASL logins)
+    kafka_server_fetchsessioncache_numincrementalfetchsessions   fetch sessions in the cache
+    kafka_server_fetchsessioncache_numincrementalfetchpartitionscached   their partitions
+    kafka_server_fetchsessioncache_incrementalfetchsessionevictions_total   sessions evicted
+        for new ones (Kafka's FetchSessionCache metrics, named as the JMX exporter names them)
     minibroker_connections                 open client connections
     minibroker_connections_accepted_total
     minibroker_log_size_bytes{topic,partition}
@@ -209,6 +213,8 @@ class BrokerMetrics:
         self.group_members: Callable[[], Mapping[str, int]] | None = None
         #: the socket server's authentication counters, {(listener, Kafka's name): count}
         self.authentication: Callable[[], dict[tuple[str, str], int]] | None = None
+        #: the fetch session cache's (sessions, partitions cached, evictions)
+        self.fetch_sessions: Callable[[], tuple[int, int, int]] | None = None
         self.latency: dict[int, _Latency] = {}
         self._process = ProcessCollector(registry=None)
         self._executor: concurrent.futures.ThreadPoolExecutor | None = None
@@ -306,6 +312,7 @@ class BrokerMetrics:
         snap.latency = {key: (list(h.counts), h.total) for key, h in self.latency.items()}
         snap.connections = self.connections()
         snap.authentication = self.authentication() if self.authentication is not None else {}
+        snap.fetch_sessions = self.fetch_sessions() if self.fetch_sessions is not None else (0, 0, 0)
         snap.logs = [(topic, partition, log.size, log.num_segments, log.high_watermark, log.log_start_offset)
                      for (topic, partition), log in self.logs.logs.items()]
         if self.group_offsets is None:
@@ -351,6 +358,7 @@ class Snapshot:
         self.latency: dict[int, tuple[list[int], float]] = {}
         self.connections = (0, 0)
         self.authentication: dict[tuple[str, str], int] = {}
+        self.fetch_sessions = (0, 0, 0)
         self.logs: list[LogRow] = []
         self.groups: list[tuple[str, dict[tuple[str, int], _Committed]]] | None = None
         self.members: dict[str, int] | None = None
@@ -409,6 +417,15 @@ class Snapshot:
                 out.append(f'{name}_bucket{{api="{api}",le="{le}"}} {float(cumulative)!r}\n')
             out.append(f'{name}_count{{api="{api}"}} {float(cumulative)!r}\n')
             out.append(f'{name}_sum{{api="{api}"}} {float(seconds)!r}\n')
+        sessions, cached, evictions = self.fetch_sessions
+        name = "kafka_server_fetchsessioncache_"
+        _family(out, name + "numincrementalfetchsessions", "gauge", "Incremental fetch sessions in the cache")
+        out.append(f"{name}numincrementalfetchsessions {float(sessions)!r}\n")
+        _family(out, name + "numincrementalfetchpartitionscached", "gauge", "Partitions of the cached fetch sessions")
+        out.append(f"{name}numincrementalfetchpartitionscached {float(cached)!r}\n")
+        _family(out, name + "incrementalfetchsessionevictions_total", "counter",
+                "Fetch sessions evicted for new ones")
+        out.append(f"{name}incrementalfetchsessionevictions_total {float(evictions)!r}\n")
         open_, accepted = self.connections
         _family(out, "minibroker_connections", "gauge", "Open client connections")
         out.append(f"minibroker_connections {float(open_)!r}\n")

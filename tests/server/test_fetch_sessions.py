@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from broker.testing import BrokerProcess
+from broker.testing import BrokerProcess, parse_metrics
 from client.protocol.api import ApiKey, ErrorCode
 from tests.server.wire import Conn, batch, create_topic, produce
 
@@ -125,7 +125,8 @@ def test_session_errors(conn: Conn, module_broker: BrokerProcess) -> None:
 
 
 def test_the_cache_is_bounded_and_evicts_the_smallest_session(tmp_path) -> None:
-    b = BrokerProcess(str(tmp_path / "data"), overrides=["max.incremental.fetch.session.cache.slots=2"]).start()
+    b = BrokerProcess(str(tmp_path / "data"), overrides=["max.incremental.fetch.session.cache.slots=2"],
+                      metrics=True).start()
     try:
         with Conn(b.port) as c:
             c.call(ApiKey.CREATE_TOPICS, 4, create_topic(TOPIC, PARTS))
@@ -140,6 +141,10 @@ def test_the_cache_is_bounded_and_evicts_the_smallest_session(tmp_path) -> None:
             assert _fetch(c, 12, one, 1, {})["error_code"] == ErrorCode.FETCH_SESSION_ID_NOT_FOUND
             assert _fetch(c, 12, two, 1, {})["error_code"] == 0
             assert _fetch(c, 12, three, 1, {})["error_code"] == 0
+            m = parse_metrics(b.scrape())
+            name = "kafka_server_fetchsessioncache_"
+            assert [m[(name + n, frozenset())] for n in ("numincrementalfetchsessions", "numincrementalfetchpartitionscached",
+                                                         "incrementalfetchsessionevictions_total")] == [2, 5, 1]
     finally:
         assert b.stop() == 0
 
