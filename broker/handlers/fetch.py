@@ -401,77 +401,60 @@ def handle(ctx: RequestContext, request: dict[str, Any]) -> Any:
     if total >= request["min_bytes"] or max_wait <= 0 or errors or not (req["topics"] or session is not None):
         return answer(result)
     if session is not None:
-        return _session_long_poll(session, session.version, request, read, answer, result, max_wait)
-    appends_at_read = state.appends
+        def wait_on_session(fut: asyncio.Future[None]) -> Callable[[], None]:
+            session.waiter = fut
 
-    async def long_poll() -> FetchReply:
-        loop = asyncio.get_running_loop()
-        wait_keys = [(name, p[0]) for name, _, plist in result for p in plist]
-        deadline = loop.time() + max_wait / 1000
-        seen = appends_at_read
-        res = result
-        while True:
-            fut: asyncio.Future[None] = loop.create_future()
-            state.add_waiter(wait_keys, fut)
-            timer = None
-            try:
-                # Registered: read again only if an append was notified since the last read (it
-                # may have been to one of ours, and notified no one), not after every wake-up.
-                if state.appends != seen:
-                    seen = state.appends
-                    res, tot, errs, _ = read()
-                    if tot >= request["min_bytes"] or errs:
-                        break
-                remaining = deadline - loop.time()
-                if remaining <= 0:
-                    break
-                # A timer that resolves the waiter, not asyncio.wait_for: no second future, and
-                # no cancel-and-wait turn when max_wait_ms passes (the common end of a long poll).
-                timer = loop.call_later(remaining, _expire, fut)
-                await fut
-            finally:
-                if timer is not None:
-                    timer.cancel()
-                state.remove_waiter(wait_keys, fut)
-            if state.appends == seen:  # woken by the timer with nothing appended anywhere:
-                res, _, _, _ = read()  # a last read for the answer (a log start may have moved)
-                break
-        return answer(res)
+            def release() -> None:
+                if session.waiter is fut:
+                    session.waiter = None
+            return release
+        return _long_poll(wait_on_session, lambda: session.version, session.version, request["min_bytes"],
+                          read, answer, result, max_wait)
+    wait_keys = [(name, p[0]) for name, _, plist in result for p in plist]
 
-    return long_poll()
+    def wait_on_partitions(fut: asyncio.Future[None]) -> Callable[[], None]:
+        state.add_waiter(wait_keys, fut)
+        return lambda: state.remove_waiter(wait_keys, fut)
+    return _long_poll(wait_on_partitions, lambda: state.appends, state.appends, request["min_bytes"],
+                      read, answer, result, max_wait)
 
 
-async def _session_long_poll(session: FetchSession, seen: int, request: dict[str, Any],
-                             read: Callable[[], tuple[Result, int, bool, dict[str, Any]]],
-                             answer: Callable[[Result], FetchReply], result: Result, max_wait: int) -> FetchReply:
-    """A session's long poll: it waits on the session, which every change to one of its
-    partitions wakes (``FetchSession.mark``), and reads again only after a change; woken by
-    ``max_wait_ms`` with nothing changed, it answers from its last read (nothing to say).
-    ``seen``: the session's version when that read was made (changes after it, even before
-    this coroutine first runs, make it read again)."""
+async def _long_poll(wait: Callable[[asyncio.Future[None]], Callable[[], None]], version: Callable[[], int],
+                     seen: int, min_bytes: int, read: Callable[[], tuple[Result, int, bool, dict[str, Any]]],
+                     answer: Callable[[Result], FetchReply], result: Result, max_wait: int) -> FetchReply:
+    """Wait until ``min_bytes`` are there, an error, or ``max_wait`` ms, then answer.
+
+    ``wait(fut)`` registers a future that a change wakes (a session's own waiter, or the
+    partitions' waiters) and returns its undo; ``version()`` moves on with every change that
+    could alter the answer (the session's, or the broker's count of appends, log start moves
+    and deletions). ``seen`` is the version of the read that decided to wait: a change after
+    it, even before this coroutine first runs, makes it read again once registered, and it
+    reads again only after a change. Woken by ``max_wait`` with nothing changed, it answers
+    from its last read."""
     loop = asyncio.get_running_loop()
     deadline = loop.time() + max_wait / 1000
     res = result
     while True:
         fut: asyncio.Future[None] = loop.create_future()
-        session.waiter = fut
+        release = wait(fut)
         timer = None
         try:
-            if session.version != seen:
-                seen = session.version
+            if version() != seen:
+                seen = version()
                 res, tot, errs, _ = read()
-                if tot >= request["min_bytes"] or errs:
+                if tot >= min_bytes or errs:
                     break
             remaining = deadline - loop.time()
             if remaining <= 0:
                 break
+            # A timer that resolves the waiter, not asyncio.wait_for: no second future, and
+            # no cancel-and-wait turn when max_wait_ms passes (the common end of a long poll).
             timer = loop.call_later(remaining, _expire, fut)
             await fut
         finally:
             if timer is not None:
                 timer.cancel()
-            if session.waiter is fut:
-                session.waiter = None
-        if session.version == seen:
+            release()
+        if version() == seen:
             break
     return answer(res)
