@@ -337,6 +337,20 @@ def test_acl_apis_create_describe_delete(ib, acls) -> None:
         assert c.call(ApiKey.DESCRIBE_ACLS, 2, f)["resources"] == []
 
 
+def test_update_features_needs_alter_on_the_cluster(ib, acls) -> None:
+    body = {"timeout_ms": 1000, "validate_only": False, "feature_updates": [
+        {"feature": "eligible.leader.replicas.version", "max_version_level": 0, "upgrade_type": 2}]}
+    with Conn(ib.port) as c:
+        acls(acl(C, "kafka-cluster", Op.DESCRIBE))
+        r = c.call(ApiKey.UPDATE_FEATURES, 1, body)
+        assert (r["error_code"], r["error_message"], r["results"]) == (
+            ErrorCode.CLUSTER_AUTHORIZATION_FAILED, "Cluster authorization failed.", [])
+        assert ib.call(lambda: ib.broker.state.features.level("eligible.leader.replicas.version")) == 1
+        acls(acl(C, "kafka-cluster", Op.ALTER))
+        r = c.call(ApiKey.UPDATE_FEATURES, 1, {**body, "validate_only": True})
+        assert (r["error_code"], r["results"][0]["error_code"]) == (0, 0)
+
+
 def test_allow_everyone_if_no_acl_found(tmp_path) -> None:
     with InProcessBroker(str(tmp_path / "d"), {**ON, "allow.everyone.if.no.acl.found": "true"}) as b:
         b.call(lambda: b.broker.state.logs.create_topic("open", 1))
