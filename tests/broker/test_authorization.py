@@ -351,6 +351,17 @@ def test_update_features_needs_alter_on_the_cluster(ib, acls) -> None:
         assert (r["error_code"], r["results"][0]["error_code"]) == (0, 0)
 
 
+def test_describe_quorum_needs_describe_on_the_cluster(ib, acls) -> None:
+    body = {"topics": [{"topic_name": "__cluster_metadata", "partitions": [{"partition_index": 0}]}]}
+    with Conn(ib.port) as c:
+        r = c.call(ApiKey.DESCRIBE_QUORUM, 2, body)
+        assert (r["error_code"], r["error_message"], r["topics"], r["nodes"]) == (
+            ErrorCode.CLUSTER_AUTHORIZATION_FAILED, "Cluster authorization failed.", [], [])
+        acls(acl(C, "kafka-cluster", Op.DESCRIBE))
+        r = c.call(ApiKey.DESCRIBE_QUORUM, 2, body)
+        assert r["error_code"] == 0 and r["topics"][0]["partitions"][0]["leader_id"] == 0
+
+
 def test_allow_everyone_if_no_acl_found(tmp_path) -> None:
     with InProcessBroker(str(tmp_path / "d"), {**ON, "allow.everyone.if.no.acl.found": "true"}) as b:
         b.call(lambda: b.broker.state.logs.create_topic("open", 1))

@@ -40,6 +40,7 @@ REQUESTS: dict[ApiKey, dict[str, Any]] = {
     # the level it has: accepted, nothing changes (v0 has no validate_only)
     ApiKey.UPDATE_FEATURES: {"timeout_ms": 1000, "validate_only": False, "feature_updates": [
         {"feature": "metadata.version", "max_version_level": 29, "allow_downgrade": False, "upgrade_type": 1}]},
+    ApiKey.DESCRIBE_QUORUM: {"topics": [{"topic_name": "__cluster_metadata", "partitions": [{"partition_index": 0}]}]},
 }
 
 
@@ -77,6 +78,10 @@ def check(key: ApiKey, version: int, resp: dict[str, Any]) -> None:
     elif key == ApiKey.UPDATE_FEATURES:
         assert (resp["error_code"], resp["error_message"]) == (0, None)
         assert [r["feature"] for r in resp["results"]] == (["metadata.version"] if version <= 1 else [])
+    elif key == ApiKey.DESCRIBE_QUORUM:
+        p = resp["topics"][0]["partitions"][0]
+        assert (resp["error_code"], p["error_code"], p["leader_id"], len(p["current_voters"])) == (0, 0, 0, 1)
+        assert len(resp["nodes"]) == (1 if version >= 2 else 0)
 
 
 def test_every_advertised_version_of_the_admin_apis(module_broker) -> None:
@@ -105,7 +110,7 @@ def test_every_advertised_version_of_the_admin_apis(module_broker) -> None:
         return done
 
     done = asyncio.run(go())
-    assert len(done) == sum(SUPPORTED_VERSIONS[k][1] - SUPPORTED_VERSIONS[k][0] + 1 for k in REQUESTS) == 41
+    assert len(done) == sum(SUPPORTED_VERSIONS[k][1] - SUPPORTED_VERSIONS[k][0] + 1 for k in REQUESTS) == 44
 
 
 @pytest.mark.parametrize("key", list(REQUESTS))
@@ -115,5 +120,6 @@ def test_ranges_are_kafka_42s(key: ApiKey) -> None:
                 ApiKey.DESCRIBE_CLUSTER: (0, 2), ApiKey.DESCRIBE_LOG_DIRS: (0, 5),
                 ApiKey.OFFSET_FOR_LEADER_EPOCH: (0, 4), ApiKey.ELECT_LEADERS: (0, 2),
                 ApiKey.LIST_PARTITION_REASSIGNMENTS: (0, 0), ApiKey.ALTER_PARTITION_REASSIGNMENTS: (0, 1),
-                ApiKey.DESCRIBE_PRODUCERS: (0, 0), ApiKey.UPDATE_FEATURES: (0, 2)}
+                ApiKey.DESCRIBE_PRODUCERS: (0, 0), ApiKey.UPDATE_FEATURES: (0, 2),
+                ApiKey.DESCRIBE_QUORUM: (0, 2)}
     assert SUPPORTED_VERSIONS[key] == expected[key]
