@@ -40,7 +40,6 @@ PENDING: dict[int, str] = {
     48: "DescribeClientQuotas (client quotas)",
     49: "AlterClientQuotas (client quotas)",
     74: "ListConfigResources",
-    75: "DescribeTopicPartitions",
 }
 
 

@@ -41,6 +41,7 @@ REQUESTS: dict[ApiKey, dict[str, Any]] = {
     ApiKey.UPDATE_FEATURES: {"timeout_ms": 1000, "validate_only": False, "feature_updates": [
         {"feature": "metadata.version", "max_version_level": 29, "allow_downgrade": False, "upgrade_type": 1}]},
     ApiKey.DESCRIBE_QUORUM: {"topics": [{"topic_name": "__cluster_metadata", "partitions": [{"partition_index": 0}]}]},
+    ApiKey.DESCRIBE_TOPIC_PARTITIONS: {"topics": [{"name": TOPIC}], "response_partition_limit": 2000, "cursor": None},
 }
 
 
@@ -82,6 +83,9 @@ def check(key: ApiKey, version: int, resp: dict[str, Any]) -> None:
         p = resp["topics"][0]["partitions"][0]
         assert (resp["error_code"], p["error_code"], p["leader_id"], len(p["current_voters"])) == (0, 0, 0, 1)
         assert len(resp["nodes"]) == (1 if version >= 2 else 0)
+    elif key == ApiKey.DESCRIBE_TOPIC_PARTITIONS:
+        (t,) = resp["topics"]
+        assert (t["error_code"], t["name"], len(t["partitions"]), resp["next_cursor"]) == (0, TOPIC, 1, None)
 
 
 def test_every_advertised_version_of_the_admin_apis(module_broker) -> None:
@@ -110,7 +114,7 @@ def test_every_advertised_version_of_the_admin_apis(module_broker) -> None:
         return done
 
     done = asyncio.run(go())
-    assert len(done) == sum(SUPPORTED_VERSIONS[k][1] - SUPPORTED_VERSIONS[k][0] + 1 for k in REQUESTS) == 44
+    assert len(done) == sum(SUPPORTED_VERSIONS[k][1] - SUPPORTED_VERSIONS[k][0] + 1 for k in REQUESTS) == 45
 
 
 @pytest.mark.parametrize("key", list(REQUESTS))
@@ -121,5 +125,5 @@ def test_ranges_are_kafka_42s(key: ApiKey) -> None:
                 ApiKey.OFFSET_FOR_LEADER_EPOCH: (0, 4), ApiKey.ELECT_LEADERS: (0, 2),
                 ApiKey.LIST_PARTITION_REASSIGNMENTS: (0, 0), ApiKey.ALTER_PARTITION_REASSIGNMENTS: (0, 1),
                 ApiKey.DESCRIBE_PRODUCERS: (0, 0), ApiKey.UPDATE_FEATURES: (0, 2),
-                ApiKey.DESCRIBE_QUORUM: (0, 2)}
+                ApiKey.DESCRIBE_QUORUM: (0, 2), ApiKey.DESCRIBE_TOPIC_PARTITIONS: (0, 0)}
     assert SUPPORTED_VERSIONS[key] == expected[key]
