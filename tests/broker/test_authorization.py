@@ -391,6 +391,18 @@ def test_describe_topic_partitions_as_kafka_pages_authorization(ib, acls) -> Non
         assert dtp(c, [], cursor="z-3") == ([("z-3", 0)], None)
 
 
+def test_list_config_resources_needs_describe_configs_on_the_cluster(ib, acls) -> None:
+    _topic(ib, "lcr-t")
+    with Conn(ib.port) as c:
+        acls(acl(C, "kafka-cluster", Op.DESCRIBE), acl(T, "*", Op.ALL))  # not DESCRIBE_CONFIGS on the cluster
+        for version in (0, 1):
+            r = c.call(ApiKey.LIST_CONFIG_RESOURCES, version, {"resource_types": [2]} if version else {})
+            assert (r["error_code"], r["config_resources"]) == (ErrorCode.CLUSTER_AUTHORIZATION_FAILED, [])
+        acls(acl(C, "kafka-cluster", Op.DESCRIBE_CONFIGS))
+        r = c.call(ApiKey.LIST_CONFIG_RESOURCES, 1, {"resource_types": [2]})
+        assert r["error_code"] == 0 and {"resource_name": "lcr-t", "resource_type": 2} in r["config_resources"]
+
+
 def test_allow_everyone_if_no_acl_found(tmp_path) -> None:
     with InProcessBroker(str(tmp_path / "d"), {**ON, "allow.everyone.if.no.acl.found": "true"}) as b:
         b.call(lambda: b.broker.state.logs.create_topic("open", 1))

@@ -175,3 +175,25 @@ def test_describe_topic_partitions_pages_with_a_cursor(paged) -> None:
             [("dtp-a", ErrorCode.INVALID_REQUEST, []), ("dtp-c", ErrorCode.INVALID_REQUEST, [])], None)
         assert page(c, ["dtp-a"], cursor=("dtp-a", -1)) == ([("dtp-a", ErrorCode.INVALID_REQUEST, [])], None)
         assert page(c, [], cursor=("dtp-a", -1)) == ([], None)
+
+
+# ------------------------------------------------------------------ ListConfigResources
+
+
+def test_list_config_resources(paged) -> None:
+    with Conn(paged.port) as c:
+        def listed(version: int, *types: int) -> tuple[int, list[tuple[int, str]]]:
+            r = c.call(ApiKey.LIST_CONFIG_RESOURCES, version, {"resource_types": list(types)})
+            return r["error_code"], [(x["resource_type"], x["resource_name"]) for x in r["config_resources"]]
+
+        topics = [(2, t) for t in ("__consumer_offsets", "dtp-a", "dtp-b", "dtp-c")]
+        # v0: client-metrics resources, of which this broker keeps none
+        assert listed(0) == (0, [])
+        # v1: the types asked for (all of them when none is), brokers before topics
+        assert listed(1) == (0, [(4, "0"), *topics])
+        assert listed(1, 2, 2) == (0, topics)
+        assert listed(1, 2, 4) == listed(1, 4, 2) == (0, [(4, "0"), *topics])
+        assert listed(1, 8, 16, 32) == (0, [])  # broker loggers, client metrics, groups: none kept
+        # a type v1 does not know fails the request
+        assert listed(1, 2, 1) == (ErrorCode.UNSUPPORTED_VERSION, [])
+        assert listed(1, 64) == (ErrorCode.UNSUPPORTED_VERSION, [])

@@ -42,6 +42,7 @@ REQUESTS: dict[ApiKey, dict[str, Any]] = {
         {"feature": "metadata.version", "max_version_level": 29, "allow_downgrade": False, "upgrade_type": 1}]},
     ApiKey.DESCRIBE_QUORUM: {"topics": [{"topic_name": "__cluster_metadata", "partitions": [{"partition_index": 0}]}]},
     ApiKey.DESCRIBE_TOPIC_PARTITIONS: {"topics": [{"name": TOPIC}], "response_partition_limit": 2000, "cursor": None},
+    ApiKey.LIST_CONFIG_RESOURCES: {"resource_types": []},  # v0: client metrics; v1: every type
 }
 
 
@@ -86,6 +87,10 @@ def check(key: ApiKey, version: int, resp: dict[str, Any]) -> None:
     elif key == ApiKey.DESCRIBE_TOPIC_PARTITIONS:
         (t,) = resp["topics"]
         assert (t["error_code"], t["name"], len(t["partitions"]), resp["next_cursor"]) == (0, TOPIC, 1, None)
+    elif key == ApiKey.LIST_CONFIG_RESOURCES:
+        assert resp["error_code"] == 0
+        listed = [(r["resource_type"], r["resource_name"]) for r in resp["config_resources"]]
+        assert listed == ([] if version == 0 else [(4, "0"), (2, TOPIC)])
 
 
 def test_every_advertised_version_of_the_admin_apis(module_broker) -> None:
@@ -114,7 +119,7 @@ def test_every_advertised_version_of_the_admin_apis(module_broker) -> None:
         return done
 
     done = asyncio.run(go())
-    assert len(done) == sum(SUPPORTED_VERSIONS[k][1] - SUPPORTED_VERSIONS[k][0] + 1 for k in REQUESTS) == 45
+    assert len(done) == sum(SUPPORTED_VERSIONS[k][1] - SUPPORTED_VERSIONS[k][0] + 1 for k in REQUESTS) == 47
 
 
 @pytest.mark.parametrize("key", list(REQUESTS))
@@ -125,5 +130,6 @@ def test_ranges_are_kafka_42s(key: ApiKey) -> None:
                 ApiKey.OFFSET_FOR_LEADER_EPOCH: (0, 4), ApiKey.ELECT_LEADERS: (0, 2),
                 ApiKey.LIST_PARTITION_REASSIGNMENTS: (0, 0), ApiKey.ALTER_PARTITION_REASSIGNMENTS: (0, 1),
                 ApiKey.DESCRIBE_PRODUCERS: (0, 0), ApiKey.UPDATE_FEATURES: (0, 2),
-                ApiKey.DESCRIBE_QUORUM: (0, 2), ApiKey.DESCRIBE_TOPIC_PARTITIONS: (0, 0)}
+                ApiKey.DESCRIBE_QUORUM: (0, 2), ApiKey.DESCRIBE_TOPIC_PARTITIONS: (0, 0),
+                ApiKey.LIST_CONFIG_RESOURCES: (0, 1)}
     assert SUPPORTED_VERSIONS[key] == expected[key]
