@@ -95,6 +95,7 @@ BROKER_DEFAULTS: dict[str, str] = {
     # incremental fetch sessions (broker/fetch_session.py)
     "max.incremental.fetch.session.cache.slots": "1000",
     "min.incremental.fetch.session.eviction.ms": "120000",
+    "max.request.partition.size.limit": "2000",  # DescribeTopicPartitions' page
     "producer.id.expiration.ms": "86400000",
     "producer.id.expiration.check.interval.ms": "600000",
     # the group coordinator (broker/group)
@@ -164,6 +165,7 @@ BROKER_TYPES: dict[str, tuple[str, int | None, int | None]] = {
     "connections.max.idle.ms": ("long", None, None),  # negative: no idle timeout, as Kafka
     "max.incremental.fetch.session.cache.slots": ("int", 0, None),
     "min.incremental.fetch.session.eviction.ms": ("int", 0, None),
+    "max.request.partition.size.limit": ("int", 1, None),
     "producer.id.expiration.ms": ("int", 1, None),
     "producer.id.expiration.check.interval.ms": ("int", 1, None),
     "offsets.topic.num.partitions": ("int", 1, None),

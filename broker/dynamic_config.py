@@ -284,6 +284,8 @@ _BROKER_DOCS = {
     "connections.max.idle.ms": "Close connections idle this long (negative: never).",
     "max.incremental.fetch.session.cache.slots": "The most incremental fetch sessions kept (KIP-227).",
     "min.incremental.fetch.session.eviction.ms": "A fetch session idle this long may be evicted for a new one.",
+    "max.request.partition.size.limit": "The most partitions a DescribeTopicPartitions response holds (a"
+                                        " client's smaller response_partition_limit wins).",
     "producer.id.expiration.ms": "Forget an idempotent producer's state after this long without a write.",
     "producer.id.expiration.check.interval.ms": "How often expired producer ids are removed.",
     "metrics.listeners": "minibroker's own: where /metrics and /healthz are served; unset: off.",

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 from .authorizer import AclStore, StandardAuthorizer
 from .config import BrokerConfig
 from .dynamic_config import DynamicBrokerConfig
+from .features import FeatureStore
 from .fetch_session import FetchSessionCache
 from .group.runtime import GroupRuntime
 from .log_limiter import LogLimiter
@@ -101,6 +102,9 @@ class BrokerState:
         #: SCRAM credentials (KIP-554): <log.dir>/scram-credentials.json; ScramCredentialFileError
         #: if that file is corrupt (the broker does not start)
         self.scram_credentials = ScramCredentialStore(logs.log_dir)
+        #: finalized feature levels (ApiVersions, UpdateFeatures): <log.dir>/finalized-features.json;
+        #: FeatureFileError if that file cannot be used (the broker does not start)
+        self.features = FeatureStore(logs.log_dir, self.node_id)
         #: the StandardAuthorizer when ``authorizer.class.name`` names it, else None (every request
         #: allowed; ``RequestContext.authorize`` tests this one attribute), and the ACL set it is
         #: fed from, <log.dir>/acls.json (AclFileError if that file is corrupt: no start)

@@ -1,4 +1,11 @@
-"""ApiVersions (18), v0-4: the APIs and version ranges this broker serves.
+"""ApiVersions (18), v0-4: the APIs and version ranges this broker serves and, from v3 (tagged
+fields), its features as a single combined Kafka 4.2 KRaft node reports them (broker/features.py):
+``supported_features`` Kafka 4.2's ranges, ``finalized_features`` the data directory's levels
+(min = max = the level; features at level 0 left out, as Kafka's
+``ApiVersionsResponse.createFinalizedFeatureKeys``), ``finalized_features_epoch`` their epoch,
+``zk_migration_ready`` false. v3 leaves out the supported features whose minimum is 0
+(KAFKA-17492: older clients cannot read them; only ``metadata.version`` remains), v4 lists them
+all, as Kafka's ``alterFeatureLevel0`` does.
 
 A request for a version above 4 never reaches this handler: the server answers it with a v0
 body carrying UNSUPPORTED_VERSION and our ApiVersions range (the KIP-511 fallback)."""
@@ -19,4 +26,14 @@ _KEYS = [{"api_key": int(k), "min_version": lo, "max_version": hi}
 
 
 def handle(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
-    return {"error_code": 0, "api_keys": _KEYS, "throttle_time_ms": 0}
+    body: dict[str, Any] = {"error_code": 0, "api_keys": _KEYS, "throttle_time_ms": 0}
+    if ctx.api_version < 3:  # no tagged fields
+        return body
+    features = ctx.state.features
+    body["supported_features"] = [{"name": name, "min_version": lo, "max_version": hi}
+                                  for name, (lo, hi) in features.supported().items()
+                                  if lo > 0 or ctx.api_version >= 4]
+    body["finalized_features"] = [{"name": name, "max_version_level": level, "min_version_level": level}
+                                  for name, level in features.finalized().items()]
+    body["finalized_features_epoch"] = features.epoch
+    return body

@@ -10,7 +10,8 @@ Layout::
       recovery-point-offset-checkpoint     Kafka's text checkpoint (checkpoint.py)
       log-start-offset-checkpoint
       .kafka_cleanshutdown                 present only between a clean shutdown and the next start
-      meta.properties                      version, cluster.id, node.id (Kafka's, informative)
+      meta.properties                      version, cluster.id, node.id, directory.id (Kafka's;
+                                           the directory id is DescribeQuorum's)
       topic-configs.json                   minibroker's own: per-topic config overrides and partition
                                            counts, so they survive restarts (Kafka keeps them in its
                                            metadata log)
@@ -75,7 +76,13 @@ from .fd_budget import PartitionBudget, raise_fd_limit
 from .file_records import OpenFiles
 from .fileutil import atomic_write, fsync_path
 from .log import Log
-from .partition_metadata import new_topic_id, read_partition_metadata, write_partition_metadata
+from .partition_metadata import (
+    new_topic_id,
+    read_partition_metadata,
+    topic_id_from_str,
+    topic_id_to_str,
+    write_partition_metadata,
+)
 from .producer_state import DEFAULT_PRODUCER_ID_EXPIRATION_MS
 
 __all__ = ["LogManager", "validate_topic_name", "prepare_log_dir", "TopicInfo"]
@@ -162,6 +169,8 @@ class LogManager:
         self.default_config = default_config or LogConfig()
         self.node_id = node_id
         self.cluster_id = "minibroker"  # read from meta.properties at startup
+        #: the data directory's id (Kafka's ``directory.id`` of meta.properties), read at startup
+        self.directory_id = uuid.UUID(int=0)
         self._now_ms = now_ms
         self.logs: dict[tuple[str, int], Log] = {}  # changed only by _add_log/_pop_log
         #: partitions that could not be loaded, with why: counted in their topic, served by
@@ -247,15 +256,26 @@ class LogManager:
                     "clean" if self.had_clean_shutdown else ("unclean" if self.logs else "no previous"))
 
     def _write_meta_properties(self) -> None:
-        """Create ``meta.properties`` (version, cluster.id, node.id) in a new data directory, or
-        check the existing one: it must parse and name this node (InconsistentMetaPropertiesError
-        otherwise, before anything in the directory is touched)."""
+        """Create ``meta.properties`` (version, cluster.id, node.id, directory.id) in a new data
+        directory, or check the existing one: it must parse and name this node
+        (InconsistentMetaPropertiesError otherwise, before anything in the directory is touched).
+        One written before directory ids gets a new ``directory.id`` line, as Kafka 3.7+ gives
+        one to a log directory that has none."""
         path = os.path.join(self.log_dir, META_PROPERTIES)
         if not os.path.exists(path):
-            atomic_write(path, f"version=1\ncluster.id={uuid.uuid4().hex[:22]}\nnode.id={self.node_id}\n".encode())
-        self.cluster_id = self._read_meta_properties(path)
+            atomic_write(path, (f"version=1\ncluster.id={uuid.uuid4().hex[:22]}\nnode.id={self.node_id}\n"
+                                f"directory.id={topic_id_to_str(new_topic_id())}\n").encode())
+        self.cluster_id, directory_id = self._read_meta_properties(path)
+        if directory_id is None:
+            directory_id = new_topic_id()
+            with open(path, "rb") as f:
+                text = f.read().decode("utf-8")
+            if text and not text.endswith("\n"):
+                text += "\n"
+            atomic_write(path, f"{text}directory.id={topic_id_to_str(directory_id)}\n".encode())
+        self.directory_id = directory_id
 
-    def _read_meta_properties(self, path: str) -> str:
+    def _read_meta_properties(self, path: str) -> tuple[str, uuid.UUID | None]:
         try:
             with open(path, "rb") as f:
                 text = f.read(1 << 16).decode("utf-8")
@@ -275,7 +295,12 @@ class LogManager:
         if int(node) != self.node_id:
             raise InconsistentMetaPropertiesError(
                 f"the configured node.id {self.node_id} does not match node.id {node} stored in {path}")
-        return props["cluster.id"]
+        directory = props.get("directory.id")
+        try:
+            directory_id = None if directory is None else topic_id_from_str(directory)
+        except ValueError:
+            raise InconsistentMetaPropertiesError(f"{path} has an invalid directory.id {directory!r}") from None
+        return props["cluster.id"], directory_id
 
     def _read_topic_configs(self) -> dict[str, dict[str, str]]:
         """The topics' overrides; also fills ``_partition_counts`` (absent in files written

@@ -23,6 +23,7 @@ _I8 = struct.Struct(">b")
 _I16 = struct.Struct(">h")
 _I32 = struct.Struct(">i")
 _I64 = struct.Struct(">q")
+_U16 = struct.Struct(">H")
 _U32 = struct.Struct(">I")
 _F64 = struct.Struct(">d")
 
@@ -75,6 +76,9 @@ class Reader:
 
     def int32(self) -> int:
         return _I32.unpack_from(self.buf, self._need(4))[0]
+
+    def uint16(self) -> int:
+        return _U16.unpack_from(self.buf, self._need(2))[0]
 
     def uint32(self) -> int:
         return _U32.unpack_from(self.buf, self._need(4))[0]
@@ -217,6 +221,9 @@ class Writer:
 
     def int32(self, v: int) -> None:
         self.buf += _I32.pack(v)
+
+    def uint16(self, v: int) -> None:
+        self.buf += _U16.pack(v)
 
     def uint32(self, v: int) -> None:
         self.buf += _U32.pack(v)

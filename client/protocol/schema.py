@@ -3,10 +3,12 @@
 A message is a tree of ``Field``s, written from Kafka's JSON message specs
 (``clients/src/main/resources/common/message/*.json``): each field has the versions it exists
 in (``"3+"``, ``"0-4"``), the versions in which it may be null, and optionally a tag (a tagged
-field, flexible versions only). Types: ``int8 int16 int32 int64 uint32 bool float64 uuid
-string bytes records``, ``Array(type)`` of a primitive, ``Array([...fields])`` of structs, or
-``Struct([...fields])``: one struct (the specs' struct-typed fields, all tagged so far, such as
-FetchResponse's ``diverging_epoch``; absent decodes to None and None is not written).
+field, flexible versions only). Types: ``int8 int16 int32 int64 uint16 uint32 bool float64
+uuid string bytes records``, ``Array(type)`` of a primitive, ``Array([...fields])`` of structs,
+or ``Struct([...fields])``: one struct (the specs' struct-typed fields). A tagged struct
+(FetchResponse's ``diverging_epoch``) absent decodes to None and None is not written; a
+nullable untagged one (DescribeTopicPartitions' ``cursor``) is preceded by an int8 marker, -1
+for null and 1 for a struct, as Kafka's generated code writes it.
 
 In flexible versions (>= the message's ``flexible`` version) strings, bytes, records and arrays
 use their compact forms and every struct ends with a tag buffer. Decoding yields plain dicts
@@ -108,11 +110,11 @@ Encoder = Callable[[Writer, Any], None]
 
 _PRIM_DEC: dict[str, Decoder] = {
     "int8": Reader.int8, "int16": Reader.int16, "int32": Reader.int32, "int64": Reader.int64,
-    "uint32": Reader.uint32, "bool": Reader.boolean, "float64": Reader.float64, "uuid": Reader.uuid,
+    "uint16": Reader.uint16, "uint32": Reader.uint32, "bool": Reader.boolean, "float64": Reader.float64, "uuid": Reader.uuid,
 }
 _PRIM_ENC: dict[str, Encoder] = {
     "int8": Writer.int8, "int16": Writer.int16, "int32": Writer.int32, "int64": Writer.int64,
-    "uint32": Writer.uint32, "bool": Writer.boolean, "float64": Writer.float64, "uuid": Writer.uuid,
+    "uint16": Writer.uint16, "uint32": Writer.uint32, "bool": Writer.boolean, "float64": Writer.float64, "uuid": Writer.uuid,
 }
 
 
@@ -138,7 +140,21 @@ def _codec(f: Field, version: int, flexible: bool) -> tuple[Decoder, Encoder]:
     nullable = _in(f._nullable, version)
     t = f.type
     if isinstance(t, Struct):
-        return _compile_struct(t.fields, version, flexible)
+        sdec, senc = _compile_struct(t.fields, version, flexible)
+        if f.tag is not None or not nullable:
+            return sdec, senc
+
+        def dec_nullable(r: Reader) -> Any:
+            return None if r.int8() < 0 else sdec(r)
+
+        def enc_nullable(w: Writer, value: Any) -> None:
+            if value is None:
+                w.int8(-1)
+            else:
+                w.int8(1)
+                senc(w, value)
+
+        return dec_nullable, enc_nullable
     if not isinstance(t, Array):
         return _leaf_codec(t, nullable, flexible)
     if isinstance(t.of, str):

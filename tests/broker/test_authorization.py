@@ -9,6 +9,7 @@ from __future__ import annotations
 import importlib
 import inspect
 import pkgutil
+import uuid
 from collections.abc import Iterator
 from typing import Any
 
@@ -335,6 +336,71 @@ def test_acl_apis_create_describe_delete(ib, acls) -> None:
         assert len(r["filter_results"][0]["matching_acls"]) == 1
         assert r["filter_results"][1]["error_code"] == ErrorCode.INVALID_REQUEST
         assert c.call(ApiKey.DESCRIBE_ACLS, 2, f)["resources"] == []
+
+
+def test_update_features_needs_alter_on_the_cluster(ib, acls) -> None:
+    body = {"timeout_ms": 1000, "validate_only": False, "feature_updates": [
+        {"feature": "eligible.leader.replicas.version", "max_version_level": 0, "upgrade_type": 2}]}
+    with Conn(ib.port) as c:
+        acls(acl(C, "kafka-cluster", Op.DESCRIBE))
+        r = c.call(ApiKey.UPDATE_FEATURES, 1, body)
+        assert (r["error_code"], r["error_message"], r["results"]) == (
+            ErrorCode.CLUSTER_AUTHORIZATION_FAILED, "Cluster authorization failed.", [])
+        assert ib.call(lambda: ib.broker.state.features.level("eligible.leader.replicas.version")) == 1
+        acls(acl(C, "kafka-cluster", Op.ALTER))
+        r = c.call(ApiKey.UPDATE_FEATURES, 1, {**body, "validate_only": True})
+        assert (r["error_code"], r["results"][0]["error_code"]) == (0, 0)
+
+
+def test_describe_quorum_needs_describe_on_the_cluster(ib, acls) -> None:
+    body = {"topics": [{"topic_name": "__cluster_metadata", "partitions": [{"partition_index": 0}]}]}
+    with Conn(ib.port) as c:
+        r = c.call(ApiKey.DESCRIBE_QUORUM, 2, body)
+        assert (r["error_code"], r["error_message"], r["topics"], r["nodes"]) == (
+            ErrorCode.CLUSTER_AUTHORIZATION_FAILED, "Cluster authorization failed.", [], [])
+        acls(acl(C, "kafka-cluster", Op.DESCRIBE))
+        r = c.call(ApiKey.DESCRIBE_QUORUM, 2, body)
+        assert r["error_code"] == 0 and r["topics"][0]["partitions"][0]["leader_id"] == 0
+
+
+def test_describe_topic_partitions_as_kafka_pages_authorization(ib, acls) -> None:
+    """DESCRIBE on each topic; named topics not allowed are refused after the others, and only
+    those looked at before the page ended (Kafka filters the sorted topics lazily)."""
+    for name in ("z-1", "z-2", "z-3"):
+        _topic(ib, name)
+    acls(acl(T, "z-1", Op.DESCRIBE), acl(T, "z-3", Op.DESCRIBE))
+
+    def dtp(c: Conn, names: list[str], cursor: str | None = None) -> tuple[list[tuple[str, int]], Any]:
+        r = c.call(ApiKey.DESCRIBE_TOPIC_PARTITIONS, 0, {
+            "topics": [{"name": n} for n in names], "response_partition_limit": 1,
+            "cursor": None if cursor is None else {"topic_name": cursor, "partition_index": 0}})
+        for t in r["topics"]:
+            if t["error_code"] == ErrorCode.TOPIC_AUTHORIZATION_FAILED:
+                assert (t["topic_id"], t["partitions"], t["topic_authorized_operations"]) == (
+                    uuid.UUID(int=0), [], -2147483648)
+            else:
+                assert t["topic_authorized_operations"] == 1 << Op.DESCRIBE
+        cursor_out = r["next_cursor"] and (r["next_cursor"]["topic_name"], r["next_cursor"]["partition_index"])
+        return [(t["name"], t["error_code"]) for t in r["topics"]], cursor_out
+
+    named = ["z-3", "z-ghost", "z-2", "z-1"]
+    with Conn(ib.port) as c:
+        assert dtp(c, named) == ([("z-1", 0), ("z-2", ErrorCode.TOPIC_AUTHORIZATION_FAILED)], ("z-3", 0))
+        assert dtp(c, named, cursor="z-3") == ([("z-3", 0), ("z-ghost", ErrorCode.TOPIC_AUTHORIZATION_FAILED)], None)
+        assert dtp(c, []) == ([("z-1", 0)], ("z-3", 0))  # every topic: those not allowed are left out
+        assert dtp(c, [], cursor="z-3") == ([("z-3", 0)], None)
+
+
+def test_list_config_resources_needs_describe_configs_on_the_cluster(ib, acls) -> None:
+    _topic(ib, "lcr-t")
+    with Conn(ib.port) as c:
+        acls(acl(C, "kafka-cluster", Op.DESCRIBE), acl(T, "*", Op.ALL))  # not DESCRIBE_CONFIGS on the cluster
+        for version in (0, 1):
+            r = c.call(ApiKey.LIST_CONFIG_RESOURCES, version, {"resource_types": [2]} if version else {})
+            assert (r["error_code"], r["config_resources"]) == (ErrorCode.CLUSTER_AUTHORIZATION_FAILED, [])
+        acls(acl(C, "kafka-cluster", Op.DESCRIBE_CONFIGS))
+        r = c.call(ApiKey.LIST_CONFIG_RESOURCES, 1, {"resource_types": [2]})
+        assert r["error_code"] == 0 and {"resource_name": "lcr-t", "resource_type": 2} in r["config_resources"]
 
 
 def test_allow_everyone_if_no_acl_found(tmp_path) -> None:

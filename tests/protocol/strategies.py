@@ -20,6 +20,7 @@ _INTS = {
     "int16": (-(1 << 15), (1 << 15) - 1),
     "int32": (-(1 << 31), (1 << 31) - 1),
     "int64": (-(1 << 63), (1 << 63) - 1),
+    "uint16": (0, (1 << 16) - 1),
     "uint32": (0, (1 << 32) - 1),
 }
 
@@ -52,8 +53,9 @@ def _field(f: Field, version: int, flexible: bool) -> st.SearchStrategy[Any]:
         elem = _leaf(t.of, False) if isinstance(t.of, str) else struct_values(t.of, version, flexible)
         s: st.SearchStrategy[Any] = st.lists(elem, max_size=MAX_LIST)
         return st.none() | s if nullable else s
-    if isinstance(t, Struct):  # absent (None) or present, as the tagged struct fields are
-        return st.none() | struct_values(t.fields, version, flexible)
+    if isinstance(t, Struct):  # absent (None) or present: tagged or nullable; else always present
+        s = struct_values(t.fields, version, flexible)
+        return st.none() | s if f.tag is not None or nullable else s
     return _leaf(t, nullable)
 
 

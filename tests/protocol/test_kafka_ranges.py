@@ -39,10 +39,6 @@ PENDING: dict[int, str] = {
     ApiKey.TXN_OFFSET_COMMIT: "v5 (transactions V2)",
     48: "DescribeClientQuotas (client quotas)",
     49: "AlterClientQuotas (client quotas)",
-    55: "DescribeQuorum",
-    57: "UpdateFeatures",
-    74: "ListConfigResources",
-    75: "DescribeTopicPartitions",
 }
 
 

@@ -10,8 +10,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from client.protocol.primitives import DecodeError, Reader
-from client.protocol.schema import NULL, Array, Message, parse_versions
+from client.protocol.primitives import DecodeError, Reader, Writer
+from client.protocol.schema import NULL, Array, Message, Struct, parse_versions
 from client.protocol.schema import Field as F
 
 from .strategies import message_values
@@ -141,3 +141,41 @@ def test_round_trip(version: int, data: st.DataObject) -> None:
     r = Reader(raw)
     assert DEMO.decode(r, version) == value
     assert r.remaining == 0
+
+
+# Struct-typed fields that are not tagged (DescribeTopicPartitions' cursor) and uint16
+# (DescribeQuorum's listener ports), in a non-flexible and a flexible version.
+STRUCTS = Message("StructsRequest", 998, "0-1", "1+", [
+    F("port", "uint16"),
+    F("cursor", Struct([F("topic", "string"), F("partition", "int32")]), nullable="0+", default=NULL),
+    F("always", Struct([F("n", "int8")])),
+])
+
+
+@pytest.mark.parametrize("codec", ["generated", "interpreted"])
+def test_nullable_struct_has_a_marker_and_uint16_is_unsigned(codec: str) -> None:
+    def code(value: dict, version: int) -> bytes:
+        if codec == "generated":
+            return bytes(STRUCTS.encode(value, version).buf)
+        w = Writer()
+        STRUCTS.interpreted(version)[1](w, value)
+        return bytes(w.buf)
+
+    def decode(raw: bytes, version: int) -> dict:
+        r = Reader(raw)
+        out = (STRUCTS.decode(r, version) if codec == "generated" else STRUCTS.interpreted(version)[0](r))
+        assert r.remaining == 0
+        return out
+
+    null = {"port": 65535, "cursor": None, "always": {"n": 3}}
+    assert code(null, 0) == b"\xff\xff" + b"\xff" + b"\x03"
+    assert code(null, 1) == b"\xff\xff" + b"\xff" + b"\x03\x00" + b"\x00"
+    some = {"port": 9093, "cursor": {"topic": "t", "partition": 2}, "always": {"n": -1}}
+    assert code(some, 0) == struct.pack(">H", 9093) + b"\x01" + b"\x00\x01t" + struct.pack(">i", 2) + b"\xff"
+    assert code(some, 1) == (struct.pack(">H", 9093) + b"\x01" + b"\x02t" + struct.pack(">i", 2) + b"\x00"
+                             + b"\xff\x00" + b"\x00")
+    for value in (null, some):
+        for version in (0, 1):
+            assert decode(code(value, version), version) == value
+    with pytest.raises(DecodeError):  # the marker is there, the struct is not
+        decode(b"\x00\x01\x01", 0)

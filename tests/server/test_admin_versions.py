@@ -37,6 +37,12 @@ REQUESTS: dict[ApiKey, dict[str, Any]] = {
     ApiKey.ALTER_PARTITION_REASSIGNMENTS: {"timeout_ms": 1000, "topics": [
         {"name": TOPIC, "partitions": [{"partition_index": 0, "replicas": [0]}]}]},
     ApiKey.DESCRIBE_PRODUCERS: {"topics": [{"name": TOPIC, "partition_indexes": [0]}]},
+    # the level it has: accepted, nothing changes (v0 has no validate_only)
+    ApiKey.UPDATE_FEATURES: {"timeout_ms": 1000, "validate_only": False, "feature_updates": [
+        {"feature": "metadata.version", "max_version_level": 29, "allow_downgrade": False, "upgrade_type": 1}]},
+    ApiKey.DESCRIBE_QUORUM: {"topics": [{"topic_name": "__cluster_metadata", "partitions": [{"partition_index": 0}]}]},
+    ApiKey.DESCRIBE_TOPIC_PARTITIONS: {"topics": [{"name": TOPIC}], "response_partition_limit": 2000, "cursor": None},
+    ApiKey.LIST_CONFIG_RESOURCES: {"resource_types": []},  # v0: client metrics; v1: every type
 }
 
 
@@ -71,6 +77,20 @@ def check(key: ApiKey, version: int, resp: dict[str, Any]) -> None:
         assert resp["responses"][0]["partitions"][0]["error_code"] == 0
     elif key == ApiKey.DESCRIBE_PRODUCERS:
         assert resp["topics"][0]["partitions"][0]["error_code"] == 0
+    elif key == ApiKey.UPDATE_FEATURES:
+        assert (resp["error_code"], resp["error_message"]) == (0, None)
+        assert [r["feature"] for r in resp["results"]] == (["metadata.version"] if version <= 1 else [])
+    elif key == ApiKey.DESCRIBE_QUORUM:
+        p = resp["topics"][0]["partitions"][0]
+        assert (resp["error_code"], p["error_code"], p["leader_id"], len(p["current_voters"])) == (0, 0, 0, 1)
+        assert len(resp["nodes"]) == (1 if version >= 2 else 0)
+    elif key == ApiKey.DESCRIBE_TOPIC_PARTITIONS:
+        (t,) = resp["topics"]
+        assert (t["error_code"], t["name"], len(t["partitions"]), resp["next_cursor"]) == (0, TOPIC, 1, None)
+    elif key == ApiKey.LIST_CONFIG_RESOURCES:
+        assert resp["error_code"] == 0
+        listed = [(r["resource_type"], r["resource_name"]) for r in resp["config_resources"]]
+        assert listed == ([] if version == 0 else [(4, "0"), (2, TOPIC)])
 
 
 def test_every_advertised_version_of_the_admin_apis(module_broker) -> None:
@@ -99,7 +119,7 @@ def test_every_advertised_version_of_the_admin_apis(module_broker) -> None:
         return done
 
     done = asyncio.run(go())
-    assert len(done) == sum(SUPPORTED_VERSIONS[k][1] - SUPPORTED_VERSIONS[k][0] + 1 for k in REQUESTS) == 38
+    assert len(done) == sum(SUPPORTED_VERSIONS[k][1] - SUPPORTED_VERSIONS[k][0] + 1 for k in REQUESTS) == 47
 
 
 @pytest.mark.parametrize("key", list(REQUESTS))
@@ -109,5 +129,7 @@ def test_ranges_are_kafka_42s(key: ApiKey) -> None:
                 ApiKey.DESCRIBE_CLUSTER: (0, 2), ApiKey.DESCRIBE_LOG_DIRS: (0, 5),
                 ApiKey.OFFSET_FOR_LEADER_EPOCH: (0, 4), ApiKey.ELECT_LEADERS: (0, 2),
                 ApiKey.LIST_PARTITION_REASSIGNMENTS: (0, 0), ApiKey.ALTER_PARTITION_REASSIGNMENTS: (0, 1),
-                ApiKey.DESCRIBE_PRODUCERS: (0, 0)}
+                ApiKey.DESCRIBE_PRODUCERS: (0, 0), ApiKey.UPDATE_FEATURES: (0, 2),
+                ApiKey.DESCRIBE_QUORUM: (0, 2), ApiKey.DESCRIBE_TOPIC_PARTITIONS: (0, 0),
+                ApiKey.LIST_CONFIG_RESOURCES: (0, 1)}
     assert SUPPORTED_VERSIONS[key] == expected[key]
