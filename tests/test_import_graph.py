@@ -84,8 +84,8 @@ BROKER_LAYERS: list[set[str]] = [
     {"broker.authorizer"},  # ACLs: the StandardAuthorizer's decisions and the durable ACL file
     {"broker.security"},  # listeners, TLS contexts, SASL mechanisms, SCRAM credentials, principals
     {"broker.config"},  # broker properties (topic configs are storage's)
-    {"broker.dynamic_config", "broker.coordinator", "broker.fetch_session", "broker.http_listener", "broker.metrics",
-     "broker.testing"},
+    {"broker.dynamic_config", "broker.coordinator", "broker.features", "broker.fetch_session", "broker.http_listener",
+     "broker.metrics", "broker.testing"},
     {"broker.group"},  # the group coordinator
     {"broker.txn"},  # the transaction coordinator (settles the groups' transactional offsets)
     {"broker.state"},  # what handlers share, the coordinators bound to it
