@@ -14,6 +14,7 @@ import asyncio
 import logging
 import random
 import time
+import uuid
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
@@ -51,6 +52,7 @@ class TopicMetadata:
     error_code: int
     partitions: dict[int, int] = field(default_factory=dict)  # partition -> leader node id
     internal: bool = False  # __consumer_offsets and the like (Metadata v1+)
+    topic_id: uuid.UUID | None = None  # KIP-516 (Metadata v10+); None when the broker gives none
 
 class Cluster:
     def __init__(self, bootstrap_servers: str | Iterable[str], *, client_id: str = "minibroker-python",
@@ -199,9 +201,10 @@ class Cluster:
             self.cluster_id = resp.get("cluster_id")
             out = {}
             for t in resp["topics"]:
+                tid = t.get("topic_id")
                 tm = TopicMetadata(t["name"], t["error_code"],
                                    {p["partition_index"]: p["leader_id"] for p in t["partitions"]},
-                                   bool(t.get("is_internal", False)))
+                                   bool(t.get("is_internal", False)), tid if tid is not None and tid.int else None)
                 out[t["name"]] = tm
                 if t["error_code"] == 0:
                     self.topics[t["name"]] = tm

@@ -9,6 +9,7 @@ from __future__ import annotations
 import importlib
 import inspect
 import pkgutil
+import uuid
 from collections.abc import Iterator
 from typing import Any
 
@@ -110,6 +111,30 @@ def test_produce_denied_writes_nothing_and_allowed_by_prefix_writes(ib, acls) ->
         # an unknown topic the principal may not write: 29, not "unknown"
         p = partition_response(c.call(ApiKey.PRODUCE, 9, produce("nowhere", 0, batch())), "partition_responses")
         assert p["error_code"] == ErrorCode.TOPIC_AUTHORIZATION_FAILED
+
+
+def test_produce_v13_by_topic_id_authorizes_the_name(ib, acls) -> None:
+    """v13 names topics by id: a known id is authorized by its topic's name (WRITE), an id
+    that names no topic is UNKNOWN_TOPIC_ID whatever the ACLs, as Kafka 4.1+ answers."""
+    _topic(ib, "by-id")
+    state = ib.broker.state
+    topic_id = ib.call(lambda: state.logs.topic("by-id")).topic_id
+
+    def send(tid: Any) -> int:
+        body = {"transactional_id": None, "acks": 1, "timeout_ms": 5000,
+                "topic_data": [{"topic_id": tid, "partition_data": [{"index": 0, "records": batch()}]}]}
+        r = c.call(ApiKey.PRODUCE, 13, body)
+        assert r["responses"][0]["topic_id"] == tid
+        return int(partition_response(r)["error_code"])
+
+    with Conn(ib.port) as c:
+        assert send(topic_id) == ErrorCode.TOPIC_AUTHORIZATION_FAILED
+        assert send(uuid.uuid4()) == ErrorCode.UNKNOWN_TOPIC_ID
+        assert ib.call(lambda: state.logs.get_log("by-id", 0).log_end_offset) == 0
+        acls(acl(T, "by-id", Op.WRITE))
+        assert send(topic_id) == 0
+        assert send(uuid.uuid4()) == ErrorCode.UNKNOWN_TOPIC_ID
+        assert ib.call(lambda: state.logs.get_log("by-id", 0).log_end_offset) == 3
 
 
 def test_fetch_and_list_offsets(ib, acls) -> None:

@@ -10,6 +10,7 @@ import logging
 import socket
 import time
 import uuid
+from typing import Any
 
 import pytest
 
@@ -98,6 +99,38 @@ async def test_send_returns_metadata_and_futures_work_with_asyncio(module_broker
         assert (await p.send(topic, b"p0", partition=0)).partition == 0
         with pytest.raises(ValueError, match="partition 3"):
             p.send_nowait(topic, b"x", partition=3)
+
+
+async def test_produce_v13_names_topics_by_id_and_follows_a_recreated_topic(module_broker, monkeypatch) -> None:
+    """Against a broker serving Produce 13 the producer sends it, naming the topic by the id
+    Metadata gave; a topic deleted and made again under the same name gets a new id: the old
+    one answers UNKNOWN_TOPIC_ID, the producer refreshes its metadata and the retry lands in
+    the new topic."""
+    from client.sender import Sender
+    sent: list[tuple[int, list[Any]]] = []
+    real = Sender._produce_request
+
+    def spy(self: Sender, conn: Any, batches: Any) -> Any:
+        version, body, names = real(self, conn, batches)
+        sent.append((version, [t.get("topic_id", t.get("name")) for t in body["topic_data"]]))
+        return version, body, names
+
+    monkeypatch.setattr(Sender, "_produce_request", spy)
+    topic = _topic("by-id")
+    await _create(module_broker.bootstrap, topic)
+    async with Producer(module_broker.bootstrap, retry_backoff_ms=20) as p:
+        assert (await p.send(topic, b"one")).offset == 0
+        old = p._cluster.topics[topic].topic_id
+        assert old is not None and sent == [(13, [old])]
+        async with Admin(module_broker.bootstrap) as admin:
+            await admin.delete_topic(topic)
+            await admin.create_topic(topic, 1)
+        md = await p.send(topic, b"again")
+        new = p._cluster.topics[topic].topic_id
+        assert (md.offset, md.partition) == (0, 0) and new not in (None, old)
+        assert sent[1:] == [(13, [old]), (13, [new])]
+    got = await aio_consume_async(module_broker.bootstrap, {(topic, 0): (0, 1)}, timeout=10)
+    assert [r.value for r in got[(topic, 0)]] == [b"again"]
 
 
 async def test_serializers_and_type_errors(module_broker) -> None:

@@ -87,6 +87,8 @@ def check(key: ApiKey, version: int, resp: dict[str, Any], topic_id: uuid.UUID) 
             assert t["topic_id"] == (topic_id if version >= 10 else None)
     elif key == ApiKey.PRODUCE:  # an empty records blob
         assert partition_response(resp)["error_code"] == 2
+        (t,) = resp["responses"]
+        assert t["topic_id" if version >= 13 else "name"] == (topic_id if version >= 13 else TOPIC)
     elif key == ApiKey.LIST_OFFSETS:  # timestamp 0: the first record
         p = partition_response(resp, "partitions")
         if version == 0:  # the old style: no segment file was last modified before 1970
