@@ -236,6 +236,41 @@ class Cluster:
                 raise err
             await asyncio.sleep(self.retry_backoff_ms / 1000)
 
+    def known_topic_ids(self, names: Iterable[str]) -> dict[str, uuid.UUID] | None:
+        """The cached ids (KIP-516) of ``names``, or None unless every one has one: a request
+        that names topics by id (OffsetCommit/OffsetFetch v10) needs them all, otherwise it
+        names them (an earlier version), as Kafka's consumer does. No metadata is requested
+        (that could auto-create a topic)."""
+        out = {}
+        topics = self.topics
+        for name in names:
+            tm = topics.get(name)
+            if tm is None or tm.topic_id is None:
+                return None
+            out[name] = tm.topic_id
+        return out
+
+    async def topic_ids(self, names: Iterable[str]) -> dict[str, uuid.UUID] | None:
+        """``known_topic_ids``, after asking for the metadata of the topics it has no id of
+        (for clients that never auto-create topics: the Admin)."""
+        names = list(names)
+        missing = [n for n in names if getattr(self.topics.get(n), "topic_id", None) is None]
+        if missing:
+            await self.refresh_metadata(missing)
+        return self.known_topic_ids(names)
+
+    async def topic_names(self, ids: Iterable[uuid.UUID]) -> dict[uuid.UUID, str]:
+        """The names of topic ids (a response naming topics by id), from the cached metadata,
+        asking for every topic's once when one is not there; an id that names no topic is left
+        out."""
+        ids = list(ids)
+        for attempt in range(2):
+            names = {tm.topic_id: name for name, tm in self.topics.items() if tm.topic_id is not None}
+            if attempt or all(i in names for i in ids):
+                break
+            await self.refresh_metadata(None)
+        return {i: names[i] for i in ids if i in names}
+
     def invalidate(self, topic: str | None = None) -> None:
         """Mark metadata stale (after an invalid_metadata error)."""
         if topic is None:
