@@ -15,7 +15,8 @@ request slot. Each run:
    partition per request, as Kafka's brokers require, up to ``max_request_size``), and repeats
    while slots and batches remain, so one partition's batches are pipelined.
 
-Each request uses the highest Produce version both sides speak; from v13 (KIP-516) it names
+Each request uses the highest Produce version both sides speak (a transactional producer's at
+most v11, as Kafka's without transactions V2); from v13 (KIP-516) it names
 topics by the ids the metadata gave (``TopicMetadata.topic_id``) and the answer is matched back
 by id; a topic whose id is unknown (stale metadata after a recreation) answers
 UNKNOWN_TOPIC_ID, which is retried after a metadata refresh like UNKNOWN_TOPIC_OR_PARTITION.
@@ -299,6 +300,10 @@ class Sender:
         when one of them has none (metadata from a broker without ids, or dropped since the
         batch was routed), the request falls back to v12, which names them."""
         version = conn.pick_version(ApiKey.PRODUCE)
+        if version > 11 and self.transactional_id is not None:
+            # Kafka's ProduceRequest.json: without transactions V2 (KIP-890 part 2, which this
+            # client does not speak) a transactional producer uses v11 at most
+            version = 11
         topic_data: dict[str, list[dict[str, Any]]] = {}
         for b in batches:
             topic_data.setdefault(b.topic, []).append({"index": b.partition, "records": b.data})

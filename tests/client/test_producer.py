@@ -131,6 +131,14 @@ async def test_produce_v13_names_topics_by_id_and_follows_a_recreated_topic(modu
         assert sent[1:] == [(13, [old]), (13, [new])]
     got = await aio_consume_async(module_broker.bootstrap, {(topic, 0): (0, 1)}, timeout=10)
     assert [r.value for r in got[(topic, 0)]] == [b"again"]
+    # a transactional producer stays at v11, by name: v12+ belong to transactions V2 (KIP-890)
+    sent.clear()
+    async with Producer(module_broker.bootstrap, transactional_id=_topic("tx")) as p:
+        await p.init_transactions()
+        p.begin_transaction()
+        await p.send(topic, b"in a transaction")
+        await p.commit_transaction()
+    assert sent == [(11, [topic])]
 
 
 async def test_serializers_and_type_errors(module_broker) -> None:
