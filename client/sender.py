@@ -394,9 +394,9 @@ class Sender:
                          names: dict[uuid.UUID, str] | None, resp: dict[str, Any]) -> None:
         by_tp = {(b.topic, b.partition): b for b in batches}
         for t in resp["responses"]:
-            name = t["name"] if names is None else names.get(t["topic_id"], "")
+            topic = t["name"] if names is None else names.get(t["topic_id"], "")
             for r in t["partition_responses"]:
-                answered = by_tp.pop((name, r["index"]), None)
+                answered = by_tp.pop((topic, r["index"]), None)
                 if answered is None:
                     continue
                 b = answered

@@ -141,6 +141,23 @@ async def test_produce_v13_names_topics_by_id_and_follows_a_recreated_topic(modu
     assert sent == [(11, [topic])]
 
 
+async def test_a_retriable_error_on_every_partition_of_a_v13_request_retries_them_all(tmp_path) -> None:
+    """One Produce v13 request for three partitions of a topic, each answered
+    NOT_LEADER_OR_FOLLOWER once (fault injection): each of the three batches is matched back
+    by topic id and partition and retried, none is left "without an answer"."""
+    b = BrokerProcess(str(tmp_path / "data"), faults=True).start()
+    try:
+        topic = _topic("every-partition")
+        await _create(b.bootstrap, topic, 3)
+        b.faults.fail("PRODUCE", "NOT_LEADER_OR_FOLLOWER", count=1, topic=topic)
+        async with Producer(b.bootstrap, retry_backoff_ms=20, linger_ms=20) as p:
+            mds = await asyncio.gather(*[p.send_nowait(topic, b"%d" % i, partition=i % 3) for i in range(30)])
+        assert sorted((m.partition, m.offset) for m in mds) == sorted((i, o) for i in range(3) for o in range(10))
+        assert b.faults.rules() == []
+    finally:
+        assert b.stop() == 0
+
+
 async def test_serializers_and_type_errors(module_broker) -> None:
     topic = _topic("ser")
     async with Producer(module_broker.bootstrap, key_serializer=str.encode,
