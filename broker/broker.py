@@ -64,6 +64,13 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger("broker")
 
+#: APIs whose newer versions name topics by id (KIP-516): (first such version, the list of
+#: topics, the name key the fault rules match), for the fault injector's hook
+_BY_TOPIC_ID: dict[int, tuple[int, str, str]] = {
+    ApiKey.FETCH: (13, "topics", "topic"), ApiKey.PRODUCE: (13, "topic_data", "name"),
+    ApiKey.OFFSET_COMMIT: (10, "topics", "name"),
+}
+
 
 class Broker:
     """``faults``: a FaultInjector to consult (in-process test brokers pass one); one is made
@@ -240,9 +247,11 @@ class Broker:
 
             def with_faults(conn: Connection, ctx: RequestContext, request: dict[str, Any]) -> Any:
                 key, version = ctx.api_key, ctx.api_version
-                if key == ApiKey.FETCH and version >= 13:  # topics by id: name them for rules naming a topic
-                    for t in request["topics"]:
-                        t["topic"] = state.logs.topic_name(t["topic_id"]) or ""
+                # topics by id: name them for rules naming a topic (the handlers read the ids)
+                by_id = _BY_TOPIC_ID.get(key)
+                if by_id is not None and version >= by_id[0]:
+                    for t in request[by_id[1]]:
+                        t[by_id[2]] = state.logs.topic_name(t["topic_id"]) or ""
                 return injector.intercept(conn, key, version, request, lambda req: handle_request(ctx, req))
 
             hook = with_faults

@@ -14,6 +14,7 @@ import asyncio
 import logging
 import random
 import time
+import uuid
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
@@ -51,6 +52,7 @@ class TopicMetadata:
     error_code: int
     partitions: dict[int, int] = field(default_factory=dict)  # partition -> leader node id
     internal: bool = False  # __consumer_offsets and the like (Metadata v1+)
+    topic_id: uuid.UUID | None = None  # KIP-516 (Metadata v10+); None when the broker gives none
 
 class Cluster:
     def __init__(self, bootstrap_servers: str | Iterable[str], *, client_id: str = "minibroker-python",
@@ -199,9 +201,10 @@ class Cluster:
             self.cluster_id = resp.get("cluster_id")
             out = {}
             for t in resp["topics"]:
+                tid = t.get("topic_id")
                 tm = TopicMetadata(t["name"], t["error_code"],
                                    {p["partition_index"]: p["leader_id"] for p in t["partitions"]},
-                                   bool(t.get("is_internal", False)))
+                                   bool(t.get("is_internal", False)), tid if tid is not None and tid.int else None)
                 out[t["name"]] = tm
                 if t["error_code"] == 0:
                     self.topics[t["name"]] = tm
@@ -232,6 +235,41 @@ class Cluster:
             if not err.retriable or time.monotonic() >= deadline:
                 raise err
             await asyncio.sleep(self.retry_backoff_ms / 1000)
+
+    def known_topic_ids(self, names: Iterable[str]) -> dict[str, uuid.UUID] | None:
+        """The cached ids (KIP-516) of ``names``, or None unless every one has one: a request
+        that names topics by id (OffsetCommit/OffsetFetch v10) needs them all, otherwise it
+        names them (an earlier version), as Kafka's consumer does. No metadata is requested
+        (that could auto-create a topic)."""
+        out = {}
+        topics = self.topics
+        for name in names:
+            tm = topics.get(name)
+            if tm is None or tm.topic_id is None:
+                return None
+            out[name] = tm.topic_id
+        return out
+
+    async def topic_ids(self, names: Iterable[str]) -> dict[str, uuid.UUID] | None:
+        """``known_topic_ids``, after asking for the metadata of the topics it has no id of
+        (for clients that never auto-create topics: the Admin)."""
+        names = list(names)
+        missing = [n for n in names if getattr(self.topics.get(n), "topic_id", None) is None]
+        if missing:
+            await self.refresh_metadata(missing)
+        return self.known_topic_ids(names)
+
+    async def topic_names(self, ids: Iterable[uuid.UUID]) -> dict[uuid.UUID, str]:
+        """The names of topic ids (a response naming topics by id), from the cached metadata,
+        asking for every topic's once when one is not there; an id that names no topic is left
+        out."""
+        ids = list(ids)
+        for attempt in range(2):
+            names = {tm.topic_id: name for name, tm in self.topics.items() if tm.topic_id is not None}
+            if attempt or all(i in names for i in ids):
+                break
+            await self.refresh_metadata(None)
+        return {i: names[i] for i in ids if i in names}
 
     def invalidate(self, topic: str | None = None) -> None:
         """Mark metadata stale (after an invalid_metadata error)."""

@@ -15,6 +15,12 @@ request slot. Each run:
    partition per request, as Kafka's brokers require, up to ``max_request_size``), and repeats
    while slots and batches remain, so one partition's batches are pipelined.
 
+Each request uses the highest Produce version both sides speak (a transactional producer's at
+most v11, as Kafka's without transactions V2); from v13 (KIP-516) it names
+topics by the ids the metadata gave (``TopicMetadata.topic_id``) and the answer is matched back
+by id; a topic whose id is unknown (stale metadata after a recreation) answers
+UNKNOWN_TOPIC_ID, which is retried after a metadata refresh like UNKNOWN_TOPIC_OR_PARTITION.
+
 A request is written within the run when it can be (``BrokerConnection.send_request``: the
 node's connection is open and can take it at once) and answered by a callback from the
 connection's data callback (``_answered``): no task per request, and no loop turn between the
@@ -50,6 +56,7 @@ from __future__ import annotations
 import asyncio
 import bisect
 import logging
+import uuid
 from collections import deque
 from typing import Any
 
@@ -286,12 +293,36 @@ class Sender:
 
     # ------------------------------------------------------------------ requests and answers
 
-    def _produce_body(self, batches: list[ProducerBatch]) -> dict[str, Any]:
+    def _produce_request(self, conn: BrokerConnection, batches: list[ProducerBatch]
+                         ) -> tuple[int, dict[str, Any], dict[uuid.UUID, str] | None]:
+        """(version, body, the topics' names by id when the body names them by id): the
+        highest common version; v13+ names topics by the ids the metadata gave (KIP-516), or,
+        when one of them has none (metadata from a broker without ids, or dropped since the
+        batch was routed), the request falls back to v12, which names them."""
+        version = conn.pick_version(ApiKey.PRODUCE)
+        if version > 11 and self.transactional_id is not None:
+            # Kafka's ProduceRequest.json: without transactions V2 (KIP-890 part 2, which this
+            # client does not speak) a transactional producer uses v11 at most
+            version = 11
         topic_data: dict[str, list[dict[str, Any]]] = {}
         for b in batches:
             topic_data.setdefault(b.topic, []).append({"index": b.partition, "records": b.data})
-        return {"transactional_id": self.transactional_id, "acks": self.acks, "timeout_ms": self.request_timeout_ms,
-                "topic_data": [{"name": t, "partition_data": d} for t, d in topic_data.items()]}
+        body: dict[str, Any] = {"transactional_id": self.transactional_id, "acks": self.acks,
+                                "timeout_ms": self.request_timeout_ms}
+        if version >= 13:
+            topics = self._cluster.topics
+            names: dict[uuid.UUID, str] = {}
+            for t in topic_data:
+                meta = topics.get(t)
+                if meta is None or meta.topic_id is None:
+                    break
+                names[meta.topic_id] = t
+            else:
+                body["topic_data"] = [{"topic_id": i, "partition_data": topic_data[t]} for i, t in names.items()]
+                return version, body, names
+            version = 12
+        body["topic_data"] = [{"name": t, "partition_data": d} for t, d in topic_data.items()]
+        return version, body, None
 
     def _send_now(self, node: int, batches: list[ProducerBatch]) -> bool:
         """Write the request within this run if the node's connection takes it at once (see
@@ -300,18 +331,18 @@ class Sender:
         if conn is None:
             return False
         try:
-            version = conn.pick_version(ApiKey.PRODUCE)
+            version, body, names = self._produce_request(conn, batches)
         except KafkaError:
             return False  # the task's path reports it
-        if not conn.send_request(ApiKey.PRODUCE, version, self._produce_body(batches),
-                                 lambda resp, exc: self._answered(node, conn, batches, resp, exc)):
+        if not conn.send_request(ApiKey.PRODUCE, version, body,
+                                 lambda resp, exc: self._answered(node, conn, batches, names, resp, exc)):
             return False
         for b in batches:
             b.attempts += 1
         return True
 
     def _answered(self, node: int, conn: BrokerConnection, batches: list[ProducerBatch],
-                  resp: dict[str, Any] | None, exc: KafkaError | None) -> None:
+                  names: dict[uuid.UUID, str] | None, resp: dict[str, Any] | None, exc: KafkaError | None) -> None:
         """The outcome of a request written by ``_send_now``."""
         try:
             if exc is not None:
@@ -319,7 +350,7 @@ class Sender:
                     self._retry_or_fail(b, exc)
             else:
                 assert resp is not None
-                self._handle_response(conn, batches, resp)
+                self._handle_response(conn, batches, names, resp)
         finally:
             self._request_ended(node)
 
@@ -341,8 +372,7 @@ class Sender:
                     lock = self._connect_locks[node] = asyncio.Lock()
                 async with lock:
                     conn = await self._cluster.node_connection(node)
-                version = conn.pick_version(ApiKey.PRODUCE)
-                body = self._produce_body(batches)
+                version, body, names = self._produce_request(conn, batches)
                 for b in batches:
                     b.attempts += 1
                 if self.acks == 0:  # no answer: done once written (offsets unknown, -1)
@@ -355,16 +385,18 @@ class Sender:
                 for b in batches:
                     self._retry_or_fail(b, e)
                 return
-            self._handle_response(conn, batches, resp)
+            self._handle_response(conn, batches, names, resp)
         finally:
             self._awaiting[node] -= 1
             self._request_ended(node)
 
-    def _handle_response(self, conn: BrokerConnection, batches: list[ProducerBatch], resp: dict[str, Any]) -> None:
+    def _handle_response(self, conn: BrokerConnection, batches: list[ProducerBatch],
+                         names: dict[uuid.UUID, str] | None, resp: dict[str, Any]) -> None:
         by_tp = {(b.topic, b.partition): b for b in batches}
         for t in resp["responses"]:
+            topic = t["name"] if names is None else names.get(t["topic_id"], "")
             for r in t["partition_responses"]:
-                answered = by_tp.pop((t["name"], r["index"]), None)
+                answered = by_tp.pop((topic, r["index"]), None)
                 if answered is None:
                     continue
                 b = answered

@@ -1,6 +1,15 @@
-"""OffsetCommit (8), v0-9: store committed offsets in ``__consumer_offsets``; answered once the
+"""OffsetCommit (8), v0-10: store committed offsets in ``__consumer_offsets``; answered once the
 records are fsync'd (see broker/group/coordinator.py for the rules). v1 carries a commit
 timestamp per partition, v2-v4 a retention time (the offsets then expire at that time).
+
+v10 names each topic by ``topic_id`` (KIP-848's topic ids), in the request and the response.
+The ids are resolved first, as Kafka 4.1+'s ``handleOffsetCommitRequest`` does: an id that
+names no topic answers UNKNOWN_TOPIC_ID for its partitions (before the topic ACLs, which
+protect names), a known one is then handled exactly as its name (authorized by name; its
+partitions checked). What is written to ``__consumer_offsets`` is keyed by the topic's name,
+at every version, as Kafka's records are. The group checks are the same at every version:
+a classic group's generation and member (ILLEGAL_GENERATION, UNKNOWN_MEMBER_ID, ...), and,
+from v9, GROUP_ID_NOT_FOUND for a commit with a generation to a group that does not exist.
 
 Partitions of a topic that does not exist, or beyond its partition count, get
 UNKNOWN_TOPIC_OR_PARTITION and are not written, whatever happens to the others: Kafka's broker
@@ -30,10 +39,29 @@ Errors = dict[tuple[str, int], int]
 
 def _response(request: dict[str, Any], errors: Errors, default: int) -> dict[str, Any]:
     return {"throttle_time_ms": 0, "topics": [
-        {"name": t["name"], "partitions": [
+        {"name": t["name"], "topic_id": t.get("topic_id"), "partitions": [
             {"partition_index": p["partition_index"],
              "error_code": errors.get((t["name"], p["partition_index"]), default)} for p in t["partitions"]]}
         for t in request["topics"]]}
+
+
+def resolve_topic_ids(request: dict[str, Any], state: BrokerState) -> tuple[dict[str, Any], dict[str, Any], Errors]:
+    """v10: (the request with each topic's name filled in, "" for an id that names no topic;
+    the request with only the known topics; UNKNOWN_TOPIC_ID for each partition of the others,
+    keyed by the name "", which no topic has)."""
+    every, known = [], []
+    errors: Errors = {}
+    code = int(ErrorCode.UNKNOWN_TOPIC_ID)
+    for t in request["topics"]:
+        name = state.logs.topic_name(t["topic_id"])
+        if name is None:
+            every.append({**t, "name": ""})
+            for p in t["partitions"]:
+                errors[("", p["partition_index"])] = code
+        else:
+            every.append({**t, "name": name})
+            known.append(every[-1])
+    return {**request, "topics": every}, {**request, "topics": known}, errors
 
 
 def split_unknown(request: dict[str, Any], state: BrokerState) -> tuple[dict[str, Any], Errors]:
@@ -101,22 +129,18 @@ def split_denied(request: dict[str, Any], ctx: RequestContext) -> tuple[dict[str
 
 def handle(ctx: RequestContext, request: dict[str, Any]) -> Any:
     state, version = ctx.state, ctx.api_version
-    denied: Errors = {}
+    if state.authorizer is not None and not ctx.authorize(AclOperation.READ, ResourceType.GROUP, request["group_id"]):
+        return _response(request, {}, ErrorCode.GROUP_AUTHORIZATION_FAILED)
+    failed: Errors = {}
+    request_all = request
+    if version >= 10:  # topics by id: named first; unknown ids are answered, never committed
+        request_all, request, failed = resolve_topic_ids(request, state)
     if state.authorizer is not None:
-        if not ctx.authorize(AclOperation.READ, ResourceType.GROUP, request["group_id"]):
-            return _response(request, {}, ErrorCode.GROUP_AUTHORIZATION_FAILED)
-        request_all = request
         request, denied = split_denied(request, ctx)
-        if not request["topics"]:
-            return _response(request_all, denied, 0)
-        known, unknown = split_unknown(request, state)
-        unknown.update(denied)
-        if not known["topics"]:
-            return _response(request_all, unknown, 0)
-        return reply_after_commit(request_all, lambda durable: state.groups.coordinator.offsets.commit_offsets(
-            known, version, durable), unknown)
+        failed.update(denied)
     known, unknown = split_unknown(request, state)
+    unknown.update(failed)
     if not known["topics"]:
-        return _response(request, unknown, 0)
-    return reply_after_commit(request, lambda durable: state.groups.coordinator.offsets.commit_offsets(known, version,
-                                                                                                durable), unknown)
+        return _response(request_all, unknown, 0)
+    return reply_after_commit(request_all, lambda durable: state.groups.coordinator.offsets.commit_offsets(
+        known, version, durable), unknown)

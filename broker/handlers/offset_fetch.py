@@ -1,4 +1,4 @@
-"""OffsetFetch (9), v0-9: committed offsets of a group (v8+: of several groups). An unknown
+"""OffsetFetch (9), v0-10: committed offsets of a group (v8+: of several groups). An unknown
 group or partition answers offset -1 with no error; ``topics`` null (v2+) asks for every
 committed offset of the group. A group still loading answers COORDINATOR_LOAD_IN_PROGRESS:
 per partition in v0-1, for the whole response in v2-7, per group in v8+.
@@ -7,7 +7,16 @@ per partition in v0-1, for the whole response in v2-7, per group in v8+.
 transactional commit (TxnOffsetCommit) is pending: its transaction has not ended yet. Without
 it, the last committed offset is answered.
 ``member_id``/``member_epoch`` (v9) only apply to KIP-848 consumer groups; minibroker's groups
-are classic, for which Kafka does not check them either."""
+are classic, for which Kafka does not check them either.
+
+v10 asks and answers by ``topic_id`` (KIP-848's topic ids; the offsets stay keyed by name in
+``__consumer_offsets``), as Kafka 4.1+'s ``fetchOffsetsForGroup`` does: each id is resolved
+first; an id that names no topic answers UNKNOWN_TOPIC_ID for its partitions (offset -1;
+listed after the group's other topics, before any topic ACL check), a known one is then
+answered as its name would be (TOPIC_AUTHORIZATION_FAILED without DESCRIBE, offset -1 and no
+error where nothing is committed). ``topics`` null (every committed offset of the group)
+answers each topic with its id; a topic that no longer exists has none and is left out, as
+Kafka's ``fetchAllOffsetsForGroup`` leaves out what it cannot name by id."""
 
 from __future__ import annotations
 
@@ -67,12 +76,41 @@ def _fetch_allowed(state: BrokerState, group_id: str, wanted: list[tuple[str, li
     return code, out
 
 
+def _fetch_by_id(ctx: RequestContext, group_id: str, topics: list[dict[str, Any]] | None,
+                 require_stable: bool) -> tuple[int, list[dict[str, Any]]]:
+    """v10: ``_fetch`` with the topics named by id, and answered by id."""
+    logs = ctx.state.logs
+    if topics is None:
+        code, out = _fetch(ctx, group_id, None, require_stable)
+        kept = []
+        for t in out:
+            t["topic_id"] = logs.topic_id(t["name"])
+            if t["topic_id"] is not None:
+                kept.append(t)
+        return code, kept
+    named: list[dict[str, Any]] = []
+    unknown: list[dict[str, Any]] = []
+    for t in topics:
+        name = logs.topic_name(t["topic_id"])
+        if name is None:
+            unknown.append({"name": "", "topic_id": t["topic_id"], "partitions": [
+                {"partition_index": p, "committed_offset": -1, "committed_leader_epoch": -1, "metadata": "",
+                 "error_code": ErrorCode.UNKNOWN_TOPIC_ID} for p in t["partition_indexes"]]})
+        else:
+            named.append({"name": name, "topic_id": t["topic_id"], "partition_indexes": t["partition_indexes"]})
+    code, out = _fetch(ctx, group_id, named, require_stable)
+    for t, asked in zip(out, named):  # _fetch answers the topics asked, in their order
+        t["topic_id"] = asked["topic_id"]
+    return code, out + unknown
+
+
 def handle(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
     version = ctx.api_version
     if version >= 8:
+        fetch = _fetch_by_id if version >= 10 else _fetch
         groups = []
         for g in request["groups"]:
-            code, topics = _fetch(ctx, g["group_id"], g["topics"], request["require_stable"])
+            code, topics = fetch(ctx, g["group_id"], g["topics"], request["require_stable"])
             groups.append({"group_id": g["group_id"], "topics": topics if not code else [], "error_code": code})
         return {"throttle_time_ms": 0, "groups": groups}
     code, topics = _fetch(ctx, request["group_id"], request["topics"], request.get("require_stable", False))

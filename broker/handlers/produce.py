@@ -1,4 +1,4 @@
-"""Produce (0), v0-11 (Kafka 3.9).
+"""Produce (0), v0-13 (Kafka 4.2; v0-2, which Kafka 4 dropped, kept).
 
 Each partition's records are appended with ``Log.append`` straight from the request frame
 (a writable memoryview: offsets are patched in place, nothing is re-encoded). Errors are per
@@ -45,12 +45,25 @@ transactional batch is accepted only for a partition its producer's Ongoing tran
 broker/txn/coordinator.py); v8+ answer a refused partition's reason in
 ``error_message``; v9+ are flexible; v10+ may carry KIP-951's leader hints (``current_leader``,
 ``node_endpoints``), which Kafka sends only with NOT_LEADER_OR_FOLLOWER — never the case with
-one broker, so they are never sent.
+one broker, so they are never sent. v12 is v11 on the wire: in Kafka it lets a transactional
+produce add its partition to the transaction itself when transaction.version is 2 (KIP-890
+part 2); transaction.version is 0 on this broker (ApiVersions finalizes no higher level),
+so v12 behaves exactly as v11 (a transactional batch needs its partition added by
+AddPartitionsToTxn first). v13 names each
+topic by ``topic_id`` (KIP-516) and its response carries the id instead of the name: an id
+that names no topic answers UNKNOWN_TOPIC_ID for each of its partitions (acks=0: the
+connection is closed), before any authorization check, as Kafka 4.1+'s
+``handleProduceRequest`` does (an unknown id reveals nothing); a known id is then handled
+exactly as its name would be. The id is resolved once per topic, never per record.
 
 Authorization (with an authorizer, as Kafka's ``handleProduceRequest``): transactional records
 need WRITE on the request's transactional id (else the whole request answers
 TRANSACTIONAL_ID_AUTHORIZATION_FAILED); each topic needs WRITE (else its partitions answer
-TOPIC_AUTHORIZATION_FAILED, before any other check, and nothing of them is written).
+TOPIC_AUTHORIZATION_FAILED, before any other check, and nothing of them is written). A topic
+named by id (v13) is authorized by the name the id resolves to: TOPIC_AUTHORIZATION_FAILED for
+a known id without WRITE, UNKNOWN_TOPIC_ID for an id that names nothing, whatever the ACLs
+(Kafka 4.1+ after KAFKA-19234: ids are resolved first, then the names are authorized; a
+missing *name* stays TOPIC_AUTHORIZATION_FAILED without WRITE, so names are not probed).
 """
 
 from __future__ import annotations
@@ -172,7 +185,7 @@ def _is_transactional(records: Any) -> bool:
 def _refused_whole(request: dict[str, Any], code: int, message: str) -> dict[str, Any]:
     """A response giving every partition of ``request`` ``code`` (Kafka's error response)."""
     return {"throttle_time_ms": 0, "responses": [
-        {"name": t["name"], "partition_responses": [
+        {"name": t["name"], "topic_id": t.get("topic_id"), "partition_responses": [
             {"index": p["index"], "error_code": code, "base_offset": -1, "log_append_time_ms": -1,
              "log_start_offset": -1, "error_message": message} for p in t["partition_data"]]}
         for t in request["topic_data"]]}
@@ -213,8 +226,18 @@ def handle(ctx: RequestContext, request: dict[str, Any]) -> Any:
     failed = False
     jobs: list[_Job] = []
     tails = state.append_tails
+    by_id = version >= 13
     for topic in request["topic_data"]:
-        name = topic["name"]
+        if by_id:  # v13: the topic by id; the response names it by id too
+            topic_id = topic["topic_id"]
+            found = state.logs.topic_name(topic_id)
+            if found is None:
+                responses.append(_unknown_topic_id(topic))
+                failed = True
+                continue
+            name = found
+        else:
+            name = topic["name"]
         parts = []
         allowed = ctx.authorize(AclOperation.WRITE, ResourceType.TOPIC, name)
         for p in topic["partition_data"]:
@@ -273,7 +296,8 @@ def handle(ctx: RequestContext, request: dict[str, Any]) -> Any:
                     _appended(state, resp, name, p["index"], log, info, acks, waits)
             if resp["error_code"]:
                 failed = True
-        responses.append({"name": name, "partition_responses": parts})
+        responses.append({"name": name, "topic_id": topic_id, "partition_responses": parts} if by_id
+                         else {"name": name, "partition_responses": parts})
     body = {"responses": responses, "throttle_time_ms": 0}
     if jobs:
         # A task of its own, not the reply's coroutine: it runs to the end (and releases the
@@ -285,6 +309,13 @@ def handle(ctx: RequestContext, request: dict[str, Any]) -> Any:
     if not waits:
         return body
     return after_fsync(body, state, waits)
+
+
+def _unknown_topic_id(topic: dict[str, Any]) -> dict[str, Any]:
+    """v13: a topic whose id names no topic here: UNKNOWN_TOPIC_ID for each partition."""
+    return {"name": "", "topic_id": topic["topic_id"], "partition_responses": [
+        {"index": p["index"], "error_code": ErrorCode.UNKNOWN_TOPIC_ID, "base_offset": -1, "log_append_time_ms": -1,
+         "log_start_offset": -1, "error_message": None} for p in topic["partition_data"]]}
 
 
 def _refused(state: BrokerState, resp: dict[str, Any], topic: str, partition: int, e: Exception) -> None:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+import uuid
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Mapping
 from typing import Any, NamedTuple
@@ -82,15 +83,18 @@ class GroupAdmin(ABC):
         """``Admin.list_offsets``."""
 
     async def _group_request(self, group: str, key: ApiKey, body: dict[str, Any],
-                             code_of: Any = None) -> tuple[int, dict[str, Any]]:
-        """Send to ``group``'s coordinator, retrying the coordinator errors (found in the
-        response by ``code_of(resp)``, default its ``error_code``) until the request timeout."""
+                             code_of: Any = None, max_version: int | None = None) -> tuple[int, dict[str, Any]]:
+        """Send to ``group``'s coordinator (at the highest common version, at most
+        ``max_version``), retrying the coordinator errors (found in the response by
+        ``code_of(resp)``, default its ``error_code``) until the request timeout."""
         await self.start()
         deadline = time.monotonic() + self.request_timeout_ms / 1000
         while True:
             try:
                 conn = await self._find_coordinator(group)
                 v = conn.pick_version(key)
+                if max_version is not None and v > max_version:
+                    v = max_version
                 resp = await conn.request(key, v, body)
             except KafkaError as e:
                 if not e.retriable or time.monotonic() >= deadline:
@@ -199,24 +203,35 @@ class GroupAdmin(ABC):
     async def _fetch_group_offsets(self, group: str, partitions: list[TopicPartition] | None,
                                    require_stable: bool = False) -> dict[TopicPartition, OffsetAndMetadata]:
         topics: list[dict[str, Any]] | None = None
+        ids: dict[str, uuid.UUID] | None = None
         if partitions is not None:
             by: dict[str, list[int]] = {}
             for tp in partitions:
                 by.setdefault(tp.topic, []).append(tp.partition)
-            topics = [{"name": t, "partition_indexes": ps} for t, ps in by.items()]
+            await self.start()
+            ids = await self._cluster.topic_ids(by)
+            topics = [{"name": t, "topic_id": ids[t] if ids else None, "partition_indexes": ps} for t, ps in by.items()]
 
         def code_of(v: int, r: dict[str, Any]) -> int:
             return int(r["groups"][0]["error_code"] if v >= 8 else r.get("error_code", 0))
 
+        # v10 names topics by id: asked for with the ids of every topic, or for all of them
         v, resp = await self._group_request(group, ApiKey.OFFSET_FETCH, {
             "group_id": group, "topics": topics, "require_stable": require_stable,
             "groups": [{"group_id": group, "member_id": None, "member_epoch": -1, "topics": topics}]},
-            code_of=code_of)
+            code_of=code_of, max_version=9 if topics is not None and ids is None else None)
         code = code_of(v, resp)
         if code:
             raise error_for_code(code, f"OffsetFetch for group {group!r}: {error_name(code)}")
+        rtopics = resp["groups"][0]["topics"] if v >= 8 else resp["topics"]
+        if v >= 10:  # answered by id; a topic gone since has no name and is left out
+            names = {i: t for t, i in ids.items()} if ids is not None else \
+                await self._cluster.topic_names(t["topic_id"] for t in rtopics)
+            for t in rtopics:
+                t["name"] = names.get(t["topic_id"], "")
+            rtopics = [t for t in rtopics if t["name"]]
         out = {}
-        for t in (resp["groups"][0]["topics"] if v >= 8 else resp["topics"]):
+        for t in rtopics:
             for p in t["partitions"]:
                 if p["error_code"]:
                     raise error_for_code(p["error_code"], f"OffsetFetch {group!r} {t['name']}-{p['partition_index']}:"
@@ -260,10 +275,13 @@ class GroupAdmin(ABC):
         def first_code(v: int, r: dict[str, Any]) -> int:
             return next((p["error_code"] for t in r["topics"] for p in t["partitions"] if p["error_code"]), 0)
 
+        await self.start()
+        ids = await self._cluster.topic_ids(by)  # v10 names topics by id; without every id: v9, by name
         v, resp = await self._group_request(group, ApiKey.OFFSET_COMMIT, {
             "group_id": group, "generation_id_or_member_epoch": -1, "member_id": "", "group_instance_id": None,
-            "retention_time_ms": -1, "topics": [{"name": t, "partitions": ps} for t, ps in by.items()]},
-            code_of=first_code)
+            "retention_time_ms": -1, "topics": [{"name": t, "topic_id": ids[t] if ids else None, "partitions": ps}
+                                                for t, ps in by.items()]},
+            code_of=first_code, max_version=None if ids is not None else 9)
         code = first_code(v, resp)
         if code:
             hint = " (the group has active members: stop them first)" if code in (

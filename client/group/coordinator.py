@@ -280,10 +280,14 @@ class ConsumerCoordinator(GroupOffsets):
         self._coordinator = (node, host, port)
         logger.debug("group %s: coordinator is node %d at %s:%d", self.group_id, node, host, port)
 
-    async def _request(self, key: ApiKey, body: dict[str, Any], timeout: float | None = None) -> tuple[int, dict[str, Any]]:
-        """(version, response) from the coordinator; a broken connection forgets it."""
+    async def _request(self, key: ApiKey, body: dict[str, Any], timeout: float | None = None,
+                       max_version: int | None = None) -> tuple[int, dict[str, Any]]:
+        """(version, response) from the coordinator, at the highest common version (at most
+        ``max_version``); a broken connection forgets it."""
         conn = await self._connection()
         v = conn.pick_version(key)
+        if max_version is not None and v > max_version:
+            v = max_version
         try:
             return v, await conn.request(key, v, body, timeout=timeout)
         except KafkaConnectionError:

@@ -1,6 +1,13 @@
 """Committed offsets of a group member (a part of ``ConsumerCoordinator``, kept in its own
 module): OffsetCommit with the member's generation (or -1 outside a group), OffsetFetch, and
-auto-commit. The rules are in ``client.group.coordinator``'s docstring ("Commits")."""
+auto-commit. The rules are in ``client.group.coordinator``'s docstring ("Commits").
+
+Both use the highest version the coordinator and this client share. From v10 (KIP-848's topic
+ids) they name topics by id: the ids come from the cached metadata (the consumer has it for the
+topics it reads), and a request for a topic whose id is not cached names it instead, at v9, as
+Kafka's consumer does; answers by id are matched back by the request's own ids. UNKNOWN_TOPIC_ID
+(a cached id gone stale: the topic was deleted and made again) drops the topic's metadata and
+the request is made again, by name, until the request timeout."""
 
 from __future__ import annotations
 
@@ -10,6 +17,7 @@ import time
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
+from client.cluster import Cluster
 from client.errors import KafkaError, error_for_code
 from client.protocol.api import ApiKey, ErrorCode, error_name
 from client.structs import OffsetAndMetadata, TopicPartition
@@ -35,6 +43,7 @@ class CommitFailedError(KafkaError):
 class GroupOffsets:
     """The commit half of ``ConsumerCoordinator``; the attributes below are the coordinator's."""
 
+    cluster: Cluster
     group_id: str
     group_instance_id: str | None
     member_id: str
@@ -50,9 +59,17 @@ class GroupOffsets:
     _committed_positions: dict[TopicPartition, int]
     _positions: Callable[[], dict[TopicPartition, int]]
 
-    async def _request(self, key: ApiKey, body: dict[str, Any], timeout: float | None = None
-                       ) -> tuple[int, dict[str, Any]]:
+    async def _request(self, key: ApiKey, body: dict[str, Any], timeout: float | None = None,
+                       max_version: int | None = None) -> tuple[int, dict[str, Any]]:
         raise NotImplementedError
+
+    def _stale_topic_ids(self, topics: list[dict[str, Any]]) -> bool:
+        """After UNKNOWN_TOPIC_ID in ``topics`` (a response by id): forget the metadata of
+        the topics named so (their next request names them); whether there were any."""
+        stale = [t["name"] for t in topics if any(p["error_code"] == E.UNKNOWN_TOPIC_ID for p in t["partitions"])]
+        for name in stale:
+            self.cluster.invalidate(name)
+        return bool(stale)
 
     def request_rejoin(self) -> None:
         raise NotImplementedError
@@ -72,24 +89,32 @@ class GroupOffsets:
         deadline = time.monotonic() + self.request_timeout_ms / 1000
         while True:
             in_group = self.subscribed and self.generation >= 0
+            ids = self.cluster.known_topic_ids(by_topic)
             try:
-                _, resp = await self._request(ApiKey.OFFSET_COMMIT, {
+                v, resp = await self._request(ApiKey.OFFSET_COMMIT, {
                     "group_id": self.group_id, "generation_id_or_member_epoch": self.generation if in_group else -1,
                     "member_id": self.member_id if in_group else "",
                     "group_instance_id": self.group_instance_id if in_group else None,
                     "retention_time_ms": -1,
-                    "topics": [{"name": t, "partitions": ps} for t, ps in by_topic.items()]})
+                    "topics": [{"name": t, "topic_id": ids[t] if ids else None, "partitions": ps}
+                               for t, ps in by_topic.items()]}, max_version=None if ids is not None else 9)
             except KafkaError as e:
                 if not e.retriable or time.monotonic() >= deadline:
                     raise
                 await asyncio.sleep(self.retry_backoff_ms / 1000)
                 continue
+            if v >= 10 and ids is not None:  # answered by id
+                names = {i: t for t, i in ids.items()}
+                for t in resp["topics"]:
+                    t["name"] = names.get(t["topic_id"], "")
             code = next((p["error_code"] for t in resp["topics"] for p in t["partitions"] if p["error_code"]), 0)
             if not code:
                 for tp, om in offsets.items():
                     self._committed_positions[tp] = om.offset
                 return
             what = f"OffsetCommit for group {self.group_id!r}"
+            if code == E.UNKNOWN_TOPIC_ID and time.monotonic() < deadline and self._stale_topic_ids(resp["topics"]):
+                continue  # named, this time
             if code in _RETRY and time.monotonic() < deadline:
                 if code in _COORDINATOR_GONE:
                     self._coordinator = None
@@ -135,13 +160,16 @@ class GroupOffsets:
         by_topic: dict[str, list[int]] = {}
         for tp in tps:
             by_topic.setdefault(tp.topic, []).append(tp.partition)
-        topics = [{"name": t, "partition_indexes": ps} for t, ps in by_topic.items()]
         deadline = time.monotonic() + self.request_timeout_ms / 1000
         while True:
+            ids = self.cluster.known_topic_ids(by_topic)
+            topics = [{"name": t, "topic_id": ids[t] if ids else None, "partition_indexes": ps}
+                      for t, ps in by_topic.items()]
             try:
                 v, resp = await self._request(ApiKey.OFFSET_FETCH, {
                     "group_id": self.group_id, "topics": topics, "require_stable": True,
-                    "groups": [{"group_id": self.group_id, "member_id": None, "member_epoch": -1, "topics": topics}]})
+                    "groups": [{"group_id": self.group_id, "member_id": None, "member_epoch": -1, "topics": topics}]},
+                    max_version=None if ids is not None else 9)
             except KafkaError as e:
                 if not e.retriable or time.monotonic() >= deadline:
                     raise
@@ -152,8 +180,14 @@ class GroupOffsets:
                 code, rtopics = g["error_code"], g["topics"]
             else:
                 code, rtopics = resp.get("error_code", 0), resp["topics"]
+            if v >= 10 and ids is not None:  # answered by id
+                names = {i: t for t, i in ids.items()}
+                for t in rtopics:
+                    t["name"] = names.get(t["topic_id"], "")
             code = code or next((p["error_code"] for t in rtopics for p in t["partitions"] if p["error_code"]), 0)
             if code:
+                if code == E.UNKNOWN_TOPIC_ID and time.monotonic() < deadline and self._stale_topic_ids(rtopics):
+                    continue  # named, this time
                 if code in _FETCH_RETRY and time.monotonic() < deadline:
                     if code in _COORDINATOR_GONE:
                         self._coordinator = None

@@ -113,6 +113,30 @@ def test_produce_denied_writes_nothing_and_allowed_by_prefix_writes(ib, acls) ->
         assert p["error_code"] == ErrorCode.TOPIC_AUTHORIZATION_FAILED
 
 
+def test_produce_v13_by_topic_id_authorizes_the_name(ib, acls) -> None:
+    """v13 names topics by id: a known id is authorized by its topic's name (WRITE), an id
+    that names no topic is UNKNOWN_TOPIC_ID whatever the ACLs, as Kafka 4.1+ answers."""
+    _topic(ib, "by-id")
+    state = ib.broker.state
+    topic_id = ib.call(lambda: state.logs.topic("by-id")).topic_id
+
+    def send(tid: Any) -> int:
+        body = {"transactional_id": None, "acks": 1, "timeout_ms": 5000,
+                "topic_data": [{"topic_id": tid, "partition_data": [{"index": 0, "records": batch()}]}]}
+        r = c.call(ApiKey.PRODUCE, 13, body)
+        assert r["responses"][0]["topic_id"] == tid
+        return int(partition_response(r)["error_code"])
+
+    with Conn(ib.port) as c:
+        assert send(topic_id) == ErrorCode.TOPIC_AUTHORIZATION_FAILED
+        assert send(uuid.uuid4()) == ErrorCode.UNKNOWN_TOPIC_ID
+        assert ib.call(lambda: state.logs.get_log("by-id", 0).log_end_offset) == 0
+        acls(acl(T, "by-id", Op.WRITE))
+        assert send(topic_id) == 0
+        assert send(uuid.uuid4()) == ErrorCode.UNKNOWN_TOPIC_ID
+        assert ib.call(lambda: state.logs.get_log("by-id", 0).log_end_offset) == 3
+
+
 def test_fetch_and_list_offsets(ib, acls) -> None:
     _topic(ib, "reads")
     with Conn(ib.port) as c:
@@ -224,6 +248,49 @@ def test_group_apis(ib, acls) -> None:
         assert r["results"][0]["error_code"] == ErrorCode.GROUP_AUTHORIZATION_FAILED
         r = c.call(ApiKey.LIST_GROUPS, 4, {"states_filter": []})
         assert {g["group_id"] for g in r["groups"]} <= {"billing"}
+
+
+def test_offset_commit_and_fetch_v10_by_topic_id(ib, acls) -> None:
+    """v10 names topics by id: an id that names no topic is UNKNOWN_TOPIC_ID whatever the
+    ACLs; a known one is authorized by its name (OffsetCommit: READ; OffsetFetch: DESCRIBE),
+    as Kafka 4.1+ answers; a fetch of every topic leaves out those it may not describe."""
+    _topic(ib, "c10")
+    _topic(ib, "c10-hidden")
+    state = ib.broker.state
+    tid = ib.call(lambda: state.logs.topic("c10")).topic_id
+    hidden = ib.call(lambda: state.logs.topic("c10-hidden")).topic_id
+    unknown = uuid.uuid4()
+
+    def commit(*ids: Any) -> list[int]:
+        r = c.call(ApiKey.OFFSET_COMMIT, 10, {
+            "group_id": "g10", "generation_id_or_member_epoch": -1, "member_id": "", "group_instance_id": None,
+            "topics": [{"topic_id": i, "partitions": [{"partition_index": 0, "committed_offset": 4,
+                                                       "committed_leader_epoch": -1, "committed_metadata": ""}]}
+                       for i in ids]})
+        assert [t["topic_id"] for t in r["topics"]] == list(ids)
+        return [p["error_code"] for t in r["topics"] for p in t["partitions"]]
+
+    def fetch(ids: Any) -> list[tuple[Any, int, int]]:
+        topics = None if ids is None else [{"topic_id": i, "partition_indexes": [0]} for i in ids]
+        r = c.call(ApiKey.OFFSET_FETCH, 10, {"groups": [{"group_id": "g10", "member_id": None, "member_epoch": -1,
+                                                         "topics": topics}], "require_stable": False})
+        (g,) = r["groups"]
+        if g["error_code"]:
+            return [(None, -1, g["error_code"])]
+        return [(t["topic_id"], p["committed_offset"], p["error_code"]) for t in g["topics"] for p in t["partitions"]]
+
+    with Conn(ib.port) as c:
+        assert commit(tid) == [ErrorCode.GROUP_AUTHORIZATION_FAILED]
+        assert fetch([tid]) == [(None, -1, ErrorCode.GROUP_AUTHORIZATION_FAILED)]
+        acls(acl(G, "g10", Op.READ))
+        assert commit(tid, unknown, hidden) == [ErrorCode.TOPIC_AUTHORIZATION_FAILED, ErrorCode.UNKNOWN_TOPIC_ID,
+                                                ErrorCode.TOPIC_AUTHORIZATION_FAILED]
+        acls(acl(T, "c10", Op.READ), acl(T, "c10-hidden", Op.READ))
+        assert commit(tid, unknown, hidden) == [0, ErrorCode.UNKNOWN_TOPIC_ID, 0]
+        ib.call(lambda: state.acls.delete([AclBindingFilter.of(acl(T, "c10-hidden", Op.READ))]))
+        assert fetch([tid, unknown, hidden]) == [(tid, 4, 0), (hidden, -1, ErrorCode.TOPIC_AUTHORIZATION_FAILED),
+                                                 (unknown, -1, ErrorCode.UNKNOWN_TOPIC_ID)]
+        assert fetch(None) == [(tid, 4, 0)]
 
 
 def test_transactional_apis(ib, acls) -> None:

@@ -10,6 +10,7 @@ import logging
 import socket
 import time
 import uuid
+from typing import Any
 
 import pytest
 
@@ -98,6 +99,63 @@ async def test_send_returns_metadata_and_futures_work_with_asyncio(module_broker
         assert (await p.send(topic, b"p0", partition=0)).partition == 0
         with pytest.raises(ValueError, match="partition 3"):
             p.send_nowait(topic, b"x", partition=3)
+
+
+async def test_produce_v13_names_topics_by_id_and_follows_a_recreated_topic(module_broker, monkeypatch) -> None:
+    """Against a broker serving Produce 13 the producer sends it, naming the topic by the id
+    Metadata gave; a topic deleted and made again under the same name gets a new id: the old
+    one answers UNKNOWN_TOPIC_ID, the producer refreshes its metadata and the retry lands in
+    the new topic."""
+    from client.sender import Sender
+    sent: list[tuple[int, list[Any]]] = []
+    real = Sender._produce_request
+
+    def spy(self: Sender, conn: Any, batches: Any) -> Any:
+        version, body, names = real(self, conn, batches)
+        sent.append((version, [t.get("topic_id", t.get("name")) for t in body["topic_data"]]))
+        return version, body, names
+
+    monkeypatch.setattr(Sender, "_produce_request", spy)
+    topic = _topic("by-id")
+    await _create(module_broker.bootstrap, topic)
+    async with Producer(module_broker.bootstrap, retry_backoff_ms=20) as p:
+        assert (await p.send(topic, b"one")).offset == 0
+        old = p._cluster.topics[topic].topic_id
+        assert old is not None and sent == [(13, [old])]
+        async with Admin(module_broker.bootstrap) as admin:
+            await admin.delete_topic(topic)
+            await admin.create_topic(topic, 1)
+        md = await p.send(topic, b"again")
+        new = p._cluster.topics[topic].topic_id
+        assert (md.offset, md.partition) == (0, 0) and new not in (None, old)
+        assert sent[1:] == [(13, [old]), (13, [new])]
+    got = await aio_consume_async(module_broker.bootstrap, {(topic, 0): (0, 1)}, timeout=10)
+    assert [r.value for r in got[(topic, 0)]] == [b"again"]
+    # a transactional producer stays at v11, by name: v12+ belong to transactions V2 (KIP-890)
+    sent.clear()
+    async with Producer(module_broker.bootstrap, transactional_id=_topic("tx")) as p:
+        await p.init_transactions()
+        p.begin_transaction()
+        await p.send(topic, b"in a transaction")
+        await p.commit_transaction()
+    assert sent == [(11, [topic])]
+
+
+async def test_a_retriable_error_on_every_partition_of_a_v13_request_retries_them_all(tmp_path) -> None:
+    """One Produce v13 request for three partitions of a topic, each answered
+    NOT_LEADER_OR_FOLLOWER once (fault injection): each of the three batches is matched back
+    by topic id and partition and retried, none is left "without an answer"."""
+    b = BrokerProcess(str(tmp_path / "data"), faults=True).start()
+    try:
+        topic = _topic("every-partition")
+        await _create(b.bootstrap, topic, 3)
+        b.faults.fail("PRODUCE", "NOT_LEADER_OR_FOLLOWER", count=1, topic=topic)
+        async with Producer(b.bootstrap, retry_backoff_ms=20, linger_ms=20) as p:
+            mds = await asyncio.gather(*[p.send_nowait(topic, b"%d" % i, partition=i % 3) for i in range(30)])
+        assert sorted((m.partition, m.offset) for m in mds) == sorted((i, o) for i in range(3) for o in range(10))
+        assert b.faults.rules() == []
+    finally:
+        assert b.stop() == 0
 
 
 async def test_serializers_and_type_errors(module_broker) -> None:

@@ -11,6 +11,7 @@ against the interpreted reference (``Message.interpreted``), for every message a
 
 from __future__ import annotations
 
+import uuid
 from typing import Any
 
 import pytest
@@ -104,16 +105,23 @@ def test_random_bytes_agree(mv: tuple[Message, int], raw: bytes) -> None:
 
 
 def _produce_request(version: int) -> dict[str, Any]:
+    """Topics by name (v0-12) or by id (v13+); the field a version does not carry holds the
+    default its decoder fills in."""
+    def topic(name: str, n: int) -> dict[str, Any]:
+        if version >= 13:
+            return {"name": "", "topic_id": uuid.UUID(int=n)}
+        return {"name": name, "topic_id": None}
+
     return {
         "transactional_id": None, "acks": 1, "timeout_ms": 1500,
         "topic_data": [
-            {"name": "a", "partition_data": [{"index": 0, "records": b"xyz"}, {"index": 3, "records": None}]},
-            {"name": "bé", "partition_data": []},
+            {**topic("a", 1), "partition_data": [{"index": 0, "records": b"xyz"}, {"index": 3, "records": None}]},
+            {**topic("bé", 2), "partition_data": []},
         ],
     }
 
 
-@pytest.mark.parametrize("version", range(12))
+@pytest.mark.parametrize("version", range(14))
 def test_produce_request_null_transactional_id_and_records(version: int) -> None:
     value = _produce_request(version)
     raw = _both_encode(ProduceRequest, value, version)
@@ -123,7 +131,7 @@ def test_produce_request_null_transactional_id_and_records(version: int) -> None
     assert ProduceRequest.decode(Reader(raw), version)["transactional_id"] == ("tx" if version >= 3 else None)
 
 
-@pytest.mark.parametrize("version", range(9, 12))
+@pytest.mark.parametrize("version", range(9, 14))
 def test_unknown_tags_are_skipped_like_the_interpreted_codec(version: int) -> None:
     """v9+ request with a tag buffer of two unknown tags after the request and after a partition."""
     raw = bytearray(_both_encode(ProduceRequest, _produce_request(version), version))
@@ -136,13 +144,14 @@ def test_unknown_tags_are_skipped_like_the_interpreted_codec(version: int) -> No
     assert _both_decode(ProduceRequest, bytes(raw), version) is DecodeError
 
 
-@pytest.mark.parametrize("version", range(8, 12))
+@pytest.mark.parametrize("version", range(8, 14))
 def test_produce_response_record_errors_and_leader_hints(version: int) -> None:
     part = {"index": 1, "error_code": 6, "base_offset": -1, "log_append_time_ms": -1,
             "log_start_offset": 0, "record_errors": [{"batch_index": 0, "batch_index_error_message": None},
                                                      {"batch_index": 2, "batch_index_error_message": "bad"}],
             "error_message": "not leader", "current_leader": {"leader_id": 1, "leader_epoch": 4}}
-    value = {"responses": [{"name": "t", "partition_responses": [part, dict(part, index=2, current_leader=None)]}],
+    topic = {"name": "", "topic_id": uuid.UUID(int=7)} if version >= 13 else {"name": "t", "topic_id": None}
+    value = {"responses": [{**topic, "partition_responses": [part, dict(part, index=2, current_leader=None)]}],
              "throttle_time_ms": 0,
              "node_endpoints": [{"node_id": 1, "host": "h", "port": 9092, "rack": None}]}
     raw = _both_encode(ProduceResponse, value, version)

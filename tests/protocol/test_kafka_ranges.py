@@ -29,9 +29,6 @@ except ImportError:  # pragma: no cover - kafka-python is a test dependency
 
 #: API key -> what is missing; the Kafka 4.2 work (new APIs, TV2 versions, topic ids) removes these
 PENDING: dict[int, str] = {
-    ApiKey.PRODUCE: "v12 (transactions V2) and v13 (topic ids)",
-    ApiKey.OFFSET_COMMIT: "v10 (topic ids)",
-    ApiKey.OFFSET_FETCH: "v10 (topic ids)",
     ApiKey.INIT_PRODUCER_ID: "v6 (KIP-939's two-phase commit fields)",
     ApiKey.ADD_PARTITIONS_TO_TXN: "v4-5 (batched verification, transactions V2)",
     ApiKey.END_TXN: "v5 (transactions V2)",

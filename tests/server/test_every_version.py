@@ -87,6 +87,16 @@ def check(key: ApiKey, version: int, resp: dict[str, Any], topic_id: uuid.UUID) 
             assert t["topic_id"] == (topic_id if version >= 10 else None)
     elif key == ApiKey.PRODUCE:  # an empty records blob
         assert partition_response(resp)["error_code"] == 2
+        (t,) = resp["responses"]
+        assert t["topic_id" if version >= 13 else "name"] == (topic_id if version >= 13 else TOPIC)
+    elif key == ApiKey.OFFSET_COMMIT:  # the topic is known (by name, or by id from v10)
+        (t,) = resp["topics"]
+        assert t["topic_id" if version >= 10 else "name"] == (topic_id if version >= 10 else TOPIC)
+        assert t["partitions"][0]["error_code"] not in (3, 100)  # UNKNOWN_TOPIC_OR_PARTITION, UNKNOWN_TOPIC_ID
+    elif key == ApiKey.OFFSET_FETCH and version >= 8:
+        (t,) = resp["groups"][0]["topics"]
+        assert t["topic_id" if version >= 10 else "name"] == (topic_id if version >= 10 else TOPIC)
+        assert t["partitions"][0]["error_code"] == 0
     elif key == ApiKey.LIST_OFFSETS:  # timestamp 0: the first record
         p = partition_response(resp, "partitions")
         if version == 0:  # the old style: no segment file was last modified before 1970

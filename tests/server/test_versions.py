@@ -1,5 +1,5 @@
 """What the newer versions of the data-path APIs bring, over a real socket: topic ids (Metadata
-v10+, Fetch v13+, CreateTopics v7, DeleteTopics v6) kept across a restart, leader epochs and
+v10+, Fetch v13+, Produce v13, CreateTopics v7, DeleteTopics v6) kept across a restart, leader epochs and
 diverging epochs, ListOffsets' special timestamps, Produce v8+'s error_message, and the
 advertised ranges. Fetch sessions: test_fetch_sessions.py."""
 
@@ -34,9 +34,10 @@ def _fetch_by_id(topic_id: uuid.UUID, offset: int, **partition: Any) -> dict[str
 
 
 @pytest.mark.parametrize("key,expected", [
-    (ApiKey.PRODUCE, (0, 11)), (ApiKey.FETCH, (4, 18)), (ApiKey.LIST_OFFSETS, (0, 11)), (ApiKey.METADATA, (0, 13)),
+    (ApiKey.PRODUCE, (0, 13)), (ApiKey.FETCH, (4, 18)), (ApiKey.LIST_OFFSETS, (0, 11)), (ApiKey.METADATA, (0, 13)),
     (ApiKey.CREATE_TOPICS, (0, 7)), (ApiKey.DELETE_TOPICS, (0, 6)), (ApiKey.INIT_PRODUCER_ID, (0, 5)),
-    (ApiKey.API_VERSIONS, (0, 4)), (ApiKey.FIND_COORDINATOR, (0, 6)),
+    (ApiKey.API_VERSIONS, (0, 4)), (ApiKey.FIND_COORDINATOR, (0, 6)), (ApiKey.OFFSET_COMMIT, (0, 10)),
+    (ApiKey.OFFSET_FETCH, (0, 10)),
 ])
 def test_ranges(key: ApiKey, expected: tuple[int, int]) -> None:
     """Kafka 4.2's maxima as they land; the minima old clients need (Produce 0 for old librdkafka, Fetch 4,
@@ -168,6 +169,68 @@ def test_produce_v8_plus_says_why(module_broker) -> None:
             assert p["error_code"] == ErrorCode.CORRUPT_MESSAGE
             assert (p["error_message"] is not None) == (version >= 8)
             assert p["current_leader"] is None  # KIP-951 hints only come with NOT_LEADER_OR_FOLLOWER
+
+
+def _produce_by_id(topics: dict[uuid.UUID, list[tuple[int, bytes]]], acks: int = 1) -> dict[str, Any]:
+    return {"transactional_id": None, "acks": acks, "timeout_ms": 30000, "topic_data": [
+        {"topic_id": tid, "partition_data": [{"index": i, "records": r} for i, r in parts]}
+        for tid, parts in topics.items()]}
+
+
+def _high_watermark(c: Conn, topic: str, partition: int = 0) -> int:
+    body = {"replica_id": -1, "isolation_level": 0, "topics": [{"name": topic, "partitions": [
+        {"partition_index": partition, "timestamp": -1}]}]}
+    return int(partition_response(c.call(ApiKey.LIST_OFFSETS, 5, body), "partitions")["offset"])
+
+
+def test_produce_v12_is_v11_and_v13_names_topics_by_id(module_broker) -> None:
+    """v12 is v11 on the wire (by name); v13 (KIP-516) by topic id in the request and the
+    response: an unknown id (or the zero id) is UNKNOWN_TOPIC_ID per partition and writes
+    nothing, the other topics of the request are written; a partition past the topic's count
+    is UNKNOWN_TOPIC_OR_PARTITION as by name; acks=0 with an unknown id closes the connection."""
+    with Conn(module_broker.port) as c:
+        assert c.call(ApiKey.CREATE_TOPICS, 7, create_topic("pv13", 2))["topics"][0]["error_code"] == 0
+        tid = _topic_id(c, "pv13")
+        r = c.call(ApiKey.PRODUCE, 12, produce("pv13", 0, batch(2)))
+        assert (r["responses"][0]["name"], partition_response(r)["error_code"]) == ("pv13", 0)
+        assert partition_response(r)["base_offset"] == 0
+        r = c.call(ApiKey.PRODUCE, 13, _produce_by_id({tid: [(0, batch(3)), (1, batch(1))]}))
+        (t,) = r["responses"]
+        assert (t["topic_id"], t["name"]) == (tid, "")  # v13 answers by id: the name is not on the wire
+        assert [(p["index"], p["error_code"], p["base_offset"]) for p in t["partition_responses"]] == [
+            (0, 0, 2), (1, 0, 0)]
+        assert t["partition_responses"][0]["log_start_offset"] == 0
+        unknown = uuid.uuid4()
+        r = c.call(ApiKey.PRODUCE, 13, _produce_by_id({unknown: [(0, batch(1)), (1, batch(1))], tid: [(0, batch(1))],
+                                                       ZERO: [(0, batch(1))]}))
+        by_id = {t["topic_id"]: [(p["index"], p["error_code"], p["base_offset"]) for p in t["partition_responses"]]
+                 for t in r["responses"]}
+        assert by_id == {unknown: [(0, ErrorCode.UNKNOWN_TOPIC_ID, -1), (1, ErrorCode.UNKNOWN_TOPIC_ID, -1)],
+                         tid: [(0, 0, 5)], ZERO: [(0, ErrorCode.UNKNOWN_TOPIC_ID, -1)]}
+        p = partition_response(c.call(ApiKey.PRODUCE, 13, _produce_by_id({tid: [(2, batch(1))]})))
+        assert p["error_code"] == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+        assert (_high_watermark(c, "pv13", 0), _high_watermark(c, "pv13", 1)) == (6, 1)
+        # what v13 wrote reads back, by id (Fetch v13+) and by name
+        p = partition_response(c.call(ApiKey.FETCH, 17, _fetch_by_id(tid, 0)), "partitions")
+        assert (p["error_code"], p["high_watermark"]) == (0, 6) and len(p["records"]) > 0
+        # a topic deleted and made again under the same name has a new id: the old one is unknown
+        (d,) = c.call(ApiKey.DELETE_TOPICS, 6, {"topics": [{"name": None, "topic_id": tid}],
+                                                "timeout_ms": 1000})["responses"]
+        assert d["error_code"] == 0
+        assert c.call(ApiKey.CREATE_TOPICS, 7, create_topic("pv13", 1))["topics"][0]["error_code"] == 0
+        new = _topic_id(c, "pv13")
+        assert new != tid
+        assert partition_response(c.call(ApiKey.PRODUCE, 13, _produce_by_id({tid: [(0, batch(1))]})))[
+            "error_code"] == ErrorCode.UNKNOWN_TOPIC_ID
+        assert partition_response(c.call(ApiKey.PRODUCE, 13, _produce_by_id({new: [(0, batch(1))]})))[
+            "error_code"] == 0
+        assert _high_watermark(c, "pv13") == 1
+        # acks=0 answers nothing; an unknown id is an error, so the connection is closed
+        c.send(ApiKey.PRODUCE, 13, _produce_by_id({new: [(0, batch(1))]}, acks=0))
+        c.send(ApiKey.PRODUCE, 13, _produce_by_id({unknown: [(0, batch(1))]}, acks=0))
+        assert c.is_closed_by_peer()
+    with Conn(module_broker.port) as c:
+        assert _high_watermark(c, "pv13") == 2
 
 
 def test_metadata_authorized_operations_without_an_authorizer(module_broker) -> None:

@@ -133,6 +133,8 @@ def test_errors_fencing_and_the_produce_check(broker: BrokerProcess) -> None:
         # a transactional batch to a partition its transaction did not add
         assert send(c, "f", txn_batch(pid, epoch, 0, [b"no"]), "z")[0] == E.INVALID_TXN_STATE
         assert send(c, "f", txn_batch(pid, epoch, 0, [b"no"]), "z", version=11)[0] == E.TRANSACTION_ABORTABLE
+        # v12 is v11 here: transaction.version is 0, so a produce never adds its partition (KIP-890 part 2)
+        assert send(c, "f", txn_batch(pid, epoch, 0, [b"no"]), "z", version=12)[0] == E.TRANSACTION_ABORTABLE
         assert add_partitions(c, "z", pid, epoch, "f", [0]) == [0]
         assert send(c, "f", txn_batch(pid, epoch, 0, [b"zombie"]), "z") == (0, 0)
         # a second producer with the same id: the open transaction is aborted under a bumped epoch

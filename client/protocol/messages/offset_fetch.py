@@ -1,5 +1,7 @@
-"""OffsetFetch (API key 9): request and response schemas. v0-7 ask for one group; v8+ for
-several (``groups``), each with its own topics and error."""
+"""OffsetFetch (API key 9): request and response schemas, v0-10 (Kafka 4.2; Kafka 4 dropped
+v0). v0-7 ask for one group; v8+ for several (``groups``), each with its own topics and error;
+v9 adds the KIP-848 member fields; v10 names topics by ``topic_id`` instead of ``name``, in
+the request and the response, and may answer UNKNOWN_TOPIC_ID."""
 
 from __future__ import annotations
 
@@ -14,7 +16,7 @@ _PARTITION_V8 = [
     F("error_code", "int16"),
 ]
 
-OffsetFetchRequest = Message("OffsetFetchRequest", 9, "0-9", "6+", [
+OffsetFetchRequest = Message("OffsetFetchRequest", 9, "0-10", "6+", [
     F("group_id", "string", "0-7"),
     F("topics", Array([
         F("name", "string"),
@@ -25,13 +27,14 @@ OffsetFetchRequest = Message("OffsetFetchRequest", 9, "0-9", "6+", [
         F("member_id", "string", "9+", nullable="9+", default=NULL),
         F("member_epoch", "int32", "9+", default=-1),
         F("topics", Array([
-            F("name", "string"),
+            F("name", "string", "8-9"),
+            F("topic_id", "uuid", "10+"),
             F("partition_indexes", Array("int32")),
         ]), nullable="8+"),
     ]), "8+"),
     F("require_stable", "bool", "7+"),
 ])
-OffsetFetchResponse = Message("OffsetFetchResponse", 9, "0-9", "6+", [
+OffsetFetchResponse = Message("OffsetFetchResponse", 9, "0-10", "6+", [
     F("throttle_time_ms", "int32", "3+"),
     F("topics", Array([
         F("name", "string"),
@@ -47,7 +50,8 @@ OffsetFetchResponse = Message("OffsetFetchResponse", 9, "0-9", "6+", [
     F("groups", Array([
         F("group_id", "string"),
         F("topics", Array([
-            F("name", "string"),
+            F("name", "string", "8-9"),
+            F("topic_id", "uuid", "10+"),
             F("partitions", Array(_PARTITION_V8)),
         ])),
         F("error_code", "int16"),
