@@ -10,8 +10,14 @@ import os
 from collections.abc import Iterator
 
 import pytest
+from hypothesis import settings
 
 from tests.broker_process import BrokerProcess
+
+# Property tests check results, not speed: no per-example deadline (Hypothesis' default, 200 ms,
+# fails examples on a loaded machine: CI shares two cores with whatever else runs).
+settings.register_profile("minibroker", deadline=None)
+settings.load_profile("minibroker")
 
 _AXES = {"compat": os.path.join("tests", "compat") + os.sep, "spark": os.path.join("tests", "spark") + os.sep}
 
