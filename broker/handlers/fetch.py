@@ -1,4 +1,5 @@
-"""Fetch (1), v4-18: index lookup, then the record bytes leave by ``os.sendfile``.
+"""Fetch (1), v0-18: index lookup, then the record bytes leave by ``os.sendfile`` (v4+) or
+down-converted to magic 0/1 message sets (v0-3, see "Old versions" below).
 
 For each partition: ``Log.read`` gives file slices starting at the batch that holds
 ``fetch_offset``; the first non-empty partition's first batch is always whole (KIP-74), after
@@ -49,17 +50,41 @@ Response layout (Kafka's FetchResponse.json), after the frame size::
 
 ARRAY/STRING/BYTES are int32/int16/int32-length-prefixed up to v11, and "compact" from v12
 (unsigned varint of length + 1, 0 = null).
+
+Old versions (v0-3, which Kafka 3.9 serves and Kafka 4 removed): clients from before Kafka
+0.11 read magic 0 (v0-1) or magic 1 (v2-3) message sets, so the v2 batches read are
+down-converted in memory, as Kafka 3.9's ``KafkaApis.maybeConvertFetchedData`` and
+``LazyDownConversionRecords`` do (client/records/downconvert.py: control batches skipped,
+records below the fetch offset of an uncompressed batch left out, compressed batches
+re-compressed in the same codec as one wrapper message). The read is Kafka's for these
+versions: read_uncommitted (there is no isolation level), ``max_bytes`` (v3; v0-2: none) at
+most Kafka's ``fetch.max.bytes`` default (55 MiB, which bounds what one request converts),
+the first partition's first batch whole only from v3 (KIP-74: v0-2 have a hard limit, and a
+batch larger than ``partition_max_bytes`` gives no message), a partition's first converted
+batch whole, the rest within the bytes read. Per partition of a topic on this broker:
+``compression.type=zstd`` answers UNSUPPORTED_COMPRESSION_TYPE (as Kafka for any version
+below 10), ``message.downconversion.enable=false`` UNSUPPORTED_VERSION, a zstd batch first in
+line UNSUPPORTED_COMPRESSION_TYPE (with high watermark -1, as Kafka's error responses). The
+conversion runs in the inflate threads (off the event loop); compressed batches inflate
+within the broker's bounds (storage/inflation.py). Response v0-3::
+
+    int32 correlation_id | int32 throttle_time_ms [v1+] | ARRAY topics
+      STRING topic | ARRAY partitions
+        int32 partition_index | int16 error_code | int64 high_watermark | BYTES records
 """
 
 from __future__ import annotations
 
 import asyncio
+import os
 import struct
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 from typing import Any
 
 from client.protocol.api import ApiKey, ErrorCode
+from client.records.batch import UnsupportedCompressionTypeError
+from client.records.downconvert import down_convert
 
 from ..errors import error_code_of
 from ..fetch_session import FetchSession, TopicKey, next_epoch
@@ -67,6 +92,8 @@ from ..request_context import RequestContext
 from ..state import BrokerState
 from ..storage.errors import OffsetOutOfRangeError
 from ..storage.file_records import FileSlice
+from ..storage.inflation import InflationPool
+from ..storage.log_validator import max_decompressed_size
 from .authz import AclOperation, cluster_allows, may_read_topic
 from .common import FetchReply
 
@@ -74,6 +101,11 @@ API_KEY = ApiKey.FETCH
 AUTHORIZATION = "READ on each topic (CLUSTER_ACTION for an internal one); CLUSTER_ACTION for a follower's fetch"
 
 FLEXIBLE_FROM = 12
+#: the first version whose records are RecordBatch v2; below it they are down-converted
+RECORD_BATCH_FROM = 4
+#: Kafka's ``fetch.max.bytes`` default (55 MiB): Kafka bounds every fetch's total with it; here
+#: it bounds the v0-3 fetches, whose records are converted in memory
+OLD_FETCH_MAX_BYTES = 55 * 1024 * 1024
 TOPIC_IDS_FROM = 13
 #: the leader epoch of every partition: one broker, never a leader change
 LEADER_EPOCH = 0
@@ -86,6 +118,7 @@ _PART = struct.Struct(">ihqq")  # index, error, high watermark, last stable offs
 _I64 = struct.Struct(">q")
 _ABORTED = struct.Struct(">qq")  # producer_id, first_offset
 _DIVERGING_TAG = struct.Struct(">iq")  # the diverging_epoch struct: epoch, end offset
+_OLD_PART = struct.Struct(">ihqi")  # v0-3: index, error, high watermark, records size
 
 #: one partition of the answer: (index, error, high watermark, log start, slices, diverging
 #: epoch's end offset or -1, last stable offset, aborted transactions (producer id, first offset))
@@ -123,7 +156,11 @@ def _read_all(request: dict[str, Any], version: int, state: BrokerState,
     TOPIC_AUTHORIZATION_FAILED for each of its partitions."""
     read_committed = request.get("isolation_level", 0) == 1
     limit = request["max_bytes"]
-    min_one = True
+    old = version < RECORD_BATCH_FROM
+    if old:
+        limit = min(limit, OLD_FETCH_MAX_BYTES)
+    # KIP-74 (the first partition's first batch whole) from v3; v0-2 have a hard limit
+    min_one = version >= 3
     total = 0
     errors = False
     out: Result = []
@@ -179,6 +216,10 @@ def _read_all(request: dict[str, Any], version: int, state: BrokerState,
                 errors = True
                 continue
             size = res.size
+            if old and res.first_entry_incomplete and version >= 3:
+                # Kafka replaces an incomplete first batch with nothing when the limit is not
+                # hard (v3+); v0-2 keep the bytes, which convert to no message
+                res, size = res._replace(slices=_NO_SLICES), 0
             aborted = _NO_ABORTED
             if size > 0:
                 min_one = False
@@ -250,6 +291,103 @@ def _encode(result: Result, version: int, correlation_id: int, read_committed: b
         parts.append(bytes(buf))
         size += len(buf)
     return FetchReply(parts, size)
+
+
+class _PoolOnly:
+    """What a down-conversion's inflated buffers are paid from: the broker-wide pool of
+    storage/inflation.py (a Produce request's own budget does not apply to a fetch)."""
+
+    __slots__ = ("pool",)
+
+    def __init__(self, pool: InflationPool) -> None:
+        self.pool = pool
+
+    def acquire(self, n: int) -> None:
+        self.pool.acquire(n)
+
+    def release(self, n: int) -> None:
+        self.pool.release(n)
+
+    def inflated(self, n: int) -> None:
+        pass
+
+
+#: one partition to down-convert: its slices, fetch offset, and the bound of one inflated batch
+_Job = tuple[list[FileSlice], int, int]
+
+
+def _convert_jobs(jobs: list[_Job], magic: int, memory: _PoolOnly) -> list[tuple[int, bytes]]:
+    """In an inflate thread: each partition's bytes read (pread: the slices keep their files
+    open) and down-converted, within as many bytes as were read (Kafka's first-batch rule
+    aside); (error code, message set) per job."""
+    out: list[tuple[int, bytes]] = []
+    for slices, offset, bound in jobs:
+        data = b"".join([os.pread(s.fd, s.size, s.position) for s in slices])
+        try:
+            out.append((0, down_convert(data, magic, offset, len(data), bound, memory)))
+        except UnsupportedCompressionTypeError:
+            out.append((ErrorCode.UNSUPPORTED_COMPRESSION_TYPE, b""))
+        except Exception as e:  # noqa: BLE001 - a batch that does not decode or inflate: that partition's error
+            out.append((error_code_of(e), b""))
+    return out
+
+
+async def _down_converted(ctx: RequestContext, request: dict[str, Any], result: Result) -> FetchReply:
+    """A v0-3 answer: each partition's v2 batches as magic 0 (v0-1) or magic 1 (v2-3) messages,
+    or the error that replaces them (module docstring, "Old versions")."""
+    state, version = ctx.state, ctx.api_version
+    magic = 0 if version <= 1 else 1
+    jobs: list[_Job] = []
+    where: list[tuple[int, int]] = []
+    final: Result = []
+    for ti, (t, (name, topic_id, plist)) in enumerate(zip(request["topics"], result)):
+        parts: list[Part] = []
+        for p, part in zip(t["partitions"], plist):
+            idx, err, _, _, slices = part[:5]
+            log = state.logs.get_log(name, idx) if name and err != ErrorCode.TOPIC_AUTHORIZATION_FAILED else None
+            if log is not None:
+                cfg = log.config
+                if cfg.compression_type == "zstd":
+                    part = (idx, ErrorCode.UNSUPPORTED_COMPRESSION_TYPE, -1, -1, _NO_SLICES, -1, -1, _NO_ABORTED)
+                elif not cfg.message_downconversion_enable:
+                    part = (idx, ErrorCode.UNSUPPORTED_VERSION, -1, -1, _NO_SLICES, -1, -1, _NO_ABORTED)
+                elif not err and slices:
+                    jobs.append((slices, p["fetch_offset"], min(max_decompressed_size(cfg),
+                                                                state.inflation.message_max)))
+                    where.append((ti, len(parts)))
+            parts.append(part)
+        final.append((name, topic_id, parts))
+    _metrics(state, version, final)
+    converted: list[tuple[int, bytes]] = []
+    if jobs:
+        loop = asyncio.get_running_loop()
+        converted = await loop.run_in_executor(state.inflate_executor, _convert_jobs, jobs, magic,
+                                               _PoolOnly(state.inflation.pool))
+    records: dict[tuple[int, int], tuple[int, bytes]] = dict(zip(where, converted))
+    return _encode_old(final, records, version, ctx.correlation_id)
+
+
+def _encode_old(result: Result, records: dict[tuple[int, int], tuple[int, bytes]], version: int,
+                correlation_id: int) -> FetchReply:
+    """The v0-3 response (module docstring); ``records``: the converted message sets (or the
+    error that replaces them) by (topic, partition) position in ``result``."""
+    buf = bytearray(_I32.pack(correlation_id))
+    if version >= 1:
+        buf += _I32.pack(0)  # throttle_time_ms
+    buf += _I32.pack(len(result))
+    for ti, (name, _, plist) in enumerate(result):
+        nb = name.encode()
+        buf += struct.pack(">h", len(nb)) + nb + _I32.pack(len(plist))
+        for pi, (idx, err, hw, *_rest) in enumerate(plist):
+            conv = records.get((ti, pi))
+            data = b""
+            if conv is not None:
+                if conv[0]:
+                    err, hw = conv[0], -1  # as Kafka's error answers: no offsets
+                else:
+                    data = conv[1]
+            buf += _OLD_PART.pack(idx, err, hw, len(data)) + data
+    return FetchReply([bytes(buf)], len(buf))
 
 
 def _metrics(state: BrokerState, version: int, result: Result) -> None:
@@ -389,7 +527,9 @@ def handle(ctx: RequestContext, request: dict[str, Any]) -> Any:
         result, total, errors = _read_all(req, version, state, auth_ctx)
         return result, total, errors, req
 
-    def answer(result: Result) -> FetchReply:
+    def answer(result: Result) -> FetchReply | Coroutine[Any, Any, FetchReply]:
+        if version < RECORD_BATCH_FROM:
+            return _down_converted(ctx, request, result)
         _metrics(state, version, result)
         if session is not None:
             return _encode(_changed(result, keys, session), version, correlation_id, read_committed, 0, session.id)
@@ -421,8 +561,10 @@ def handle(ctx: RequestContext, request: dict[str, Any]) -> Any:
 
 async def _long_poll(wait: Callable[[asyncio.Future[None]], Callable[[], None]], version: Callable[[], int],
                      seen: int, min_bytes: int, read: Callable[[], tuple[Result, int, bool, dict[str, Any]]],
-                     answer: Callable[[Result], FetchReply], result: Result, max_wait: int) -> FetchReply:
-    """Wait until ``min_bytes`` are there, an error, or ``max_wait`` ms, then answer.
+                     answer: Callable[[Result], FetchReply | Coroutine[Any, Any, FetchReply]], result: Result,
+                     max_wait: int) -> FetchReply:
+    """Wait until ``min_bytes`` are there, an error, or ``max_wait`` ms, then answer (v0-3's
+    answer is a coroutine: their down-conversion runs off the event loop).
 
     ``wait(fut)`` registers a future that a change wakes (a session's own waiter, or the
     partitions' waiters) and returns its undo; ``version()`` moves on with every change that
@@ -457,4 +599,5 @@ async def _long_poll(wait: Callable[[asyncio.Future[None]], Callable[[], None]],
             release()
         if version() == seen:
             break
-    return answer(res)
+    reply = answer(res)
+    return reply if isinstance(reply, FetchReply) else await reply

@@ -8,8 +8,8 @@ they survive a restart.
 
 Every topic config Kafka 3.9 defines is here (``TOPIC_CONFIGS``). What each one does on this
 single-node broker is in its ``doc``; a few have no effect here but are accepted and reported
-(replication throttles, ``message.downconversion.enable``, ``message.format.version``), as a
-Kafka broker without that feature in use would.
+(replication throttles, ``message.format.version``), as a Kafka broker without that feature in
+use would.
 
 Kinds: ``int`` (32-bit), ``long`` (64-bit), ``double``, ``bool``, ``str`` and ``list`` (a comma
 separated list, kept normalised as ``"a,b"``). ``synonyms`` are the broker properties that set
@@ -214,7 +214,8 @@ TOPIC_CONFIGS: dict[str, ConfigDef] = {
            check=_throttled_replicas, doc="Replication throttling; no replication here, accepted and unused."),
         _D("message.downconversion.enable", "message_downconversion_enable", "bool", True,
            "log.message.downconversion.enable",
-           doc="Whether old fetch versions get down-converted batches; this broker serves fetch v4+ only."),
+           doc="Whether Fetch v0-3 (clients before Kafka 0.11) get the batches down-converted to magic 0/1"
+               " messages; false answers them UNSUPPORTED_VERSION for this topic's partitions, as Kafka 3.9."),
         _D("remote.storage.enable", "remote_storage_enable", "bool", False, check=_remote_storage,
            doc="Tiered storage; not available on this broker (true is refused)."),
         _D("local.retention.ms", "local_retention_ms", "long", -2, "log.local.retention.ms", -2,

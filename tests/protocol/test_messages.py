@@ -266,6 +266,43 @@ def test_fetch_v4_request_drops_later_fields() -> None:
                    + struct.pack(">i", 1) + struct.pack(">iqi", 2, 100, 1048576))
 
 
+#: Fetch v0-3 as Kafka 3.9 defines them (clients/src/main/resources/common/message/FetchRequest.json
+#: and FetchResponse.json at the 3.9 branch: validVersions 0-17, deprecatedVersions 0-3), written
+#: out by hand: Kafka 4 removed these versions, and kafka-python 3's specs (Kafka 4.2's) start at
+#: 4, so test_fields_match_kafka_json_specs checks v0-3 only against field ranges 4.2 kept.
+FETCH_REQUEST_V0_3 = [
+    ("replica_id", "int32"), ("max_wait_ms", "int32"), ("min_bytes", "int32"),
+    ("max_bytes", "int32"),  # v3+ (KIP-74)
+    ("topics", "[]struct"), ("topics.topic", "string"), ("topics.partitions", "[]struct"),
+    ("topics.partitions.partition", "int32"), ("topics.partitions.fetch_offset", "int64"),
+    ("topics.partitions.partition_max_bytes", "int32"),
+]
+FETCH_RESPONSE_V0_3 = [
+    ("throttle_time_ms", "int32"),  # v1+
+    ("responses", "[]struct"), ("responses.topic", "string"), ("responses.partitions", "[]struct"),
+    ("responses.partitions.partition_index", "int32"), ("responses.partitions.error_code", "int16"),
+    ("responses.partitions.high_watermark", "int64"), ("responses.partitions.records", "bytes"),
+]
+
+
+@pytest.mark.parametrize("version", [0, 1, 2, 3])
+def test_fetch_v0_to_v3_fields_are_kafka_39s(version: int) -> None:
+    request = [(n, t) for n, t, _, _ in _our_fields(REQUESTS[1].fields, version, False)]
+    response = [(n, t, nullable) for n, t, nullable, _ in _our_fields(RESPONSES[1].fields, version, False)]
+    assert request == [f for f in FETCH_REQUEST_V0_3 if version >= 3 or f[0] != "max_bytes"]
+    assert response == [(n, t, n.endswith("records")) for n, t in FETCH_RESPONSE_V0_3
+                        if version >= 1 or n != "throttle_time_ms"]
+
+
+def test_fetch_v0_and_v3_request_bytes() -> None:
+    assert encode(REQUESTS[1], FETCH_V11, 0) == (
+        struct.pack(">iii", -1, 500, 1) + struct.pack(">i", 1) + b"\x00\x01t"
+        + struct.pack(">i", 1) + struct.pack(">iqi", 2, 100, 1048576))
+    assert encode(REQUESTS[1], FETCH_V11, 3) == (
+        struct.pack(">iiii", -1, 500, 1, 52428800) + struct.pack(">i", 1) + b"\x00\x01t"
+        + struct.pack(">i", 1) + struct.pack(">iqi", 2, 100, 1048576))
+
+
 def test_produce_v7_request_bytes() -> None:
     batch = b"B" * 70
     value = {"transactional_id": None, "acks": -1, "timeout_ms": 30000,

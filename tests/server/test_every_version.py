@@ -22,6 +22,7 @@ OVERRIDES: dict[ApiKey, dict[str, Any]] = {
     ApiKey.PRODUCE: {"acks": 1},
     ApiKey.DELETE_TOPICS: {"name": "not-there", "topic_names": ["not-there"]},
     ApiKey.DELETE_RECORDS: {"offset": 0},
+    ApiKey.FETCH: {"partition_max_bytes": 1 << 20},  # v0-2 have a hard limit: 0 would return nothing
 }
 
 
@@ -78,6 +79,8 @@ def check(key: ApiKey, version: int, resp: dict[str, Any], topic_id: uuid.UUID) 
         assert t["topic_id" if version >= 13 else "topic"] == (topic_id if version >= 13 else TOPIC)
         (p,) = t["partitions"]
         assert (p["error_code"], p["high_watermark"]) == (0, 3) and len(p["records"]) > 0
+        # v0-3: magic 0 (v0-1) or magic 1 (v2-3) messages, down-converted; v4+: RecordBatch v2
+        assert p["records"][16] == (0 if version <= 1 else 1 if version <= 3 else 2)
     elif key == ApiKey.METADATA:
         (t,) = resp["topics"]
         if version in (10, 11):  # names are required there; an id is INVALID_REQUEST, as in Kafka

@@ -165,7 +165,7 @@ def test_api_versions_above_max_gets_v0_fallback_and_stays_open(srv: BrokerProce
     (-1, 0),
     (int(ApiKey.CREATE_DELEGATION_TOKEN), 0),  # a key Kafka has but this broker does not serve
     (int(MD), 14),  # above our max
-    (int(F), 3),  # below our min
+    (int(F), -1),  # below our min (Fetch starts at 0 since down-conversion)
     (int(F), 19),
     (int(LO), 12),
     (int(MD), -1),

@@ -34,14 +34,15 @@ def _fetch_by_id(topic_id: uuid.UUID, offset: int, **partition: Any) -> dict[str
 
 
 @pytest.mark.parametrize("key,expected", [
-    (ApiKey.PRODUCE, (0, 13)), (ApiKey.FETCH, (4, 18)), (ApiKey.LIST_OFFSETS, (0, 11)), (ApiKey.METADATA, (0, 13)),
+    (ApiKey.PRODUCE, (0, 13)), (ApiKey.FETCH, (0, 18)), (ApiKey.LIST_OFFSETS, (0, 11)), (ApiKey.METADATA, (0, 13)),
     (ApiKey.CREATE_TOPICS, (0, 7)), (ApiKey.DELETE_TOPICS, (0, 6)), (ApiKey.INIT_PRODUCER_ID, (0, 5)),
     (ApiKey.API_VERSIONS, (0, 4)), (ApiKey.FIND_COORDINATOR, (0, 6)), (ApiKey.OFFSET_COMMIT, (0, 10)),
     (ApiKey.OFFSET_FETCH, (0, 10)),
 ])
 def test_ranges(key: ApiKey, expected: tuple[int, int]) -> None:
-    """Kafka 4.2's maxima as they land; the minima old clients need (Produce 0 for old librdkafka, Fetch 4,
-    ListOffsets 0 for Burrow and Sarama)."""
+    """Kafka 4.2's maxima as they land; the minima old clients need (Produce 0 for old librdkafka, Fetch 0
+    for clients pinned before Kafka 0.11 (pykafka, kafka-node, Burrow's old kafka-version), ListOffsets 0 for
+    Burrow and Sarama)."""
     assert SUPPORTED_VERSIONS[key] == expected
 
 

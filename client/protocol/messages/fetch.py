@@ -1,6 +1,9 @@
-"""Fetch (API key 1): request and response schemas, v4-18 (Kafka 4.2).
+"""Fetch (API key 1): request and response schemas, v0-18 (Kafka 3.9's v0-17 and Kafka 4.2's
+v4-18; Kafka 4 removed v0-3).
 
-v5+: log_start_offset; v7+: fetch sessions (KIP-227); v9+: current_leader_epoch; v11+: rack_id
+v1+: throttle_time_ms; v2+: magic 1 message sets (v0-1: magic 0; the broker down-converts);
+v3+: max_bytes (KIP-74); v4+: isolation_level, last_stable_offset and aborted_transactions,
+RecordBatch v2; v5+: log_start_offset; v7+: fetch sessions (KIP-227); v9+: current_leader_epoch; v11+: rack_id
 and preferred_read_replica; v12+: flexible, last_fetched_epoch, the tagged diverging_epoch /
 current_leader / snapshot_id; v13+: topics by id (KIP-516); v15+: replica_state replaces
 replica_id; v16+: node_endpoints (KIP-951); v17+: replica_directory_id; v18+: a follower's
@@ -13,7 +16,7 @@ from __future__ import annotations
 from ..schema import NULL, Array, Message, Struct
 from ..schema import Field as F
 
-FetchRequest = Message("FetchRequest", 1, "4-18", "12+", [
+FetchRequest = Message("FetchRequest", 1, "0-18", "12+", [
     F("cluster_id", "string", "12+", nullable="12+", default=NULL, tag=0),
     F("replica_id", "int32", "0-14", default=-1),
     F("replica_state", Struct([
@@ -47,7 +50,7 @@ FetchRequest = Message("FetchRequest", 1, "4-18", "12+", [
     ]), "7+"),
     F("rack_id", "string", "11+"),
 ])
-FetchResponse = Message("FetchResponse", 1, "4-18", "12+", [
+FetchResponse = Message("FetchResponse", 1, "0-18", "12+", [
     F("throttle_time_ms", "int32", "1+"),
     F("error_code", "int16", "7+"),
     F("session_id", "int32", "7+"),
