@@ -69,6 +69,7 @@ from ..storage.errors import OffsetOutOfRangeError
 from ..storage.file_records import FileSlice
 from .authz import AclOperation, cluster_allows, may_read_topic
 from .common import FetchReply
+from .quotas import bound_fetch
 
 API_KEY = ApiKey.FETCH
 AUTHORIZATION = "READ on each topic (CLUSTER_ACTION for an internal one); CLUSTER_ACTION for a follower's fetch"
@@ -367,6 +368,7 @@ def _incremental(ctx: RequestContext, request: dict[str, Any]) -> FetchSession |
 
 def handle(ctx: RequestContext, request: dict[str, Any]) -> Any:
     state, version = ctx.state, ctx.api_version
+    bound_fetch(ctx, request)  # a consumer_byte_rate quota bounds max_bytes (handlers/quotas.py)
     correlation_id = ctx.correlation_id
     read_committed = request.get("isolation_level", 0) == 1
     epoch = request["session_epoch"]
