@@ -427,3 +427,46 @@ def test_a_corrupt_file_stops_start_up_with_one_line(tmp_path) -> None:
     (line,) = [x for x in err.splitlines() if x.startswith("minibroker: cannot start:")]
     assert line.startswith(f"minibroker: cannot start: the client quotas file {data / QUOTAS_FILE} cannot be used")
     assert "Invalid configuration key x" in line and "Traceback" not in err
+
+
+def test_the_admin_client_async_and_blocking(tmp_path) -> None:
+    from client.admin import (
+        Admin,
+        ClientQuotaAlteration,
+        ClientQuotaEntity,
+        ClientQuotaFilter,
+        ClientQuotaFilterComponent,
+    )
+    from client.errors import InvalidRequestError, UnsupportedVersionError
+    from client.sync import SyncAdmin
+
+    alice = ClientQuotaEntity({ClientQuotaEntity.USER: "alice"})
+    default_client = ClientQuotaEntity({ClientQuotaEntity.USER: "alice", ClientQuotaEntity.CLIENT_ID: None})
+    with InProcessBroker(str(tmp_path / "data")) as b:
+        with SyncAdmin(b.bootstrap) as admin:
+            admin.alter_client_quotas([
+                ClientQuotaAlteration(alice, [ClientQuotaAlteration.Op("producer_byte_rate", 1048576)]),
+                ClientQuotaAlteration(default_client, [ClientQuotaAlteration.Op("request_percentage", 50.0)])])
+            assert admin.describe_client_quotas() == {alice: {"producer_byte_rate": 1048576.0},
+                                                      default_client: {"request_percentage": 50.0}}
+            only_alice = ClientQuotaFilter.contains_only([ClientQuotaFilterComponent.of_entity("user", "alice")])
+            assert admin.describe_client_quotas(only_alice) == {alice: {"producer_byte_rate": 1048576.0}}
+            by_default = ClientQuotaFilter.contains([ClientQuotaFilterComponent.of_default_entity("client-id")])
+            assert list(admin.describe_client_quotas(by_default)) == [default_client]
+            admin.alter_client_quotas([ClientQuotaAlteration(alice, [ClientQuotaAlteration.Op("producer_byte_rate",
+                                                                                             5.0)])], validate_only=True)
+            with pytest.raises(InvalidRequestError, match="producer_byte_rate cannot be a fractional value"):
+                admin.alter_client_quotas([ClientQuotaAlteration(alice, [ClientQuotaAlteration.Op(
+                    "producer_byte_rate", 0.5)])])
+            with pytest.raises(UnsupportedVersionError, match="Unsupported entity type group"):
+                admin.describe_client_quotas(ClientQuotaFilter.contains([
+                    ClientQuotaFilterComponent.of_entity_type("group")]))
+
+        async def remove() -> dict:
+            async with Admin(b.bootstrap) as admin:
+                await admin.alter_client_quotas([ClientQuotaAlteration(alice, [
+                    ClientQuotaAlteration.Op("producer_byte_rate", None)])])
+                return await admin.describe_client_quotas()
+
+        import asyncio
+        assert asyncio.run(remove()) == {default_client: {"request_percentage": 50.0}}
