@@ -85,8 +85,9 @@ def _is_follower(request: dict[str, Any], version: int) -> bool:
 
 
 def _with_throttle(result: Any, ms: int) -> Any:
-    """A dict reply with ``throttle_time_ms`` set (a copy: a handler may keep its dict)."""
-    if type(result) is dict and "throttle_time_ms" in result and result["throttle_time_ms"] != ms:
+    """A dict reply with ``throttle_time_ms`` set (a copy: a handler may keep its dict; a
+    version without the field does not encode it)."""
+    if type(result) is dict and result.get("throttle_time_ms", 0) != ms:
         return {**result, "throttle_time_ms": ms}
     return result
 

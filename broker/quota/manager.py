@@ -382,7 +382,7 @@ class QuotaManagers:
         self.connections = ConnectionQuotas(samples, window_s, clock)
         self.by_key = {m.kind: m for m in (self.produce, self.fetch, self.request, self.controller_mutation)}
         self.clock = clock
-        #: any of produce, fetch, request enabled: requests are measured
+        #: a quota of some type was set: requests are measured (and throttled)
         self.active = False
         self._last_expiry = 0
 
@@ -400,7 +400,7 @@ class QuotaManagers:
         user = (DEFAULT if pairs[USER] is None else pairs[USER]) if USER in pairs else None
         client = (DEFAULT if pairs[CLIENT_ID] is None else pairs[CLIENT_ID]) if CLIENT_ID in pairs else None
         manager.update(user, client, value)
-        self.active = self.produce.enabled != 0 or self.fetch.enabled != 0 or self.request.enabled != 0
+        self.active = any(m.enabled for m in self.by_key.values())
 
     def expire(self) -> None:
         """Drop idle measures (at most once a minute)."""

@@ -183,13 +183,15 @@ def test_controller_mutation_rate_strict_and_permissive(tmp_path) -> None:
             r = c.call(ApiKey.CREATE_TOPICS, 5, topics("d", "e"))
             assert [t["error_code"] for t in r["topics"]] == [0, 0] and 1000 < r["throttle_time_ms"] <= 3000
         time.sleep(r["throttle_time_ms"] / 1000 + 0.3)  # back above 0 (at most the burst, 4)
-        with Conn(b.port) as c:  # a's 5 new partitions exhaust it, whatever it is: b is refused
+        with Conn(b.port) as c, Conn(b.port) as other:  # a's 5 new partitions exhaust it: b is refused
             r = c.call(ApiKey.CREATE_PARTITIONS, 3, {"topics": [
                 {"name": "a", "count": 8, "assignments": None}, {"name": "b", "count": 4, "assignments": None}],
                 "timeout_ms": 10000, "validate_only": False})
             assert [x["error_code"] for x in r["results"]] == [0, ErrorCode.THROTTLING_QUOTA_EXCEEDED]
             assert r["throttle_time_ms"] > 0
-            r = c.call(ApiKey.DELETE_TOPICS, 6, {"topics": [{"name": "a", "topic_id": None}], "timeout_ms": 10000})
+            # this connection is now muted until the bucket is back; the same client on another one
+            # is read, and refused
+            r = other.call(ApiKey.DELETE_TOPICS, 6, {"topics": [{"name": "a", "topic_id": None}], "timeout_ms": 10000})
             assert r["responses"][0]["error_code"] == ErrorCode.THROTTLING_QUOTA_EXCEEDED
         assert {k: v for k, v in counts().items() if k in "abcde"} == {"a": 8, "b": 3, "d": 3, "e": 3}
 
