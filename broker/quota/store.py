@@ -67,7 +67,7 @@ from ..storage.fileutil import atomic_write
 
 __all__ = ["ClientQuotaStore", "ClientQuotaFileError", "QuotaRequestError", "Entity", "USER", "CLIENT_ID", "IP",
            "USER_CLIENT_KEYS", "IP_KEYS", "QUOTAS_FILE", "MATCH_EXACT", "MATCH_DEFAULT", "MATCH_SPECIFIED",
-           "entity_text", "java_order", "is_ip_literal"]
+           "entity_text", "java_order", "is_ip_literal", "listed_entity"]
 
 QUOTAS_FILE = "client-quotas.json"
 FORMAT_VERSION = 1
