@@ -13,10 +13,11 @@ Per API, as Kafka 3.9:
 - **Fetch** (a consumer's; a follower's is exempt): the reply's size counts against
   ``consumer_byte_rate``, its handling time against ``request_percentage``. When either is
   exceeded the consumer gets an empty reply instead (no partitions, the error and session id
-  kept) carrying the throttle time, and the bytes are not counted (Kafka's
+  kept: a full fetch that opened a session keeps it, where Kafka opens none) carrying the
+  throttle time, and the bytes are not counted (Kafka's
   ``unrecordQuotaSensor``). The fetch handler bounds ``max_bytes`` by what the byte rate allows
-  in one window (``bound_fetch``, Kafka's ``getMaxValueInQuotaWindow``), so one reply is never
-  throttled on its own.
+  in one window (``bound_fetch``, Kafka's ``getMaxValueInQuotaWindow``), so one reply alone
+  goes over the quota by its own few bytes besides the records at most (as in Kafka).
 - **CreateTopics, CreatePartitions, DeleteTopics**: their handlers apply
   ``controller_mutation_rate`` per topic (``mutation_quota``) and set the reply's throttle time;
   the reply says the larger of that and the request-time throttle.
