@@ -34,6 +34,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import logging
+import socket
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -150,6 +151,8 @@ class Broker:
                 cfg.int("transaction.remove.expired.transaction.cleanup.interval.ms") / 1000,
                 self.state.txn.expire_transactional_ids)),
         ]
+        if self.state.quotas.connections.hosts():
+            self._periodic.append(asyncio.ensure_future(self._resolve_quota_hosts()))
         checkpoint_ms = cfg.int("log.flush.offset.checkpoint.interval.ms")
         if checkpoint_ms > 0:  # 0: no periodic checkpoint (Kafka's scheduler runs a period-0 task once)
             self._periodic.append(asyncio.ensure_future(self._every(checkpoint_ms / 1000, self._checkpoint)))
@@ -332,6 +335,22 @@ class Broker:
             self._schedule_flush(log, up_to)
         if expired:  # unlinking large files frees their blocks in the syscall: off the loop
             asyncio.get_running_loop().run_in_executor(None, _delete_segment_files, expired)
+        if self.state is not None:
+            self.state.quotas.expire()  # client quota measures idle for an hour
+
+    async def _resolve_quota_hosts(self) -> None:
+        """The ip quota entities that name hosts (``connection_creation_rate``): their addresses,
+        looked up once at start-up (AlterClientQuotas looks up those it sets)."""
+        assert self.state is not None
+        connections = self.state.quotas.connections
+        loop = asyncio.get_running_loop()
+        for host in connections.hosts():
+            try:
+                infos = await loop.getaddrinfo(host, None, type=socket.SOCK_STREAM)
+            except (OSError, UnicodeError) as e:
+                logger.warning("the connection_creation_rate of ip entity %s does not apply: %s", host, e)
+                continue
+            connections.resolved(host, sorted({str(info[4][0]) for info in infos}))
 
     def _expire_producers(self) -> None:
         assert self.logs is not None

@@ -96,6 +96,11 @@ BROKER_DEFAULTS: dict[str, str] = {
     "max.incremental.fetch.session.cache.slots": "1000",
     "min.incremental.fetch.session.eviction.ms": "120000",
     "max.request.partition.size.limit": "2000",  # DescribeTopicPartitions' page
+    # client quotas (broker/quota/): the samples and sample length of the rates measured
+    "quota.window.num": "11",
+    "quota.window.size.seconds": "1",
+    "controller.quota.window.num": "11",
+    "controller.quota.window.size.seconds": "1",
     "producer.id.expiration.ms": "86400000",
     "producer.id.expiration.check.interval.ms": "600000",
     # the group coordinator (broker/group)
@@ -166,6 +171,10 @@ BROKER_TYPES: dict[str, tuple[str, int | None, int | None]] = {
     "max.incremental.fetch.session.cache.slots": ("int", 0, None),
     "min.incremental.fetch.session.eviction.ms": ("int", 0, None),
     "max.request.partition.size.limit": ("int", 1, None),
+    "quota.window.num": ("int", 1, None),
+    "quota.window.size.seconds": ("int", 1, None),
+    "controller.quota.window.num": ("int", 1, None),
+    "controller.quota.window.size.seconds": ("int", 1, None),
     "producer.id.expiration.ms": ("int", 1, None),
     "producer.id.expiration.check.interval.ms": ("int", 1, None),
     "offsets.topic.num.partitions": ("int", 1, None),

@@ -287,6 +287,12 @@ _BROKER_DOCS = {
     "max.request.partition.size.limit": "The most partitions a DescribeTopicPartitions response holds (a"
                                         " client's smaller response_partition_limit wins).",
     "producer.id.expiration.ms": "Forget an idempotent producer's state after this long without a write.",
+    "quota.window.num": "The number of samples a client quota's rate (producer_byte_rate, consumer_byte_rate,"
+                        " request_percentage, connection_creation_rate) is measured over.",
+    "quota.window.size.seconds": "The time span of each sample of a client quota's rate.",
+    "controller.quota.window.num": "The number of samples of a controller_mutation_rate quota (its burst is"
+                                   " samples x window x rate).",
+    "controller.quota.window.size.seconds": "The time span of each sample of a controller_mutation_rate quota.",
     "producer.id.expiration.check.interval.ms": "How often expired producer ids are removed.",
     "metrics.listeners": "minibroker's own: where /metrics and /healthz are served; unset: off.",
     "metrics.group.partition.series.max": "minibroker's own: the most committed consumer-group partitions exported"

@@ -45,6 +45,7 @@ def run(args: argparse.Namespace) -> int:
     from .broker import Broker
     from .config import BrokerConfig, ConfigError
     from .features import FeatureFileError
+    from .quota import ClientQuotaFileError
     from .security.scram_credentials import ScramCredentialFileError, parse_add_scram
     from .storage.errors import InconsistentMetaPropertiesError, LogDirError
 
@@ -83,7 +84,7 @@ def run(args: argparse.Namespace) -> int:
         except (InconsistentMetaPropertiesError, LogDirError) as e:
             print(f"minibroker: cannot start: {e}", file=sys.stderr)
             return 2
-        except (ScramCredentialFileError, FeatureFileError) as e:  # found once the logs (and the cleaner) have started
+        except (ScramCredentialFileError, FeatureFileError, ClientQuotaFileError) as e:  # found once the logs (and the cleaner) have started
             print(f"minibroker: cannot start: {e}", file=sys.stderr)
             await broker.stop()
             return 2

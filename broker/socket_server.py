@@ -84,6 +84,9 @@ from client.protocol.messages import REQUESTS, RESPONSES
 from client.protocol.primitives import DecodeError, Writer
 
 from .handlers import CLOSE, HANDLERS, NO_RESPONSE, FetchReply
+from .handlers.quotas import EXEMPT as QUOTA_EXEMPT
+from .handlers.quotas import client_throttles
+from .handlers.quotas import throttle as quota_throttle
 from .log_limiter import LogLimiter
 from .request_context import RequestContext, Session
 from .security.authenticator import AuthenticationFailed, SaslAuthenticator
@@ -201,6 +204,9 @@ class Connection:
         self._finished = False
         #: time.monotonic of the last whole request received (or reply sent): the idle timeout's clock
         self.last_active = time.monotonic()
+        #: while a client quota throttles this connection: the timer that ends it, and when
+        self._throttle_timer: asyncio.TimerHandle | None = None
+        self._throttled_until = 0.0
 
     def start(self) -> None:
         if self.authenticating or self.listener.endpoint.tls:
@@ -266,7 +272,7 @@ class Connection:
         yield_at = clock() + _SLICE
         queue, max_queued = self.queue, self.server.max_queued
         try:
-            while not self.closing and (frame := self.decoder.next_frame()) is not None:
+            while not self.closing and self._throttle_timer is None and (frame := self.decoder.next_frame()) is not None:
                 self._dispatch(frame)
                 now = self.last_active = clock()
                 if len(queue) >= max_queued:
@@ -291,7 +297,7 @@ class Connection:
             self._end()
             return
         self._flush()
-        if not self.closing:
+        if not self.closing and self._throttle_timer is None:
             self._start_reading()
 
     def _dispatch(self, frame: bytearray) -> None:
@@ -317,6 +323,10 @@ class Connection:
                 return
             raise _Close(f"unsupported version {version} of API {ApiKey(key).name}"
                          f" (supported {supported[0]}-{supported[1]})", "unsupported version")
+        # client quotas (handlers/quotas.py): once any is set, every request but the exempt ones
+        # (and those before a SASL login completes) is measured
+        measure = self.server.quotas.active and key not in QUOTA_EXEMPT and (self.auth is None or self.auth.complete)
+        t0 = time.perf_counter_ns() if measure else 0
         try:
             request = REQUESTS[key].decode(reader, version)
         except DecodeError as e:
@@ -329,6 +339,8 @@ class Connection:
             result = hook(self, ctx, request)
         else:
             result = HANDLERS[key](ctx, request)
+        if measure:
+            result = self._throttled(ctx, request, len(frame), time.perf_counter_ns() - t0, result)
         if result is NO_RESPONSE:
             return
         if result is CLOSE:
@@ -336,8 +348,55 @@ class Connection:
                          "acks=0 produce failed")
         if type(result) is not dict and asyncio.iscoroutine(result):  # the type test spares an ABC check
             self.queue.append(_Pending(key, version, cid, asyncio.ensure_future(result)))
+        elif type(result) is _Pending:
+            self.queue.append(result)
         else:
             self.queue.append(_encode(key, version, cid, result))
+
+    # ------------------------------------------------------------ client quotas
+
+    def _throttled(self, ctx: RequestContext, request: dict[str, Any], size: int, handler_ns: int, result: Any) -> Any:
+        """``result`` measured against the client's quotas (handlers/quotas.py): the reply with
+        its throttle time; the connection muted for that long, and the reply held back as long
+        for a version before KIP-219 (a ``_Pending`` then). A reply still being computed is
+        measured once it is ready."""
+        if type(result) is not dict and asyncio.iscoroutine(result):
+            return self._throttled_later(ctx, request, size, handler_ns, result)
+        result, ms = quota_throttle(ctx, request, size, handler_ns, result)
+        if ms <= 0:
+            return result
+        self.throttle(ms)
+        if result is NO_RESPONSE or result is CLOSE or client_throttles(ctx.api_key, ctx.api_version):
+            return result
+        held: asyncio.Future[Any] = self.loop.create_future()
+        self.loop.call_later(ms / 1000, _resolve, held, result)
+        return _Pending(ctx.api_key, ctx.api_version, ctx.correlation_id, held)
+
+    async def _throttled_later(self, ctx: RequestContext, request: dict[str, Any], size: int, handler_ns: int,
+                               pending: Any) -> Any:
+        result, ms = quota_throttle(ctx, request, size, handler_ns, await pending)
+        if ms > 0:
+            self.throttle(ms)
+            if not (result is NO_RESPONSE or result is CLOSE or client_throttles(ctx.api_key, ctx.api_version)):
+                await asyncio.sleep(ms / 1000)  # this reply's task waits; the event loop does not
+        return result
+
+    def throttle(self, ms: int) -> None:
+        """Read nothing from this connection for ``ms`` (KIP-219's muted channel); requests
+        already received wait too. A longer throttle than the one running extends it."""
+        until = time.monotonic() + ms / 1000
+        if self._throttle_timer is not None:
+            if until <= self._throttled_until:
+                return
+            self._throttle_timer.cancel()
+        self._throttled_until = until
+        self._throttle_timer = self.loop.call_later(ms / 1000, self._throttle_ended)
+        self._stop_reading()
+
+    def _throttle_ended(self) -> None:
+        self._throttle_timer = None
+        if not self.closing and not self._paused and self._resume is None:
+            self._process()  # the requests already received, then reading again
 
     # ------------------------------------------------------------ SASL
 
@@ -631,6 +690,9 @@ class Connection:
         self._stop_reading()
         if self._resume is not None:
             self._resume.cancel()
+        if self._throttle_timer is not None:
+            self._throttle_timer.cancel()
+            self._throttle_timer = None
         if self._writable:
             self._writable = False
             self.loop.remove_writer(self.fd)
@@ -925,6 +987,8 @@ class BrokerServer:
         self.max_connections = state.config.int("max.connections")
         self.max_connections_per_ip = state.config.int("max.connections.per.ip")
         self.max_idle = state.config.int("connections.max.idle.ms") / 1000
+        #: the client quotas (broker/quota/): requests are measured once ``quotas.active``
+        self.quotas = state.quotas
         #: the one receive buffer of every connection (all run on this loop's thread)
         self.read_buffer = bytearray(_RECV_SIZE)
         self.read_view = memoryview(self.read_buffer)
@@ -940,6 +1004,8 @@ class BrokerServer:
         self._sockets: list[socket.socket] = []
         self._accept_tasks: list[asyncio.Task[None]] = []
         self._idle_task: asyncio.Task[None] | None = None
+        #: connections over their ip's connection_creation_rate, closed once their throttle time is over
+        self._delayed_close: set[socket.socket] = set()
 
     @staticmethod
     def _bind(host: str, port: int, name: str) -> socket.socket:
@@ -1010,6 +1076,13 @@ class BrokerServer:
                                          self.max_connections_per_ip)
                 conn_sock.close()
                 continue
+            delay = self.quotas.connections.accept(ip)
+            if delay > 0:  # over the ip's connection_creation_rate: closed after the throttle time, as Kafka does
+                logger.debug("delaying the close of a connection from %s for %d ms (connection_creation_rate)",
+                             ip, delay)
+                self._delayed_close.add(conn_sock)
+                loop.call_later(delay / 1000, self._close_delayed, conn_sock)
+                continue
             conn_sock.setblocking(False)
             conn_sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             peer = f"{ip}:{addr[1]}"
@@ -1020,6 +1093,11 @@ class BrokerServer:
             self._per_ip[ip] += 1
             self.accepted += 1
             conn.start()
+
+    def _close_delayed(self, sock: socket.socket) -> None:
+        if sock in self._delayed_close:
+            self._delayed_close.discard(sock)
+            sock.close()
 
     def _forget(self, conn: Connection) -> None:
         """``conn`` is closed (called once per connection)."""
@@ -1040,6 +1118,8 @@ class BrokerServer:
                 pass
         for sock in self._sockets:
             sock.close()
+        for sock in list(self._delayed_close):
+            self._close_delayed(sock)
 
     async def stop(self, grace: float = 5.0) -> None:
         """Stop accepting, let in-flight requests finish (up to ``grace`` s), close connections."""

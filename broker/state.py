@@ -23,6 +23,7 @@ from .features import FeatureStore
 from .fetch_session import FetchSessionCache
 from .group.runtime import GroupRuntime
 from .log_limiter import LogLimiter
+from .quota import ClientQuotaStore, QuotaManagers
 from .security.scram_credentials import ScramCredentialStore
 from .storage.fileutil import atomic_write
 from .storage.inflation import InflationLimits
@@ -105,6 +106,16 @@ class BrokerState:
         #: finalized feature levels (ApiVersions, UpdateFeatures): <log.dir>/finalized-features.json;
         #: FeatureFileError if that file cannot be used (the broker does not start)
         self.features = FeatureStore(logs.log_dir, self.node_id)
+        #: client quota configs (KIP-546): <log.dir>/client-quotas.json; ClientQuotaFileError if that
+        #: file is corrupt (the broker does not start); and the managers enforcing them (broker/quota/)
+        self.client_quotas = ClientQuotaStore(logs.log_dir)
+        self.quotas = QuotaManagers(config.int("quota.window.num"), config.int("quota.window.size.seconds"),
+                                    config.int("controller.quota.window.num"),
+                                    config.int("controller.quota.window.size.seconds"))
+        for entity, values in self.client_quotas.quotas.items():
+            for key, value in values.items():
+                self.quotas.on_change(entity, key, value)
+        self.client_quotas.listeners.append(self.quotas.on_change)
         #: the StandardAuthorizer when ``authorizer.class.name`` names it, else None (every request
         #: allowed; ``RequestContext.authorize`` tests this one attribute), and the ACL set it is
         #: fed from, <log.dir>/acls.json (AclFileError if that file is corrupt: no start)

@@ -2,7 +2,8 @@
 (``client/admin_cluster.py``) partitions, records, log dirs, leaders, reassignments, producers;
 (``client/admin_txn.py``) transactions: list, describe, abort a hanging one;
 (``client/admin_scram.py``) users' SCRAM credentials: describe, create, replace, delete;
-(``client/admin_acls.py``) ACLs: create, describe, delete (structs in ``client.acl``); and
+(``client/admin_acls.py``) ACLs: create, describe, delete (structs in ``client.acl``);
+(``client/admin_quotas.py``) client quotas: describe, alter; and
 consumer groups (``client.group.admin``: list, describe, delete, committed offsets with lag, reset).
 
 ::
@@ -54,6 +55,13 @@ from client.admin_cluster import (
     ProducerState,
     ReplicaInfo,
 )
+from client.admin_quotas import (
+    ClientQuotaAlteration,
+    ClientQuotaEntity,
+    ClientQuotaFilter,
+    ClientQuotaFilterComponent,
+    QuotaAdmin,
+)
 from client.admin_scram import (
     ScramAdmin,
     ScramCredentialInfo,
@@ -79,7 +87,8 @@ __all__ = ["Admin", "NewTopic", "TopicDescription", "PartitionInfo", "ConfigEntr
            "TransactionDescription", "ScramMechanism", "ScramCredentialInfo", "UserScramCredentialsDescription",
            "UserScramCredentialUpsertion", "UserScramCredentialDeletion", "ResourceType", "PatternType", "AclOperation",
            "AclPermissionType", "ResourcePattern", "ResourcePatternFilter", "AccessControlEntry",
-           "AccessControlEntryFilter", "AclBinding", "AclBindingFilter"]
+           "AccessControlEntryFilter", "AclBinding", "AclBindingFilter", "ClientQuotaEntity", "ClientQuotaFilter",
+           "ClientQuotaFilterComponent", "ClientQuotaAlteration"]
 
 
 class NewTopic(NamedTuple):
@@ -181,7 +190,7 @@ def _resource(resource_type: ConfigResourceType | int | str, name: str | int) ->
     return ConfigResourceType(resource_type), str(name)
 
 
-class Admin(ClusterAdmin, GroupAdmin, TransactionAdmin, ScramAdmin, AclAdmin):
+class Admin(ClusterAdmin, GroupAdmin, TransactionAdmin, ScramAdmin, AclAdmin, QuotaAdmin):
     """Asyncio admin client. Options: ``client_id``, ``request_timeout_ms`` (default 30000),
     ``connect_timeout_ms`` (10000), ``retry_backoff_ms`` (100)."""
 

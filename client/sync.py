@@ -51,6 +51,7 @@ from client.admin import (
     NewTopic,
     TopicDescription,
 )
+from client.admin_quotas import ClientQuotaAlteration, ClientQuotaEntity, ClientQuotaFilter
 from client.consumer import Consumer, ConsumerRebalanceListener
 from client.consumer_records import ColumnBatch, ConsumerRecord
 from client.producer import Producer, RecordMetadata
@@ -501,6 +502,13 @@ class SyncAdmin(SyncClient):
 
     def delete_acls(self, filters: Iterable[AclBindingFilter]) -> dict[AclBindingFilter, list[AclBinding]]:
         return self._run(self._client.delete_acls(list(filters)))
+
+    def describe_client_quotas(self, quota_filter: ClientQuotaFilter | None = None
+                               ) -> dict[ClientQuotaEntity, dict[str, float]]:
+        return self._run(self._client.describe_client_quotas(quota_filter))
+
+    def alter_client_quotas(self, alterations: Iterable[ClientQuotaAlteration], *, validate_only: bool = False) -> None:
+        self._run(self._client.alter_client_quotas(list(alterations), validate_only=validate_only))
 
 
 

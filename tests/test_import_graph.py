@@ -85,7 +85,7 @@ BROKER_LAYERS: list[set[str]] = [
     {"broker.security"},  # listeners, TLS contexts, SASL mechanisms, SCRAM credentials, principals
     {"broker.config"},  # broker properties (topic configs are storage's)
     {"broker.dynamic_config", "broker.coordinator", "broker.features", "broker.fetch_session", "broker.http_listener",
-     "broker.metrics", "broker.testing"},
+     "broker.metrics", "broker.quota", "broker.testing"},
     {"broker.group"},  # the group coordinator
     {"broker.txn"},  # the transaction coordinator (settles the groups' transactional offsets)
     {"broker.state"},  # what handlers share, the coordinators bound to it

@@ -7,7 +7,12 @@ files budget: ``fd_budget``), INVALID_REQUEST (a topic listed
 twice; growing ``__consumer_offsets`` or ``__transaction_state``, whose coordinators place groups
 and transactional ids by the partition count — Kafka accepts it and silently moves every key
 at the next restart). ``validate_only`` checks everything and changes nothing. New partitions appear in
-Metadata at once: producers and consumers pick them up at their next metadata refresh."""
+Metadata at once: producers and consumers pick them up at their next metadata refresh.
+
+Controller mutation quota (KIP-599, handlers/quotas.py): with a ``controller_mutation_rate``
+for the client, a growth that passed every check counts its new partitions (``validate_only``
+too); from v3 one arriving once the quota is exhausted answers THROTTLING_QUOTA_EXCEEDED, before
+v3 it is made and the client throttled."""
 
 from __future__ import annotations
 
@@ -18,10 +23,12 @@ from typing import Any
 from client.protocol.api import ApiKey, ErrorCode
 
 from ..authorizer.acl import AclOperation, ResourceType
+from ..quota import MutationQuota
 from ..request_context import RequestContext
 from ..state import BrokerState
 from ..storage.errors import StorageError
 from .metadata import INTERNAL_TOPICS
+from .quotas import THROTTLED, mutation_quota
 from .topic_creation import CHUNK_PARTITIONS, INLINE_PARTITIONS
 
 API_KEY = ApiKey.CREATE_PARTITIONS
@@ -54,6 +61,7 @@ def handle(ctx: RequestContext, request: dict[str, Any]) -> Any:
     names = [t["name"] for t in request["topics"]]
     results = []
     grows: list[tuple[str, int, int]] = []  # (topic, current, count) to grow off the loop
+    quota = mutation_quota(ctx)
     for t in request["topics"]:
         name, count = t["name"], t["count"]
         err, msg = 0, None
@@ -71,6 +79,8 @@ def handle(ctx: RequestContext, request: dict[str, Any]) -> Any:
         elif count > current.partitions and (
                 problem := _check_assignments(t["assignments"], current.partitions, count, state.node_id)):
             err, msg = ErrorCode.INVALID_REPLICA_ASSIGNMENT, problem
+        elif count > current.partitions and not quota.record(count - current.partitions):
+            err, msg = ErrorCode.THROTTLING_QUOTA_EXCEEDED, THROTTLED
         elif not request["validate_only"] and count - current.partitions > INLINE_PARTITIONS:
             try:
                 grows.append((name, state.logs.begin_partitions(name, count), count))
@@ -85,12 +95,12 @@ def handle(ctx: RequestContext, request: dict[str, Any]) -> Any:
             logger.info("CreatePartitions %s to %d failed: %s", name, count, msg)
         results.append({"name": name, "error_code": err, "error_message": msg})
     if grows:
-        return _grow_off_loop(state, grows, {r["name"]: r for r in results}, results)
-    return {"throttle_time_ms": 0, "results": results}
+        return _grow_off_loop(state, grows, {r["name"]: r for r in results}, results, quota)
+    return {"throttle_time_ms": quota.throttle_time(), "results": results}
 
 
 async def _grow_off_loop(state: BrokerState, grows: list[tuple[str, int, int]], by_name: dict[str, dict[str, Any]],
-                         results: list[dict[str, Any]]) -> dict[str, Any]:
+                         results: list[dict[str, Any]], quota: MutationQuota) -> dict[str, Any]:
     """Make the new partitions of each topic ``CHUNK_PARTITIONS`` at a time in a worker thread,
     adding each chunk on the loop as it is made (they appear in Metadata as they come)."""
     loop = asyncio.get_running_loop()
@@ -107,4 +117,4 @@ async def _grow_off_loop(state: BrokerState, grows: list[tuple[str, int, int]], 
             logger.info("CreatePartitions %s to %d failed after %d: %s", name, count, made, e)
         finally:
             logs.end_partitions(name, made)
-    return {"throttle_time_ms": 0, "results": results}
+    return {"throttle_time_ms": quota.throttle_time(), "results": results}

@@ -10,7 +10,14 @@ refuses its own ``__cluster_metadata`` this way, and would create these two with
 partition count, which the coordinator does not follow until a restart).
 A created (or validated) topic's answer carries, from v5, its partition count, replication
 factor 1 and every topic config with its source (as DescribeConfigs lists them), and from v7 its
-topic id (the zero id for ``validate_only``, which creates no id)."""
+topic id (the zero id for ``validate_only``, which creates no id).
+
+Controller mutation quota (KIP-599, handlers/quotas.py): with a ``controller_mutation_rate``
+for the client, each topic that passed every check counts its partitions (``validate_only``
+too, as in Kafka); from v6 a topic arriving once the quota is exhausted answers
+THROTTLING_QUOTA_EXCEEDED "The throttling quota has been exceeded." and is not created, before
+v6 every topic is created and the client is throttled; the answer's throttle time is the time
+until the quota is back."""
 
 from __future__ import annotations
 
@@ -20,12 +27,14 @@ from typing import Any
 from client.protocol.api import ApiKey, ErrorCode
 
 from ..authorizer.acl import CLUSTER_NAME, AclOperation, ResourceType
+from ..quota import MutationQuota
 from ..request_context import RequestContext
 from ..state import BrokerState
 from ..storage.errors import StorageError
 from ..storage.log_manager import TopicInfo
 from .describe_configs import wire_entry
 from .metadata import INTERNAL_TOPICS, internal_topic
+from .quotas import THROTTLED, mutation_quota
 from .topic_creation import INLINE_PARTITIONS, create_reserved, reserve_all
 
 API_KEY = ApiKey.CREATE_TOPICS
@@ -75,8 +84,11 @@ def handle(ctx: RequestContext, request: dict[str, Any]) -> Any:
         if authorizing and not ctx.authorize(AclOperation.DESCRIBE_CONFIGS, ResourceType.TOPIC, name):
             result["topic_config_error_code"] = ErrorCode.TOPIC_AUTHORIZATION_FAILED  # and no configs told
     validate_only = request["validate_only"]
+    quota = mutation_quota(ctx)
+    if quota.bounded:
+        to_create = _within_quota(state, quota, to_create)
     if not validate_only and sum(n for _, n, _ in to_create) > INLINE_PARTITIONS:
-        return _create_off_loop(state, version, to_create, out)
+        return _create_off_loop(state, version, to_create, out, quota)
     for result, n, configs in to_create:
         try:
             info = state.logs.create_topic(result["name"], n, configs, validate_only=validate_only)
@@ -86,11 +98,30 @@ def handle(ctx: RequestContext, request: dict[str, Any]) -> Any:
             _settle(result, ErrorCode.INVALID_PARTITIONS, str(e))
         else:
             _created(state, version, result, info)
-    return {"throttle_time_ms": 0, "topics": out}
+    return {"throttle_time_ms": quota.throttle_time(), "topics": out}
+
+
+def _within_quota(state: BrokerState, quota: MutationQuota, to_create: list[tuple[dict[str, Any], int, dict[str, str]]]
+                  ) -> list[tuple[dict[str, Any], int, dict[str, str]]]:
+    """The topics the client's controller_mutation_rate lets through (handlers/quotas.py), each
+    counted for its partitions once it passed every other check, as Kafka's controller counts
+    it; the others answer THROTTLING_QUOTA_EXCEEDED."""
+    kept = []
+    for result, n, configs in to_create:
+        try:
+            state.logs.create_topic(result["name"], n, configs, validate_only=True)
+        except (StorageError, ValueError):
+            kept.append((result, n, configs))  # refused below, as without a quota, and not counted
+            continue
+        if quota.record(n):
+            kept.append((result, n, configs))
+        else:
+            _settle(result, ErrorCode.THROTTLING_QUOTA_EXCEEDED, THROTTLED)
+    return kept
 
 
 async def _create_off_loop(state: BrokerState, version: int, to_create: list[tuple[dict[str, Any], int, dict[str, str]]],
-                           out: list[dict[str, Any]]) -> dict[str, Any]:
+                           out: list[dict[str, Any]], quota: MutationQuota) -> dict[str, Any]:
     reserved, refused = reserve_all(state.logs, [(r["name"], n, c) for r, n, c in to_create])
     by_name = {r["name"]: r for r, _, _ in to_create}
     for name, e in refused.items():
@@ -102,7 +133,7 @@ async def _create_off_loop(state: BrokerState, version: int, to_create: list[tup
             _settle(by_name[info.name], failed.error_code, str(failed))
         else:
             _created(state, version, by_name[info.name], info)
-    return {"throttle_time_ms": 0, "topics": out}
+    return {"throttle_time_ms": quota.throttle_time(), "topics": out}
 
 
 def _created(state: BrokerState, version: int, result: dict[str, Any], info: TopicInfo) -> None:

@@ -14,7 +14,12 @@ coordinator removes them when it learns of the deletion (``onPartitionsDeleted``
 each in ``__consumer_offsets`` (pending transactional offsets too), so that neither a restart
 nor a re-created topic of the same name brings them back, and a group reading the new topic
 starts from its ``auto.offset.reset``. The answer waits for the tombstones to be durable (Kafka
-writes them after answering; here a crash after the answer cannot resurrect them)."""
+writes them after answering; here a crash after the answer cannot resurrect them).
+
+Controller mutation quota (KIP-599, handlers/quotas.py): with a ``controller_mutation_rate`` for
+the client, each topic to delete counts its partitions; from v5 one arriving once the quota is
+exhausted answers THROTTLING_QUOTA_EXCEEDED and is kept, before v5 it is deleted and the client
+throttled."""
 
 from __future__ import annotations
 
@@ -31,6 +36,7 @@ from ..state import BrokerState
 from .authz import cluster_allows
 from .common import reply_when_ready
 from .metadata import INTERNAL_TOPICS
+from .quotas import THROTTLED, mutation_quota
 
 API_KEY = ApiKey.DELETE_TOPICS
 AUTHORIZATION = "DELETE on the cluster or on each topic (DESCRIBE tells an unknown name, and names an id)"
@@ -64,6 +70,7 @@ def handle(ctx: RequestContext, request: dict[str, Any]) -> Any:
     out = []
     may_delete_all = cluster_allows(ctx, AclOperation.DELETE)
     deleted: list[str] = []
+    quota = mutation_quota(ctx)
     for t in wanted:
         name, topic_id = t["name"], t["topic_id"] or ZERO_UUID
         resp: dict[str, Any] = {"name": name, "topic_id": topic_id, "error_code": 0, "error_message": None}
@@ -92,10 +99,14 @@ def handle(ctx: RequestContext, request: dict[str, Any]) -> Any:
             else:
                 resp["error_code"], resp["error_message"] = ErrorCode.TOPIC_AUTHORIZATION_FAILED, "Authorization failed."
             continue
+        if quota.bounded and name in state.logs.partition_counts() and name not in INTERNAL_TOPICS \
+                and not quota.record(state.logs.partition_counts()[name]):
+            resp["error_code"], resp["error_message"] = ErrorCode.THROTTLING_QUOTA_EXCEEDED, THROTTLED
+            continue
         resp["error_code"], resp["error_message"] = _delete(state, name)
         if not resp["error_code"]:
             deleted.append(name)
-    body = {"throttle_time_ms": 0, "responses": out}
+    body = {"throttle_time_ms": quota.throttle_time(), "responses": out}
     if not deleted:
         return body
     return reply_when_ready(lambda respond: _remove_offsets(state, deleted, body, respond))

@@ -96,6 +96,7 @@ from ..storage.inflation import InflationPool
 from ..storage.log_validator import max_decompressed_size
 from .authz import AclOperation, cluster_allows, may_read_topic
 from .common import FetchReply
+from .quotas import bound_fetch
 
 API_KEY = ApiKey.FETCH
 AUTHORIZATION = "READ on each topic (CLUSTER_ACTION for an internal one); CLUSTER_ACTION for a follower's fetch"
@@ -505,6 +506,7 @@ def _incremental(ctx: RequestContext, request: dict[str, Any]) -> FetchSession |
 
 def handle(ctx: RequestContext, request: dict[str, Any]) -> Any:
     state, version = ctx.state, ctx.api_version
+    bound_fetch(ctx, request)  # a consumer_byte_rate quota bounds max_bytes (handlers/quotas.py)
     correlation_id = ctx.correlation_id
     read_committed = request.get("isolation_level", 0) == 1
     epoch = request["session_epoch"]

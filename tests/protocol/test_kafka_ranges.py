@@ -34,8 +34,6 @@ PENDING: dict[int, str] = {
     ApiKey.END_TXN: "v5 (transactions V2)",
     ApiKey.WRITE_TXN_MARKERS: "v2 (transaction version in markers)",
     ApiKey.TXN_OFFSET_COMMIT: "v5 (transactions V2)",
-    48: "DescribeClientQuotas (client quotas)",
-    49: "AlterClientQuotas (client quotas)",
 }
 
 

@@ -208,3 +208,74 @@ def test_topics_alter_configs_delete_records_and_log_dirs(module_broker, topic):
     assert broker["broker"] == 0 and log_dir["logDir"] == module_broker.data_dir and log_dir["error"] is None
     sizes = {p["partition"]: p["size"] for p in log_dir["partitions"]}
     assert sorted(sizes) == [f"{topic}-{p}" for p in range(3)] and sizes[f"{topic}-1"] > 0 == sizes[f"{topic}-0"]
+
+
+def test_configs_quotas_of_users_clients_and_ips(module_broker):
+    """kafka-configs.sh's quota commands, its messages and layout (its doubles as Java prints
+    them). The entities are unique to this test (the broker is the module's), and removed."""
+    bs = ["--bootstrap-server", module_broker.bootstrap]
+    user = ["--entity-type", "users", "--entity-name", "cli-alice"]
+    assert ok("configs", "--alter", *user, "--add-config", "producer_byte_rate=1048576,request_percentage=12.5",
+              *bs) == "Completed updating config for user cli-alice.\n"
+    assert ok("configs", "--alter", *user, "--entity-type", "clients", "--entity-name", "cli-app", "--add-config",
+              "consumer_byte_rate=20000000", *bs) == "Completed updating config for user cli-alice.\n"
+    assert ok("configs", "--alter", "--client", "cli-other", "--add-config", "controller_mutation_rate=0.5", *bs) \
+        == "Completed updating config for client cli-other.\n"
+    assert ok("configs", "--alter", "--entity-type", "ips", "--entity-name", "10.9.8.7", "--add-config",
+              "connection_creation_rate=20", *bs) == "Completed updating config for ip 10.9.8.7.\n"
+    assert ok("configs", "--describe", *user, *bs) == \
+        "Quota configs for user-principal 'cli-alice' are producer_byte_rate=1048576.0, request_percentage=12.5\n"
+    assert ok("configs", "--describe", *user, "--entity-type", "clients", *bs) == (
+        "Quota configs for user-principal 'cli-alice', client-id 'cli-app' are consumer_byte_rate=2.0E7\n")
+    assert "Quota configs for client-id 'cli-other' are controller_mutation_rate=0.5\n" in \
+        ok("configs", "--describe", "--entity-type", "clients", *bs)
+    assert ok("configs", "--describe", "--ip", "10.9.8.7", *bs) == \
+        "Quota configs for ip '10.9.8.7' are connection_creation_rate=20.0\n"
+    # users' SCRAM credentials go through the same command, as in Kafka's tool
+    assert ok("configs", "--alter", *user, "--add-config", "SCRAM-SHA-512=[iterations=8192,password=pw]", *bs) \
+        == "Completed updating config for user cli-alice.\n"
+    assert ok("configs", "--describe", *user, *bs).splitlines()[1] == \
+        "SCRAM credential configs for user-principal 'cli-alice' are SCRAM-SHA-512=iterations=8192"
+
+    # Kafka's refusals, one line each
+    def refused(*args: str) -> str:
+        r = mb("configs", *args, *bs)
+        assert r.returncode == 1 and b"Traceback" not in r.stderr, r
+        return r.stderr.decode().strip()
+
+    assert refused("--alter", *user, "--delete-config", "consumer_byte_rate") == "Invalid config(s): consumer_byte_rate"
+    assert refused("--alter", "--client", "x", "--add-config", "nope=1").endswith(
+        "Only quota configs can be added for 'clients' using --bootstrap-server. Unexpected config names: nope")
+    assert refused("--alter", *user, "--add-config", "producer_byte_rate=fast").endswith(
+        "Cannot parse quota configuration value for producer_byte_rate: fast")
+    assert refused("--alter", *user, "--add-config", "producer_byte_rate=1.5").endswith(
+        "producer_byte_rate cannot be a fractional value.")
+    assert refused("--alter", "--entity-type", "users", "--entity-type", "clients", "--entity-name", "u",
+                   "--add-config", "producer_byte_rate=1").endswith(
+        "--entity-name or --entity-default must be specified with each --entity-type for --alter")
+    assert refused("--describe", "--entity-type", "topics", "--entity-type", "users").endswith(
+        "Only 'users' and 'clients' entity types may be specified together")
+    assert refused("--describe", "--entity-type", "users", "--client", "x").endswith(
+        "--entity-{type,name,default} should not be used in conjunction with specific entity flags")
+
+    # removing every key removes the entity
+    ok("configs", "--alter", *user, "--delete-config", "producer_byte_rate,request_percentage", *bs)
+    ok("configs", "--alter", *user, "--delete-config", "SCRAM-SHA-512", *bs)
+    ok("configs", "--alter", *user, "--entity-type", "clients", "--entity-name", "cli-app", "--delete-config",
+       "consumer_byte_rate", *bs)
+    ok("configs", "--alter", "--client", "cli-other", "--delete-config", "controller_mutation_rate", *bs)
+    ok("configs", "--alter", "--ip", "10.9.8.7", "--delete-config", "connection_creation_rate", *bs)
+    assert ok("configs", "--describe", *user, *bs) == ""
+    # the defaults: named with --entity-default (or --user-defaults)
+    assert ok("configs", "--alter", "--entity-type", "users", "--entity-default", "--add-config",
+              "consumer_byte_rate=1000000000", *bs) == "Completed updating default config for users in the cluster.\n"
+    assert ok("configs", "--describe", "--user-defaults", *bs) == \
+        "Quota configs for the default user-principal are consumer_byte_rate=1.0E9\n"
+    ok("configs", "--alter", "--user-defaults", "--delete-config", "consumer_byte_rate", *bs)
+
+
+def test_java_double() -> None:
+    from client.cli.configs import java_double
+
+    assert [java_double(x) for x in (1048576.0, 12.5, 0.5, 2e7, 1e7, 9999999.0, 1e-3, 1e-4, 100.0, 0.0, 1.5e300)] == [
+        "1048576.0", "12.5", "0.5", "2.0E7", "1.0E7", "9999999.0", "0.001", "1.0E-4", "100.0", "0.0", "1.5E300"]
