@@ -29,11 +29,6 @@ except ImportError:  # pragma: no cover - kafka-python is a test dependency
 
 #: API key -> what is missing; the Kafka 4.2 work (new APIs, TV2 versions, topic ids) removes these
 PENDING: dict[int, str] = {
-    ApiKey.INIT_PRODUCER_ID: "v6 (KIP-939's two-phase commit fields)",
-    ApiKey.ADD_PARTITIONS_TO_TXN: "v4-5 (batched verification, transactions V2)",
-    ApiKey.END_TXN: "v5 (transactions V2)",
-    ApiKey.WRITE_TXN_MARKERS: "v2 (transaction version in markers)",
-    ApiKey.TXN_OFFSET_COMMIT: "v5 (transactions V2)",
     48: "DescribeClientQuotas (client quotas)",
     49: "AlterClientQuotas (client quotas)",
 }
