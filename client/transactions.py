@@ -326,6 +326,7 @@ class Transactions:
             raise IllegalStateError(f"cannot begin a transaction in state {self.state.value}"
                                     + (": call init_transactions() first" if self.state == TxnState.UNINITIALIZED
                                        else ""))
+        self.v2 = self._coordinator_v2  # a transaction keeps the protocol it began with
         self._set(TxnState.IN_TRANSACTION)
 
     async def send_offsets(self, offsets: Mapping[TopicPartition, OffsetAndMetadata],
