@@ -248,9 +248,9 @@ def _v2_adds(ctx: RequestContext, request: dict[str, Any]) -> dict[tuple[int, in
     return out
 
 
-async def _v2_produce(ctx: RequestContext, request: dict[str, Any], txn_id: str) -> Any:
+def _v2_produce(ctx: RequestContext, request: dict[str, Any], txn_id: str) -> Any:
     """A transactions V2 request that adds partitions (or follows one that does): after the
-    producer's earlier ones, the adds, then the append as usual."""
+    producer's earlier ones (its place in line taken now), the adds, then the append as usual."""
     async def add_then_handle() -> Any:
         errors: dict[tuple[str, int], int] = {}
         for (pid, epoch), partitions in _v2_adds(ctx, request).items():
@@ -259,7 +259,11 @@ async def _v2_produce(ctx: RequestContext, request: dict[str, Any], txn_id: str)
                 errors.update(dict.fromkeys(partitions, int(_ADD_ERRORS.get(code, code))))
         return _handle(ctx, request, errors)  # appended at once; what it returns may wait for fsyncs
 
-    result = await ctx.state.txn.produce_gate(txn_id, add_then_handle)
+    return _reply_v2(ctx.state.txn.produce_gate(txn_id, add_then_handle))
+
+
+async def _reply_v2(task: asyncio.Task[Any]) -> Any:
+    result = await asyncio.shield(task)
     return await result if asyncio.iscoroutine(result) else result
 
 

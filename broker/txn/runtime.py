@@ -186,21 +186,30 @@ class TransactionRuntime:
         """A V2 produce request of ``txn_id`` is waiting for its add: later ones queue behind it."""
         return txn_id in self._produce_tails
 
-    async def produce_gate(self, txn_id: str, work: Callable[[], Coroutine[Any, Any, Any]]) -> Any:
+    def produce_gate(self, txn_id: str, work: Callable[[], Coroutine[Any, Any, Any]]) -> asyncio.Task[Any]:
         """Run ``work`` after the V2 produce requests of ``txn_id`` that arrived before it: a
         request that waits for its partitions' add must not be overtaken by the producer's
-        next one (its sequences follow)."""
+        next one (its sequences follow). The place in line is taken now, while the request is
+        dispatched (a later request of the same read must see it); ``work`` runs in a task of
+        its own, which frees the place however it ends, even cancelled before it started."""
         previous = self._produce_tails.get(txn_id)
         done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self._produce_tails[txn_id] = done
-        try:
+
+        async def run() -> Any:
             if previous is not None:
                 await previous
             return await work()
-        finally:
-            done.set_result(None)
+
+        def release(_task: asyncio.Future[Any]) -> None:
+            if not done.done():
+                done.set_result(None)
             if self._produce_tails.get(txn_id) is done:
                 del self._produce_tails[txn_id]
+
+        task = asyncio.ensure_future(run())
+        task.add_done_callback(release)
+        return task
 
     def verify_produce(self, txn_id: str | None, producer_id: int, epoch: int, topic: str, partition: int,
                        version: int) -> int:

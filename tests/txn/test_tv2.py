@@ -277,3 +277,31 @@ def test_init_producer_id_v6(broker: BrokerProcess) -> None:
         assert v6("", enable2pc=True)["error_code"] == E.INVALID_REQUEST
         r = v6(None, enable2pc=True)  # idempotent producer: no transaction to take part in
         assert (r["error_code"], r["producer_epoch"]) == (0, 0)
+
+
+def test_pipelined_produces_keep_their_order_while_one_adds(broker: BrokerProcess) -> None:
+    """A producer pipelines its requests (up to 5 in flight): one that waits for an add (here
+    for partition 1, with a batch for partition 0 too) is not overtaken by the next one, whose
+    partition 0 is in the transaction already but whose batch follows in sequence."""
+    with Conn(broker.port) as c:
+        assert c.call(ApiKey.CREATE_TOPICS, 3, create_topic("pipe", 2))["topics"][0]["error_code"] == 0
+        set_transaction_version(c, 2)
+        pid, _ = init_ok(c, "p")
+        for epoch in (0, 1):  # a first transaction, then one right after an EndTxn
+            assert send_v2(c, "pipe", txn_batch(pid, epoch, 0, [b"%d-a" % epoch]), "p") == (0, 4 * epoch)
+            both = produce("pipe", 0, txn_batch(pid, epoch, 1, [b"%d-b" % epoch]), acks=-1)
+            both["topic_data"][0]["partition_data"].append(
+                {"index": 1, "records": txn_batch(pid, epoch, 0, [b"%d-x" % epoch])})
+            after = produce("pipe", 0, txn_batch(pid, epoch, 2, [b"%d-c" % epoch]), acks=-1)
+            cids = []
+            for body in (both, after):
+                body["transactional_id"] = "p"
+                cids.append(c.send(ApiKey.PRODUCE, 12, body))
+            for cid, want in zip(cids, ([0, 0], [0])):
+                got, r = c.recv(ApiKey.PRODUCE, 12)
+                assert got == cid
+                assert [p["error_code"] for t in r["responses"] for p in t["partition_responses"]] == want, r
+            assert end_v5(c, "p", pid, epoch, True) == (0, pid, epoch + 1)
+            wait_for(lambda end=4 * (epoch + 1): lso(c, "pipe") == end)
+        _, values = read(c, "pipe", 1)
+        assert values == [b"0-a", b"0-b", b"0-c", b"1-a", b"1-b", b"1-c"]
