@@ -12,8 +12,10 @@ levels and their epoch) and what UpdateFeatures may change.
 combined node, except the features whose behaviour this broker does not implement:
 ``metadata.version`` 29, ``kraft.version`` 1 (a dynamic quorum of one voter, KIP-853: see
 DescribeQuorum), ``eligible.leader.replicas.version`` 1 (one replica: its ELR is always empty);
-``transaction.version`` 0 (no KIP-890 transactions V2 yet), ``group.version`` 0 (no KIP-848
-consumer groups), ``share.version`` 0 and ``streams.version`` 0 (no share or streams groups).
+``transaction.version`` 0 (Kafka's is 2: transactions V2 are implemented, broker/txn/, but a
+data directory turns them on when an operator finalizes level 2 with UpdateFeatures, as a
+cluster upgraded from Kafka 3.x does), ``group.version`` 0 (no KIP-848 consumer groups),
+``share.version`` 0 and ``streams.version`` 0 (no share or streams groups).
 A level of 0 is not finalized (Kafka removes the feature; ApiVersions omits it).
 ``IMPLEMENTED`` holds the highest level of each feature the broker implements: UpdateFeatures
 refuses a higher one with INVALID_UPDATE_VERSION, since a client that saw it finalized would
@@ -101,7 +103,7 @@ SUPPORTED: dict[str, tuple[int, int]] = {
 IMPLEMENTED: dict[str, int] = {
     METADATA_VERSION: max(METADATA_VERSIONS),
     KRAFT_VERSION: 1,
-    TRANSACTION_VERSION: 0,  # KIP-890 transactions V2 (EndTxn v5, AddPartitionsToTxn v5): not yet
+    TRANSACTION_VERSION: 2,  # KIP-890 transactions V2 (broker/txn/coordinator.py)
     GROUP_VERSION: 0,  # KIP-848's ConsumerGroupHeartbeat: not served
     ELR_VERSION: 1,
     SHARE_VERSION: 0,  # KIP-932 share groups: not served

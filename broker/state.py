@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 from .authorizer import AclStore, StandardAuthorizer
 from .config import BrokerConfig
 from .dynamic_config import DynamicBrokerConfig
-from .features import FeatureStore
+from .features import TRANSACTION_VERSION, FeatureStore
 from .fetch_session import FetchSessionCache
 from .group.runtime import GroupRuntime
 from .log_limiter import LogLimiter
@@ -130,8 +130,11 @@ class BrokerState:
                         str(self.authorizer.allow_everyone_if_no_acl_found).lower())
         #: the group coordinator bound to this state (broker/group/runtime.py); loads at Broker.start
         self.groups = GroupRuntime(self)
-        #: the transaction coordinator (broker/txn/); loads at Broker.start
-        self.txn = TransactionRuntime(self, self.producer_ids.next_id, self.groups.coordinator.offsets.complete_txn)
+        #: the transaction coordinator (broker/txn/); loads at Broker.start. It reads the finalized
+        #: transaction.version at each request (UpdateFeatures changes it at run time).
+        features = self.features
+        self.txn = TransactionRuntime(self, self.producer_ids.next_id, self.groups.coordinator.offsets.complete_txn,
+                                      transaction_version=lambda: features.level(TRANSACTION_VERSION))
         #: BrokerMetrics when ``metrics.listeners`` is set, else None (handlers test for None)
         self.metrics: BrokerMetrics | None = None
         self._flushes: dict[int, asyncio.Future[Any]] = {}

@@ -16,7 +16,7 @@ request slot. Each run:
    while slots and batches remain, so one partition's batches are pipelined.
 
 Each request uses the highest Produce version both sides speak (a transactional producer's at
-most v11, as Kafka's without transactions V2); from v13 (KIP-516) it names
+most v11 unless its transaction is a transactions V2 one, as Kafka's); from v13 (KIP-516) it names
 topics by the ids the metadata gave (``TopicMetadata.topic_id``) and the answer is matched back
 by id; a topic whose id is unknown (stale metadata after a recreation) answers
 UNKNOWN_TOPIC_ID, which is retried after a metadata refresh like UNKNOWN_TOPIC_OR_PARTITION.
@@ -43,7 +43,7 @@ renumbered under a new producer id.
 
 Transactions (``client/transactions.py``): Produce requests carry the transactional id, and a
 partition's batches wait until the partition is in the transaction (AddPartitionsToTxn
-answered: ``Transactions.added``). Once the transaction is aborting, abortable or fenced,
+answered, or at once in a transactions V2 transaction: ``Transactions.added``). Once the transaction is aborting, abortable or fenced,
 every batch not yet sent fails at once (TransactionAbortedError, TransactionAbortableError,
 ProducerFencedError) and only the requests in flight are waited for. A batch that fails for
 good makes the transaction abortable (``Transactions.batch_failed``) instead of renumbering
@@ -300,9 +300,10 @@ class Sender:
         when one of them has none (metadata from a broker without ids, or dropped since the
         batch was routed), the request falls back to v12, which names them."""
         version = conn.pick_version(ApiKey.PRODUCE)
-        if version > 11 and self.transactional_id is not None:
-            # Kafka's ProduceRequest.json: without transactions V2 (KIP-890 part 2, which this
-            # client does not speak) a transactional producer uses v11 at most
+        if version > 11 and self._txns is not None and not self._txns.v2:
+            # Kafka's ProduceRequest.json: without transactions V2 (KIP-890 part 2) a
+            # transactional producer uses v11 at most; a V2 transaction's v12+ batches add their
+            # partitions to the transaction
             version = 11
         topic_data: dict[str, list[dict[str, Any]]] = {}
         for b in batches:

@@ -34,6 +34,18 @@ for AddPartitions) and lost connections, for up to ``max_block`` seconds; then
 KafkaTimeoutError, and the same method may be called again to resume (a commit that timed out
 cannot be turned into an abort, as in Kafka).
 
+Transactions V2 (KIP-890 part 2), as Kafka's producer speaks them: when the transaction
+coordinator's ApiVersions (v3+, asked once per coordinator connection) finalizes
+``transaction.version`` 2 or more and it serves EndTxn v5, each transaction begun from then on
+(never one already open) is a V2 one (``v2``): no AddPartitionsToTxn (a partition is in the
+transaction as soon as a batch opens for it; the broker adds it when the batch arrives, Produce
+v12+), no AddOffsetsToTxn (TxnOffsetCommit v5 adds the group's partition), and EndTxn v5, whose
+answer carries the producer id and epoch to go on with: the coordinator bumps the epoch at every
+transaction end, so sequences restart at 0 and a batch of an ended transaction arriving late is
+fenced. A V2 transaction with failed batches needs no InitProducerId to end: EndTxn's bump
+resets the sequences. Otherwise the producer stays on the older versions (AddPartitionsToTxn
+v0-3, EndTxn v0-4, TxnOffsetCommit v0-4, Produce v11 at most).
+
 Errors: a fenced producer (``ProducerFencedError``) is fatal — every later call raises it and
 the producer must be closed. A batch that fails for good, or a failed AddPartitions or
 TxnOffsetCommit, makes the transaction abortable: sends and ``commit_transaction`` raise
@@ -75,6 +87,11 @@ __all__ = ["Transactions", "TxnState"]
 logger = logging.getLogger("client.producer")
 
 GROUP_KEY, TRANSACTION_KEY = 0, 1
+#: the feature a broker finalizes to serve transactions V2, and the level (KIP-890 part 2)
+TRANSACTION_VERSION, TV2 = "transaction.version", 2
+#: the highest versions of the older transaction protocol: AddPartitionsToTxn v4+ are the
+#: brokers' batched form, EndTxn v5, TxnOffsetCommit v5 and Produce v12 transactions V2
+CLIENT_ADD_PARTITIONS_MAX, END_TXN_V1_MAX, TXN_OFFSET_COMMIT_V1_MAX = 3, 4, 4
 #: Kafka's producer retries an AddPartitions refused with CONCURRENT_TRANSACTIONS after 20 ms:
 #: the previous transaction's markers take a few ms, and the default backoff would add 100 ms
 #: to every transaction that follows another.
@@ -138,6 +155,12 @@ class Transactions:
         self._confirmed = False  # an Add* request was answered NONE
         self._coordinators: dict[tuple[int, str], tuple[int, str, int]] = {}
         self._lock = asyncio.Lock()  # one of init/send_offsets/commit/abort at a time
+        #: the transaction coordinator connection whose ApiVersions was read, and whether it
+        #: offers transactions V2 (transaction.version >= 2 finalized, EndTxn v5 served)
+        self._tv_conn: BrokerConnection | None = None
+        self._coordinator_v2 = False
+        #: the current transaction speaks transactions V2 (decided at begin_transaction)
+        self.v2 = False
 
     # ------------------------------------------------------------------ state
 
@@ -221,15 +244,20 @@ class Transactions:
         found = self._coordinators.get((key_type, key))
         if found is None:
             found = self._coordinators[(key_type, key)] = await self._cluster.find_coordinator(key, key_type)
-        return await self._cluster.coordinator_connection(*found)
+        conn = await self._cluster.coordinator_connection(*found)
+        if key_type == TRANSACTION_KEY and conn is not self._tv_conn:
+            self._coordinator_v2 = await _offers_v2(conn)
+            self._tv_conn = conn
+        return conn
 
     async def _request(self, api: ApiKey, body: dict[str, Any], what: str, *, key_type: int = TRANSACTION_KEY,
                        key: str | None = None, code_of: Callable[[dict[str, Any]], int] | None = None,
-                       accept: frozenset[int] = frozenset()) -> tuple[int, dict[str, Any]]:
-        """Send ``body`` to the coordinator, retrying what is retriable for ``max_block``
-        seconds: ``(error code, answer)``, the code 0 or one of ``accept``. Raises the
-        answer's other errors (the state updated by ``_fail``) or KafkaTimeoutError (state
-        unchanged)."""
+                       accept: frozenset[int] = frozenset(), max_version: int | None = None
+                       ) -> tuple[int, dict[str, Any]]:
+        """Send ``body`` to the coordinator (at most version ``max_version``), retrying what is
+        retriable for ``max_block`` seconds: ``(error code, answer)``, the code 0 or one of
+        ``accept``. Raises the answer's other errors (the state updated by ``_fail``) or
+        KafkaTimeoutError (state unchanged)."""
         key = self.transactional_id if key is None else key
         deadline = time.monotonic() + self.max_block
         while True:
@@ -238,7 +266,10 @@ class Transactions:
                 conn = await self._connection(key_type, key)
                 if api in (ApiKey.ADD_PARTITIONS_TO_TXN, ApiKey.ADD_OFFSETS_TO_TXN):
                     self._sent_to_coordinator = True  # from now on the transaction needs an EndTxn
-                resp = await conn.request(api, conn.pick_version(api), body)
+                version = conn.pick_version(api)
+                if max_version is not None:
+                    version = min(version, max_version)
+                resp = await conn.request(api, version, body)
             except KafkaError as e:
                 if not e.retriable:
                     raise self._fail(e) from None
@@ -295,6 +326,7 @@ class Transactions:
             raise IllegalStateError(f"cannot begin a transaction in state {self.state.value}"
                                     + (": call init_transactions() first" if self.state == TxnState.UNINITIALIZED
                                        else ""))
+        self.v2 = self._coordinator_v2  # a transaction keeps the protocol it began with
         self._set(TxnState.IN_TRANSACTION)
 
     async def send_offsets(self, offsets: Mapping[TopicPartition, OffsetAndMetadata],
@@ -307,11 +339,14 @@ class Transactions:
             if not offsets:
                 return
             tm = self._tm
-            await self._request(ApiKey.ADD_OFFSETS_TO_TXN, {
-                "transactional_id": self.transactional_id, "producer_id": tm.producer_id,
-                "producer_epoch": tm.producer_epoch, "group_id": group.group_id},
-                f"AddOffsetsToTxn (group {group.group_id!r})")
-            self._confirmed = True
+            if self.v2:  # TxnOffsetCommit v5 adds the group's partition itself
+                self._sent_to_coordinator = self._confirmed = True
+            else:
+                await self._request(ApiKey.ADD_OFFSETS_TO_TXN, {
+                    "transactional_id": self.transactional_id, "producer_id": tm.producer_id,
+                    "producer_epoch": tm.producer_epoch, "group_id": group.group_id},
+                    f"AddOffsetsToTxn (group {group.group_id!r})")
+                self._confirmed = True
             by_topic: dict[str, list[dict[str, Any]]] = {}
             for tp, om in offsets.items():
                 by_topic.setdefault(tp[0], []).append({
@@ -324,7 +359,7 @@ class Transactions:
                 "group_instance_id": group.group_instance_id,
                 "topics": [{"name": t, "partitions": ps} for t, ps in by_topic.items()]},
                 f"TxnOffsetCommit (group {group.group_id!r})", key_type=GROUP_KEY, key=group.group_id,
-                code_of=_first_partition_error)
+                code_of=_first_partition_error, max_version=None if self.v2 else TXN_OFFSET_COMMIT_V1_MAX)
 
     async def commit(self) -> None:
         async with self._lock:
@@ -360,11 +395,17 @@ class Transactions:
             tm = self._tm
             # An Add* whose answer was lost may not have reached the coordinator: then there is
             # no transaction to end, and the coordinator answers INVALID_TXN_STATE.
-            await self._request(ApiKey.END_TXN, {
+            code, resp = await self._request(ApiKey.END_TXN, {
                 "transactional_id": self.transactional_id, "producer_id": tm.producer_id,
                 "producer_epoch": tm.producer_epoch, "committed": commit},
                 "EndTxn(commit)" if commit else "EndTxn(abort)",
-                accept=frozenset() if self._confirmed else frozenset({E.INVALID_TXN_STATE}))
+                accept=frozenset() if self._confirmed else frozenset({E.INVALID_TXN_STATE}),
+                max_version=None if self.v2 else END_TXN_V1_MAX)
+            if not code and resp.get("producer_id", -1) >= 0:
+                # transactions V2: the epoch was bumped (or a new producer id given); sequences restart
+                tm.set_producer(resp["producer_id"], resp["producer_epoch"])
+                logger.debug("transactional id %s: next transaction as producer id %d, epoch %d",
+                             self.transactional_id, tm.producer_id, tm.producer_epoch)
         if self._tm.needs_reset:  # batches failed: their sequences are gaps
             await self._init_producer_id(bump=True)
         self.added.clear()
@@ -379,6 +420,10 @@ class Transactions:
         transaction before the batch may be sent."""
         tp = (b.topic, b.partition)
         if tp in self.added or tp in self._to_add:
+            return
+        if self.v2:  # the broker adds the partition when the batch arrives (Produce v12+)
+            self.added.add(tp)
+            self._sent_to_coordinator = self._confirmed = True
             return
         self._to_add[tp] = None
         if self._adding is None:
@@ -397,7 +442,7 @@ class Transactions:
                         "v3_and_below_transactional_id": self.transactional_id,
                         "v3_and_below_producer_id": tm.producer_id, "v3_and_below_producer_epoch": tm.producer_epoch,
                         "v3_and_below_topics": [{"name": t, "partitions": ps} for t, ps in by_topic.items()]},
-                        "AddPartitionsToTxn", code_of=_add_partitions_error)
+                        "AddPartitionsToTxn", code_of=_add_partitions_error, max_version=CLIENT_ADD_PARTITIONS_MAX)
                 except KafkaTimeoutError as e:
                     self._fail(e)
                     return
@@ -428,6 +473,18 @@ class Transactions:
                                self.transactional_id, e)
         if self._adding is not None:
             self._adding.cancel()
+
+
+async def _offers_v2(conn: BrokerConnection) -> bool:
+    """Whether the broker of ``conn`` serves transactions V2: ``transaction.version`` 2 or more
+    finalized in its ApiVersions (v3+) and EndTxn v5 offered."""
+    version = min(conn.pick_version(ApiKey.API_VERSIONS), 4)
+    if version < 3 or conn.api_versions.get(ApiKey.END_TXN, (0, 0))[1] < 5:
+        return False
+    resp = await conn.request(ApiKey.API_VERSIONS, version, {"client_software_name": "minibroker-client",
+                                                              "client_software_version": "1"})
+    levels = {f["name"]: f["max_version_level"] for f in resp.get("finalized_features") or ()}
+    return levels.get(TRANSACTION_VERSION, 0) >= TV2
 
 
 def _first_partition_error(resp: dict[str, Any]) -> int:

@@ -45,11 +45,18 @@ transactional batch is accepted only for a partition its producer's Ongoing tran
 broker/txn/coordinator.py); v8+ answer a refused partition's reason in
 ``error_message``; v9+ are flexible; v10+ may carry KIP-951's leader hints (``current_leader``,
 ``node_endpoints``), which Kafka sends only with NOT_LEADER_OR_FOLLOWER — never the case with
-one broker, so they are never sent. v12 is v11 on the wire: in Kafka it lets a transactional
-produce add its partition to the transaction itself when transaction.version is 2 (KIP-890
-part 2); transaction.version is 0 on this broker (ApiVersions finalizes no higher level),
-so v12 behaves exactly as v11 (a transactional batch needs its partition added by
-AddPartitionsToTxn first). v13 names each
+one broker, so they are never sent. v12 is v11 on the wire, but it is the version of a
+transactions V2 producer (KIP-890 part 2; Kafka's produceRequestVersionToTransactionSupportedOperation:
+ADD_PARTITION above v11): while ``transaction.version`` 2 is finalized, a transactional batch
+of v12+ whose partition is not in its producer's Ongoing transaction adds it there first, at
+the batch's producer id and epoch, as Kafka's leader asks its coordinator with
+AddPartitionsToTxn (CONCURRENT_TRANSACTIONS, the previous transaction's markers still being
+written, retried for up to 100 ms; the producer fenced — an epoch the coordinator has bumped,
+such as a late batch of a transaction that ended — INVALID_PRODUCER_EPOCH; a coordinator still
+loading or still busy NOT_ENOUGH_REPLICAS, which producers retry, as Kafka converts them). The
+producer's V2 requests keep their arrival order while one waits for its add
+(``TransactionRuntime.produce_gate``). At a lower ``transaction.version`` v12+ behave as v11
+(AddPartitionsToTxn first). v13 names each
 topic by ``topic_id`` (KIP-516) and its response carries the id instead of the name: an id
 that names no topic answers UNKNOWN_TOPIC_ID for each of its partitions (acks=0: the
 connection is closed), before any authorization check, as Kafka 4.1+'s
@@ -200,7 +207,68 @@ def _verify_transactional(request: dict[str, Any], version: int, records: Any, t
     return int(state.txn.verify_produce(request.get("transactional_id"), pid, epoch, topic, partition, version))
 
 
+#: what a transactions V2 add's error becomes for the producer (Kafka's AddPartitionsToTxnManager
+#: and ReplicaManager: a fence is the produce path's INVALID_PRODUCER_EPOCH, the retriable
+#: coordinator errors NOT_ENOUGH_REPLICAS, which every producer retries)
+_ADD_ERRORS: dict[int, int] = {ErrorCode.PRODUCER_FENCED: ErrorCode.INVALID_PRODUCER_EPOCH,
+                               ErrorCode.CONCURRENT_TRANSACTIONS: ErrorCode.NOT_ENOUGH_REPLICAS,
+                               ErrorCode.COORDINATOR_LOAD_IN_PROGRESS: ErrorCode.NOT_ENOUGH_REPLICAS,
+                               ErrorCode.COORDINATOR_NOT_AVAILABLE: ErrorCode.NOT_ENOUGH_REPLICAS,
+                               ErrorCode.NOT_COORDINATOR: ErrorCode.NOT_ENOUGH_REPLICAS}
+
+
 def handle(ctx: RequestContext, request: dict[str, Any]) -> Any:
+    txn_id = request.get("transactional_id")
+    if txn_id and ctx.api_version >= 12 and ctx.state.txn.client_tv(True) >= 2 and (
+            _v2_adds(ctx, request) or ctx.state.txn.produce_busy(txn_id)):
+        return _v2_produce(ctx, request, txn_id)
+    return _handle(ctx, request, None)
+
+
+def _v2_adds(ctx: RequestContext, request: dict[str, Any]) -> dict[tuple[int, int], list[tuple[str, int]]]:
+    """Transactions V2: the partitions of this request's transactional batches that are not in
+    their producer's Ongoing transaction, by (producer id, epoch); only those the request may
+    write to (authorized, existing, not internal: the others are refused by ``_handle``)."""
+    state = ctx.state
+    txn_id = request["transactional_id"]
+    if not ctx.authorize(AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID, txn_id):
+        return {}
+    out: dict[tuple[int, int], list[tuple[str, int]]] = {}
+    for topic in request["topic_data"]:
+        name = state.logs.topic_name(topic["topic_id"]) if ctx.api_version >= 13 else topic["name"]
+        if name is None or name in INTERNAL_TOPICS or not ctx.authorize(AclOperation.WRITE, ResourceType.TOPIC, name):
+            continue
+        for p in topic["partition_data"]:
+            records = p["records"]
+            if not _is_transactional(records) or state.logs.get_log(name, p["index"]) is None:
+                continue
+            pid, epoch = _PRODUCER.unpack_from(records, PRODUCER_ID_OFFSET)
+            if not state.txn.in_transaction(txn_id, pid, epoch, name, p["index"]):
+                out.setdefault((pid, epoch), []).append((name, p["index"]))
+    return out
+
+
+def _v2_produce(ctx: RequestContext, request: dict[str, Any], txn_id: str) -> Any:
+    """A transactions V2 request that adds partitions (or follows one that does): after the
+    producer's earlier ones (its place in line taken now), the adds, then the append as usual."""
+    async def add_then_handle() -> Any:
+        errors: dict[tuple[str, int], int] = {}
+        for (pid, epoch), partitions in _v2_adds(ctx, request).items():
+            code = await ctx.state.txn.add_for_v2(txn_id, pid, epoch, partitions)
+            if code:
+                errors.update(dict.fromkeys(partitions, int(_ADD_ERRORS.get(code, code))))
+        return _handle(ctx, request, errors)  # appended at once; what it returns may wait for fsyncs
+
+    return _reply_v2(ctx.state.txn.produce_gate(txn_id, add_then_handle))
+
+
+async def _reply_v2(task: asyncio.Task[Any]) -> Any:
+    result = await asyncio.shield(task)
+    return await result if asyncio.iscoroutine(result) else result
+
+
+def _handle(ctx: RequestContext, request: dict[str, Any], add_errors: dict[tuple[str, int], int] | None) -> Any:
+    """The request, with ``add_errors`` the partitions a transactions V2 add refused."""
     state, version = ctx.state, ctx.api_version
     acks = request["acks"]
     txn_id = request.get("transactional_id")
@@ -274,8 +342,9 @@ def handle(ctx: RequestContext, request: dict[str, Any]) -> Any:
                                        "produce to %s-%d rejected: the ISR of 1 is insufficient to satisfy the"
                                        " min.isr requirement of %d", name, p["index"], log.config.min_insync_replicas,
                                        logger=logger)
-            elif _is_transactional(records) and (
-                    code := _verify_transactional(request, version, records, name, p["index"], state)):
+            elif _is_transactional(records) and (code := (add_errors or {}).get((name, p["index"])) or
+                                                  _verify_transactional(request, version, records, name, p["index"],
+                                                                        state)):
                 resp["error_code"] = code
                 state.log_limiter.info(f"producers to {name}-{p['index']}", error_name(code),
                                        "transactional produce to %s-%d rejected: %s", name, p["index"],

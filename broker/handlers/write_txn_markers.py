@@ -1,4 +1,4 @@
-"""WriteTxnMarkers (27), v0-1: write a COMMIT or ABORT marker for a producer to partitions.
+"""WriteTxnMarkers (27), v0-2: write a COMMIT or ABORT marker for a producer to partitions.
 
 Kafka's transaction coordinator sends it to partition leaders; here the coordinator writes its
 markers itself (broker/txn/runtime.py), so what arrives comes from an operator's admin
@@ -15,6 +15,14 @@ a refused partition. A marker for a producer with no transaction open there is w
 same (it ends nothing), as in Kafka. A marker on ``__consumer_offsets`` settles the producer's
 pending transactional offsets there. The answer (one entry per marker, by producer id) waits
 until every written marker is fsync'd (Kafka appends them with acks=-1).
+
+v2 (KIP-1228, Kafka 4.2) gives each marker its ``transaction_version``. A transactions V2
+marker (2) carries the epoch the coordinator bumped at the transaction's end, so it must be
+above the partition's epoch for the producer (Kafka's ProducerAppendInfo.checkProducerEpoch):
+one at that epoch or below is INVALID_PRODUCER_EPOCH (a late or duplicate marker), except one at
+exactly that epoch with no transaction of the producer open there, a retry of a marker already
+written (KAFKA-19999), which is written again. Markers of 0 and 1 (and every v0-1 marker) keep
+the rule above. Kafka 4 dropped v0; 3.9 served it, and so does minibroker.
 """
 
 from __future__ import annotations
@@ -49,7 +57,9 @@ def _write(state: BrokerState, topic: str, partition: int, marker: dict[str, Any
     pid, epoch, coordinator_epoch = marker["producer_id"], marker["producer_epoch"], marker["coordinator_epoch"]
     commit = bool(marker["transaction_result"])
     entry = log.producer_state.last_entry(pid)
-    if entry is not None and epoch < entry.producer_epoch:
+    if entry is not None and (epoch < entry.producer_epoch or (
+            marker.get("transaction_version", 0) >= 2 and epoch == entry.producer_epoch
+            and entry.current_txn_first_offset >= 0)):
         resp["error_code"] = ErrorCode.INVALID_PRODUCER_EPOCH
         return
     if entry is not None and entry.coordinator_epoch > coordinator_epoch:

@@ -354,8 +354,9 @@ def _mirror(fields: Any, req: Any, version: int, code: int) -> tuple[dict[str, A
             out[f.name] = -1
         elif isinstance(f.type, Array) and not isinstance(f.type.of, str):
             src = next((v for k, v in req_lists if k == f.name), None)
-            if src is None and req_lists:
-                src = req_lists[0][1]
+            if src is None and req_lists:  # the first list the request fills (a field of other
+                # versions decodes to an empty list: AddPartitionsToTxn v3's "transactions")
+                src = next((v for _, v in req_lists if v), req_lists[0][1])
             items = []
             for item in src or ():
                 if type(item) is not dict:  # a list of names or numbers: the entry's first field

@@ -7,12 +7,13 @@ runtime also writes the COMMIT/ABORT markers that end a transaction and loads th
 
 State per transactional id (``TransactionMetadata``), persisted in ``__transaction_state``
 (records.py) before any answer depends on it; the last record of an id is its state after a
-restart. Transitions, as Kafka's (clients that do not bump the epoch per transaction)::
+restart. Transitions, as Kafka's::
 
     Empty / CompleteCommit / CompleteAbort --AddPartitions/AddOffsets--> Ongoing
     Ongoing --EndTxn(commit)--> PrepareCommit --markers written--> CompleteCommit
     Ongoing --EndTxn(abort) / timeout / InitProducerId--> PrepareAbort --markers--> CompleteAbort
     Empty / Complete* --InitProducerId--> Empty with epoch + 1 (fences the previous producer)
+    Empty / Complete* --EndTxn(abort), transactions V2 only--> PrepareAbort (no partitions)
 
 - **InitProducerId(transactional_id)**: a new id gets a fresh producer id at epoch 0; a known
   one gets its epoch bumped (at 32766 a fresh producer id instead). A transaction still
@@ -21,9 +22,10 @@ restart. Transitions, as Kafka's (clients that do not bump the epoch per transac
   writes get INVALID_PRODUCER_EPOCH, its transaction calls PRODUCER_FENCED. Timeouts above
   ``transaction.max.timeout.ms`` (15 min) get INVALID_TRANSACTION_TIMEOUT.
 - **AddPartitionsToTxn / AddOffsetsToTxn** add partitions (AddOffsets: the group's
-  ``__consumer_offsets`` partition) and make the transaction Ongoing. Wrong producer id:
-  INVALID_PRODUCER_ID_MAPPING; old epoch: PRODUCER_FENCED; while a transaction is ending or a
-  state write is in flight: CONCURRENT_TRANSACTIONS (retriable).
+  ``__consumer_offsets`` partition) and make the transaction Ongoing. A write in flight:
+  CONCURRENT_TRANSACTIONS (retriable; checked first, as Kafka 4.3 does); wrong producer id:
+  INVALID_PRODUCER_ID_MAPPING; old epoch: PRODUCER_FENCED; while the transaction is ending:
+  CONCURRENT_TRANSACTIONS.
 - **EndTxn**: PrepareCommit/PrepareAbort is made durable, the client answered, then a marker
   is appended to every partition of the transaction (``Log.append(from_coordinator=True)``;
   on ``__consumer_offsets`` it also settles the group's pending transactional offsets) and
@@ -37,6 +39,28 @@ restart. Transitions, as Kafka's (clients that do not bump the epoch per transac
   Ongoing transactions older than their timeout are aborted under a bumped epoch, so a
   producer that died mid-transaction no longer holds back the partitions' last stable offset.
   Ids idle for ``transactional.id.expiration.ms`` (7 days) are removed (a tombstone).
+
+**Transactions V2** (KIP-890 part 2), for a request of a client that speaks them (EndTxn v5,
+Produce v12+, TxnOffsetCommit v5, the brokers' AddPartitionsToTxn v4+) while the finalized
+``transaction.version`` is 2 (``client_tv`` 2; every other request is ``client_tv`` 0 and
+keeps the rules above). The version a transaction was last changed with is kept with it
+(``TransactionMetadata.client_tv``, Kafka's clientTransactionVersion):
+
+- the partitions are added by the broker itself, at the producer's epoch, when its batch
+  arrives (Produce) or its offsets do (TxnOffsetCommit); the client sends no AddPartitionsToTxn
+  or AddOffsetsToTxn;
+- EndTxn bumps the epoch: Prepare* is written with epoch + 1 (the markers carry it, so a late
+  batch of the ended transaction is fenced by every partition it wrote to, and by the
+  coordinator everywhere else) and the client is answered the producer id and epoch to use
+  next. When the epoch would reach 32767, a new producer id is allocated (``next_producer_id``
+  in Prepare*), which Complete* switches to at epoch 0. A retried EndTxn is recognised by its
+  epoch being the bumped one minus 1 (or 32766 of the previous producer id after a switch) and
+  answered NONE with the current producer id and epoch, as Kafka's table says: Abort of an
+  Empty or completed transaction at the current epoch ends an empty transaction (epoch bump,
+  no markers), Commit of one is INVALID_TXN_STATE;
+- fences (InitProducerId of an open transaction, timeouts) follow the finalized level, as
+  Kafka's use the server's version: at level 2 the abort after the fence bumps the epoch once
+  more.
 
 Produce: a transactional batch is accepted only for a partition its transaction added
 (``verify_produce``): else INVALID_TXN_STATE (TRANSACTION_ABORTABLE from Produce v11), as
@@ -66,12 +90,15 @@ from ..storage.producer_state import ProducerStateManager
 from .records import TxnLogValue, TxnState, partition_for
 
 __all__ = ["TransactionCoordinator", "TransactionMetadata", "Transition", "TxnConfig", "CoordinatorError",
-           "DanglingTxn"]
+           "DanglingTxn", "TV0", "TV2"]
 
 NO_PRODUCER_ID = -1
 NO_PRODUCER_EPOCH = -1
 MAX_EPOCH = 32767
 COORDINATOR_EPOCH = 0
+#: Kafka's TransactionVersion levels as a request's client speaks them: before transactions V2,
+#: and V2 (the epoch bumps at every transaction end)
+TV0, TV2 = 0, 2
 _PREPARED = (TxnState.PREPARE_COMMIT, TxnState.PREPARE_ABORT)
 _ENDED = (TxnState.EMPTY, TxnState.COMPLETE_COMMIT, TxnState.COMPLETE_ABORT)
 
@@ -91,15 +118,21 @@ class TransactionMetadata:
     """One transactional id: its producer id and epoch (``last_epoch``: the epoch before the
     last bump, so a retried InitProducerId gets the same answer), timeout, state, the
     partitions of the open transaction and ``pending``: the state being written (no other
-    change is accepted until that write is durable)."""
+    change is accepted until that write is durable). As Kafka's: ``prev_producer_id`` is the
+    producer id before the last transition (another one after a switch to a new id),
+    ``next_producer_id`` the id a transactions V2 EndTxn switches to when the epoch runs out,
+    ``client_tv`` the transaction version of the client that made the last change."""
 
-    __slots__ = ("transactional_id", "producer_id", "last_producer_id", "producer_epoch", "last_epoch",
-                 "timeout_ms", "state", "partitions", "start_ms", "last_update_ms", "pending", "unflushed_markers")
+    __slots__ = ("transactional_id", "producer_id", "prev_producer_id", "next_producer_id", "producer_epoch",
+                 "last_epoch", "timeout_ms", "state", "partitions", "start_ms", "last_update_ms", "client_tv",
+                 "pending", "unflushed_markers")
 
     def __init__(self, transactional_id: str, producer_id: int, timeout_ms: int, now_ms: int) -> None:
         self.transactional_id = transactional_id
         self.producer_id = producer_id
-        self.last_producer_id = NO_PRODUCER_ID
+        self.prev_producer_id = NO_PRODUCER_ID
+        self.next_producer_id = NO_PRODUCER_ID
+        self.client_tv = TV0
         self.producer_epoch = NO_PRODUCER_EPOCH
         self.last_epoch = NO_PRODUCER_EPOCH
         self.timeout_ms = timeout_ms
@@ -121,7 +154,7 @@ class TransactionMetadata:
         parts = tuple(sorted(self.partitions)) if s in (TxnState.ONGOING, TxnState.PREPARE_COMMIT,
                                                          TxnState.PREPARE_ABORT) else ()
         return TxnLogValue(self.producer_id, self.producer_epoch, self.timeout_ms, s, parts, self.last_update_ms,
-                           self.start_ms)
+                           self.start_ms, self.prev_producer_id, self.next_producer_id, self.client_tv)
 
     @classmethod
     def from_record(cls, transactional_id: str, v: TxnLogValue) -> TransactionMetadata:
@@ -130,7 +163,15 @@ class TransactionMetadata:
         m.state = v.state
         m.partitions = set(v.partitions)
         m.start_ms = v.start_timestamp_ms
+        m.prev_producer_id = v.previous_producer_id
+        m.next_producer_id = v.next_producer_id
+        m.client_tv = v.client_transaction_version
         return m
+
+    @property
+    def tv2(self) -> bool:
+        """The last change came from a transactions V2 client (Kafka's supportsEpochBump)."""
+        return self.client_tv >= TV2
 
     def describe(self) -> dict[str, Any]:
         by_topic: dict[str, list[int]] = {}
@@ -157,7 +198,8 @@ class Transition:
                  durable: bool = True, complete: bool | None = None, error: int = 0, fence: bool = False) -> None:
         self.metadata = metadata
         self.state = state
-        self.changes = {**changes, "last_update_ms": now_ms}
+        # Kafka's TxnTransitMetadata: the producer id before the transition is the previous one
+        self.changes = {"prev_producer_id": metadata.producer_id, **changes, "last_update_ms": now_ms}
         self.durable = durable
         self.complete = complete
         self.error = error
@@ -203,19 +245,33 @@ class CoordinatorError(ApiError):
 
 class TransactionCoordinator:
     """The state of every transactional id and the rules of its changes (see the module
-    docstring). ``next_producer_id`` hands out producer ids; ``clock`` is the wall clock in ms."""
+    docstring). ``next_producer_id`` hands out producer ids; ``clock`` is the wall clock in ms;
+    ``transaction_version`` is the finalized ``transaction.version`` (it picks the record
+    format and how fences end transactions, as Kafka's server version does)."""
 
     def __init__(self, config: TxnConfig, next_producer_id: Callable[[], int],
-                 clock: Callable[[], int] = now_ms) -> None:
+                 clock: Callable[[], int] = now_ms, transaction_version: Callable[[], int] = lambda: TV0) -> None:
         self.config = config
         self.next_producer_id = next_producer_id
         self.clock = clock
+        self.transaction_version = transaction_version
         self.txns: dict[str, TransactionMetadata] = {}
         #: True while ``__transaction_state`` loads: every request answers COORDINATOR_LOAD_IN_PROGRESS
         self.loading = False
 
     def partition_for(self, transactional_id: str) -> int:
         return partition_for(transactional_id, self.config.num_partitions)
+
+    def log_value_version(self) -> int:
+        """The TransactionLogValue version to write: 1 (flexible, with the transactions V2
+        fields) from ``transaction.version`` 1, as Kafka's TransactionVersion.transactionLogValueVersion."""
+        return 1 if self.transaction_version() >= 1 else 0
+
+    def client_tv(self, tv2_request: bool) -> int:
+        """The transaction version of a request: TV2 for a transactions V2 version (EndTxn v5,
+        Produce v12+, TxnOffsetCommit v5, AddPartitionsToTxn v4+) while ``transaction.version``
+        2 is finalized, TV0 otherwise."""
+        return TV2 if tv2_request and self.transaction_version() >= TV2 else TV0
 
     def _check_ready(self) -> None:
         if self.loading:
@@ -242,7 +298,7 @@ class TransactionCoordinator:
         if m.pending is not None:
             raise CoordinatorError(E.CONCURRENT_TRANSACTIONS)
         if expected_pid >= 0 and not (m.producer_epoch == NO_PRODUCER_EPOCH or expected_pid == m.producer_id or (
-                expected_pid == m.last_producer_id and expected_epoch >= MAX_EPOCH - 1)):
+                expected_pid == m.prev_producer_id and expected_epoch >= MAX_EPOCH - 1)):
             raise CoordinatorError(E.PRODUCER_FENCED)
         if m.state in _PREPARED:
             raise CoordinatorError(E.CONCURRENT_TRANSACTIONS)
@@ -251,22 +307,30 @@ class TransactionCoordinator:
             # handed out), and have this caller retry; its retry bumps the epoch again.
             return self.prepare_fence(m, error=E.CONCURRENT_TRANSACTIONS)
         if m.epoch_exhausted and (expected_epoch < 0 or expected_epoch == m.producer_epoch):
-            pid, epoch, last_pid, last_epoch = self.next_producer_id(), 0, m.producer_id, NO_PRODUCER_EPOCH
+            pid, epoch, last_epoch = self.next_producer_id(), 0, NO_PRODUCER_EPOCH
         else:
-            pid, last_pid = m.producer_id, m.last_producer_id
+            pid = m.producer_id
             if expected_epoch < 0 or m.producer_epoch == NO_PRODUCER_EPOCH or expected_epoch == m.producer_epoch:
                 epoch, last_epoch = m.producer_epoch + 1, (m.producer_epoch if expected_epoch >= 0 else -1)
             elif expected_epoch == m.last_epoch:  # a retry whose answer was lost: the same epoch again
                 epoch, last_epoch = m.producer_epoch, m.last_epoch
             else:
                 raise CoordinatorError(E.PRODUCER_FENCED)
-        return self._transition(m, TxnState.EMPTY, producer_id=pid, producer_epoch=epoch, last_producer_id=last_pid,
-                                last_epoch=last_epoch, timeout_ms=timeout_ms, partitions=set(), start_ms=-1)
+        return self._transition(m, TxnState.EMPTY, producer_id=pid, producer_epoch=epoch, last_epoch=last_epoch,
+                                timeout_ms=timeout_ms, partitions=set(), start_ms=-1)
 
     def prepare_fence(self, m: TransactionMetadata, error: int = 0) -> Transition:
-        """Bump the epoch of an Ongoing transaction and abort it under the new epoch."""
-        new_epoch = m.producer_epoch + 1 if m.producer_epoch < MAX_EPOCH - 1 else m.producer_epoch
-        return Transition(m, TxnState.PREPARE_ABORT, {"producer_epoch": new_epoch, "last_epoch": NO_PRODUCER_EPOCH},
+        """Bump the epoch of an Ongoing transaction and abort it under the new epoch (Kafka's
+        PrepareEpochFence, then an abort with the server's transaction version: at 2 that
+        abort bumps the epoch once more). Epoch 32767 is never passed."""
+        fenced = m.producer_epoch + 1 if m.producer_epoch < MAX_EPOCH else m.producer_epoch
+        tv = self.transaction_version()
+        if tv >= TV2:
+            epoch = fenced + 1 if fenced < MAX_EPOCH else fenced
+            changes = {"producer_epoch": epoch, "last_epoch": fenced}
+        else:
+            changes = {"producer_epoch": fenced, "last_epoch": NO_PRODUCER_EPOCH}
+        return Transition(m, TxnState.PREPARE_ABORT, {**changes, "client_tv": tv, "next_producer_id": NO_PRODUCER_ID},
                           self.clock(), complete=False, error=error, fence=True)
 
     # ------------------------------------------------------------------ adding partitions
@@ -283,17 +347,40 @@ class TransactionCoordinator:
         return m
 
     def prepare_add_partitions(self, txn_id: str, producer_id: int, epoch: int,
-                               partitions: Iterable[tuple[str, int]]) -> Transition | None:
-        """AddPartitionsToTxn / AddOffsetsToTxn: the transition to Ongoing with the partitions
-        added, None when they are all in the open transaction already."""
+                               partitions: Iterable[tuple[str, int]], client_tv: int = TV0) -> Transition | None:
+        """AddPartitionsToTxn / AddOffsetsToTxn, and the partitions a transactions V2 produce
+        or offset commit adds: the transition to Ongoing with the partitions added, None when
+        they are all in the open transaction already. The checks in Kafka 4.3's order: a write
+        in flight first (a V2 producer may already use the producer id a pending switch
+        installs), then the producer id, the epoch, a transaction ending."""
         wanted = set(partitions)
-        m = self._validate(txn_id, producer_id, epoch)
-        if m.pending is not None or m.state in _PREPARED:
+        if not txn_id:
+            raise CoordinatorError(E.INVALID_REQUEST)
+        self._check_ready()
+        m = self.txns.get(txn_id)
+        if m is None:
+            raise CoordinatorError(E.INVALID_PRODUCER_ID_MAPPING)
+        if m.pending is not None:
+            raise CoordinatorError(E.CONCURRENT_TRANSACTIONS)
+        if m.producer_id != producer_id:
+            raise CoordinatorError(E.INVALID_PRODUCER_ID_MAPPING)
+        if m.producer_epoch != epoch:
+            raise CoordinatorError(E.PRODUCER_FENCED)
+        if m.state in _PREPARED:
             raise CoordinatorError(E.CONCURRENT_TRANSACTIONS)
         if m.state == TxnState.ONGOING and wanted <= m.partitions:
             return None
         start = m.start_ms if m.state == TxnState.ONGOING else self.clock()
-        return self._transition(m, TxnState.ONGOING, partitions=m.partitions | wanted, start_ms=start)
+        return self._transition(m, TxnState.ONGOING, partitions=m.partitions | wanted, start_ms=start,
+                                client_tv=client_tv)
+
+    def in_transaction(self, txn_id: str | None, producer_id: int, epoch: int, topic: str, partition: int) -> bool:
+        """Whether ``topic-partition`` is in the Ongoing transaction of this producer id and
+        epoch: a transactions V2 batch for it needs no add (Kafka skips the coordinator when the
+        partition already has the producer's transaction open)."""
+        m = self.txns.get(txn_id) if txn_id else None
+        return (m is not None and m.producer_id == producer_id and m.producer_epoch == epoch
+                and m.state == TxnState.ONGOING and (topic, partition) in m.partitions)
 
     def verify_produce(self, txn_id: str | None, producer_id: int, epoch: int, topic: str, partition: int,
                        version: int) -> int:
@@ -308,46 +395,150 @@ class TransactionCoordinator:
             return int(E.TRANSACTION_ABORTABLE if version >= 11 else E.INVALID_TXN_STATE)
         return 0
 
+    def verify_partitions(self, txn_id: str, producer_id: int, epoch: int,
+                          partitions: Iterable[tuple[str, int]]) -> dict[tuple[str, int], int]:
+        """AddPartitionsToTxn v4+ with ``verify_only`` (Kafka's handleVerifyPartitionsInTransaction):
+        each partition's error, NONE when it is in the transaction, TRANSACTION_ABORTABLE when
+        not; a pending write is not waited for."""
+        parts = list(partitions)
+        try:
+            if not txn_id:
+                raise CoordinatorError(E.INVALID_REQUEST)
+            self._check_ready()
+            m = self.txns.get(txn_id)
+            if m is None or m.producer_id != producer_id:
+                raise CoordinatorError(E.INVALID_PRODUCER_ID_MAPPING)
+            if m.producer_epoch != epoch:
+                raise CoordinatorError(E.PRODUCER_FENCED)
+            if m.state in _PREPARED:
+                raise CoordinatorError(E.CONCURRENT_TRANSACTIONS)
+        except CoordinatorError as e:
+            return {tp: e.error_code for tp in parts}
+        return {tp: 0 if tp in m.partitions else int(E.TRANSACTION_ABORTABLE) for tp in parts}
+
     # ------------------------------------------------------------------ ending
 
-    def prepare_end(self, txn_id: str, producer_id: int, epoch: int, commit: bool) -> Transition | None:
+    def prepare_end(self, txn_id: str, producer_id: int, epoch: int, commit: bool, client_tv: int = TV0
+                    ) -> Transition | None:
         """EndTxn: the transition to Prepare* (after which the markers are written), None for a
-        retry of an EndTxn that completed."""
+        retry of an EndTxn that completed (answered NONE with the current producer id and
+        epoch). ``client_tv`` TV2: Kafka's transactions V2 rules (the module docstring)."""
+        if client_tv >= TV2:
+            return self._prepare_end_v2(txn_id, producer_id, epoch, commit)
         m = self._validate(txn_id, producer_id, epoch)
         if m.pending is not None:
             raise CoordinatorError(E.CONCURRENT_TRANSACTIONS)
         done = TxnState.COMPLETE_COMMIT if commit else TxnState.COMPLETE_ABORT
         prepared = TxnState.PREPARE_COMMIT if commit else TxnState.PREPARE_ABORT
         if m.state == TxnState.ONGOING:
-            return Transition(m, prepared, {}, self.clock(), complete=commit)
+            return Transition(m, prepared, {"client_tv": client_tv, "next_producer_id": NO_PRODUCER_ID},
+                              self.clock(), complete=commit)
         if m.state == done:
             return None  # a retry of an EndTxn that completed
         if m.state == prepared:
             raise CoordinatorError(E.CONCURRENT_TRANSACTIONS)
         raise CoordinatorError(E.INVALID_TXN_STATE)
 
+    def _prepare_end_v2(self, txn_id: str, producer_id: int, epoch: int, commit: bool) -> Transition | None:
+        """Kafka 4's TransactionCoordinator.endTransaction for a transactions V2 client: every
+        end bumps the epoch; a retry is told apart by its epoch, one below the bumped one (or
+        32766 of the previous producer id after a switch to a new one)."""
+        if not txn_id:
+            raise CoordinatorError(E.INVALID_REQUEST)
+        self._check_ready()
+        m = self.txns.get(txn_id)
+        if m is None:
+            raise CoordinatorError(E.INVALID_PRODUCER_ID_MAPPING)
+        retry_on_overflow = (m.prev_producer_id == producer_id and epoch == MAX_EPOCH - 1 and m.producer_epoch == 0)
+        retry_on_bump = m.producer_epoch == epoch + 1
+        if m.state in _PREPARED:
+            valid_epoch = retry_on_bump
+        elif m.state in (TxnState.COMPLETE_COMMIT, TxnState.COMPLETE_ABORT):
+            valid_epoch = retry_on_bump or retry_on_overflow or epoch == m.producer_epoch
+        else:
+            valid_epoch = epoch == m.producer_epoch
+        if m.producer_id != producer_id and not retry_on_overflow:
+            raise CoordinatorError(E.INVALID_PRODUCER_ID_MAPPING)
+        if not valid_epoch:
+            raise CoordinatorError(E.PRODUCER_FENCED)
+        if m.pending is not None:
+            raise CoordinatorError(E.CONCURRENT_TRANSACTIONS)
+        retry = retry_on_bump or retry_on_overflow
+        state = m.state
+        if state == TxnState.ONGOING:
+            return self._bump_and_end(m, commit, empty=False)
+        if state == TxnState.COMPLETE_COMMIT:
+            if commit:
+                if retry:
+                    return None
+            elif not retry:
+                return self._bump_and_end(m, False, empty=True)
+        elif state == TxnState.COMPLETE_ABORT:
+            if not commit:
+                return None if retry else self._bump_and_end(m, False, empty=True)
+        elif state == TxnState.PREPARE_COMMIT and commit or state == TxnState.PREPARE_ABORT and not commit:
+            raise CoordinatorError(E.CONCURRENT_TRANSACTIONS)
+        elif state == TxnState.EMPTY and not commit:
+            return self._bump_and_end(m, False, empty=True)
+        raise CoordinatorError(E.INVALID_TXN_STATE)
+
+    def _bump_and_end(self, m: TransactionMetadata, commit: bool, *, empty: bool) -> Transition:
+        """Prepare* at epoch + 1 (Kafka's prepareAbortOrCommit for transactions V2), with a new
+        producer id to switch to when the epoch runs out; ``empty``: an abort of a transaction
+        that added nothing (its start time is now)."""
+        next_pid = self.next_producer_id() if m.epoch_exhausted else NO_PRODUCER_ID
+        epoch = m.producer_epoch if m.producer_epoch >= MAX_EPOCH and not commit else m.producer_epoch + 1
+        now = self.clock()
+        prepared = TxnState.PREPARE_COMMIT if commit else TxnState.PREPARE_ABORT
+        return Transition(m, prepared, {"producer_epoch": epoch, "last_epoch": m.producer_epoch,
+                                        "next_producer_id": next_pid, "client_tv": TV2,
+                                        "start_ms": now if empty else m.start_ms}, now, complete=commit)
+
+    @staticmethod
+    def next_identity(m: TransactionMetadata) -> tuple[int, int]:
+        """The producer id and epoch a transactions V2 client continues with once its
+        transaction's Prepare* is written: the new producer id at epoch 0 after a switch."""
+        if m.next_producer_id >= 0:
+            return m.next_producer_id, 0
+        return m.producer_id, m.producer_epoch
+
     def prepare_complete(self, m: TransactionMetadata, commit: bool) -> Transition:
         """Complete*, once every marker of the transaction is written (not waited for: see
-        ``Transition``)."""
+        ``Transition``); a transactions V2 transaction whose epoch ran out switches to its
+        next producer id, at epoch 0."""
         done = TxnState.COMPLETE_COMMIT if commit else TxnState.COMPLETE_ABORT
-        return Transition(m, done, {"partitions": set()}, self.clock(), durable=False)
+        changes: dict[str, Any] = {"partitions": set(), "next_producer_id": NO_PRODUCER_ID}
+        if m.tv2 and m.next_producer_id >= 0:
+            changes.update(producer_id=m.next_producer_id, producer_epoch=0)
+        return Transition(m, done, changes, self.clock(), durable=False)
 
     def dangling(self, partitions: Iterable[tuple[tuple[str, int], ProducerStateManager]]) -> list[DanglingTxn]:
         """The markers a crash lost: for each partition's open transaction whose coordinator
-        state has ended (or is unknown), a COMMIT for CompleteCommit of the same epoch, an ABORT
-        otherwise (under the partition's producer epoch, or the coordinator's if newer)."""
+        state has ended (or is unknown), a COMMIT for CompleteCommit of the same transaction,
+        an ABORT otherwise (under the partition's producer epoch, or the coordinator's if
+        newer). A transactions V2 transaction wrote its data at the epoch below its markers',
+        and after a switch to a new producer id under the previous one, at epoch 32767."""
         by_pid = {m.producer_id: m for m in self.txns.values()}
+        switched = {m.prev_producer_id: m for m in self.txns.values()
+                    if m.tv2 and m.producer_epoch == 0 and m.prev_producer_id not in (m.producer_id, NO_PRODUCER_ID)}
         out: list[DanglingTxn] = []
         for (topic, partition), psm in partitions:
             for pid in list(psm.ongoing_txns):
                 m = by_pid.get(pid)
+                marker_epoch = None if m is None else m.producer_epoch
+                if m is None and pid in switched:
+                    m, marker_epoch = switched[pid], MAX_EPOCH
                 if m is not None and (m.state in (TxnState.ONGOING, *_PREPARED) or m.pending is not None):
                     continue  # still open, or being ended: its producer, timeout or markers end it
                 entry = psm.last_entry(pid)
                 epoch = entry.producer_epoch if entry is not None else 0
-                commit = m is not None and m.state == TxnState.COMPLETE_COMMIT and m.producer_epoch == epoch
-                if m is not None:
-                    epoch = max(epoch, m.producer_epoch)
+                commit = False
+                if m is not None and marker_epoch is not None:
+                    if m.tv2:
+                        commit = m.state == TxnState.COMPLETE_COMMIT and epoch == marker_epoch - 1
+                    else:
+                        commit = m.state == TxnState.COMPLETE_COMMIT and m.producer_epoch == epoch
+                    epoch = max(epoch, marker_epoch)
                 out.append(DanglingTxn(topic, partition, pid, epoch, commit,
                                        m.transactional_id if m is not None else str(pid)))
         return out

@@ -19,8 +19,13 @@ Key and value are an ``int16`` version followed by the message in Kafka's classi
                             with tagged fields 0 previous_producer_id, 1 next_producer_id
                             (int64, default -1) and 2 client_transaction_version (int16)
 
-minibroker writes value v0 (what Kafka 3.9 writes for clients that do not bump the epoch at
-every transaction) and reads both. A null value (tombstone) removes an expired transactional id.
+minibroker writes the version Kafka 4 writes for the finalized ``transaction.version``
+(TransactionVersion.transactionLogValueVersion): v0 at level 0 (what Kafka 3.9 writes), v1 from
+level 1, whose tagged fields are written when not their default (-1, -1, 0), as Kafka's
+generated code does: the producer id before the last change, the one a transactions V2
+transaction switches to when its epoch runs out, and the transaction version of the client
+that made the change. Both are read whatever the level. A null value (tombstone) removes an
+expired transactional id.
 
 Status codes (``TransactionState``): 0 Empty, 1 Ongoing, 2 PrepareCommit, 3 PrepareAbort,
 4 CompleteCommit, 5 CompleteAbort, 6 Dead, 7 PrepareEpochFence. Kafka writes the partition
@@ -45,7 +50,8 @@ __all__ = [
 
 TRANSACTION_STATE = "__transaction_state"
 TXN_KEY_VERSION = 0
-TXN_VALUE_VERSION = 0
+TXN_VALUE_VERSION = 0  # the version written at transaction.version 0
+NO_PRODUCER_ID = -1
 
 
 class TxnState(enum.IntEnum):
@@ -95,6 +101,9 @@ class TxnLogValue(NamedTuple):
     partitions: tuple[tuple[str, int], ...]
     last_update_timestamp_ms: int
     start_timestamp_ms: int
+    previous_producer_id: int = NO_PRODUCER_ID
+    next_producer_id: int = NO_PRODUCER_ID
+    client_transaction_version: int = 0
 
 
 def encode_txn_key(transactional_id: str) -> bytes:
@@ -102,7 +111,8 @@ def encode_txn_key(transactional_id: str) -> bytes:
     return TXN_KEY_VERSION.to_bytes(2, "big") + bytes(w.buf)
 
 
-def encode_txn_value(v: TxnLogValue) -> bytes:
+def encode_txn_value(v: TxnLogValue, version: int = TXN_VALUE_VERSION) -> bytes:
+    """``v`` as a TransactionLogValue of ``version`` (0: the fields of v1's tags are not kept)."""
     by_topic: dict[str, list[int]] = {}
     for topic, partition in sorted(v.partitions):
         by_topic.setdefault(topic, []).append(partition)
@@ -112,8 +122,10 @@ def encode_txn_value(v: TxnLogValue) -> bytes:
         "transaction_partitions": [{"topic": t, "partition_ids": ps} for t, ps in by_topic.items()],
         "transaction_last_update_timestamp_ms": v.last_update_timestamp_ms,
         "transaction_start_timestamp_ms": v.start_timestamp_ms,
-    }, TXN_VALUE_VERSION)
-    return TXN_VALUE_VERSION.to_bytes(2, "big") + bytes(w.buf)
+        "previous_producer_id": v.previous_producer_id, "next_producer_id": v.next_producer_id,
+        "client_transaction_version": v.client_transaction_version,
+    }, version)
+    return version.to_bytes(2, "big") + bytes(w.buf)
 
 
 def decode_txn_key(data: bytes | memoryview) -> str:
@@ -137,4 +149,5 @@ def decode_txn_value(data: bytes | memoryview) -> TxnLogValue:
         raise DecodeError(f"unknown transaction status {v['transaction_status']}") from None
     parts = tuple(sorted((t["topic"], p) for t in v["transaction_partitions"] or () for p in t["partition_ids"]))
     return TxnLogValue(v["producer_id"], v["producer_epoch"], v["transaction_timeout_ms"], state, parts,
-                       v["transaction_last_update_timestamp_ms"], v["transaction_start_timestamp_ms"])
+                       v["transaction_last_update_timestamp_ms"], v["transaction_start_timestamp_ms"],
+                       v["previous_producer_id"], v["next_producer_id"], v["client_transaction_version"])

@@ -23,6 +23,12 @@ background, then Complete*:
 - **loading**: ``__transaction_state`` is replayed in the background by the shared loader;
   until it is done every request answers COORDINATOR_LOAD_IN_PROGRESS. Then the transactions
   left in Prepare* are completed and lost markers repaired.
+- **transactions V2 adds** (``add_for_v2``): the partitions a V2 producer's batch or offset
+  commit brings are added at its epoch; CONCURRENT_TRANSACTIONS (the previous transaction's
+  markers still being written) is retried every ``ADD_RETRY_BACKOFF_S`` for up to
+  ``ADD_RETRY_MAX_S``, as Kafka's brokers do (``add.partitions.to.txn.retry.backoff.ms`` 20,
+  ``add.partitions.to.txn.retry.backoff.max.ms`` 100). ``produce_gate`` keeps one producer's
+  V2 produce requests in arrival order while one of them waits for its add.
 """
 
 from __future__ import annotations
@@ -46,6 +52,8 @@ from .coordinator import (
     COORDINATOR_EPOCH,
     NO_PRODUCER_EPOCH,
     NO_PRODUCER_ID,
+    TV0,
+    TV2,
     CoordinatorError,
     TransactionCoordinator,
     TransactionMetadata,
@@ -62,12 +70,16 @@ from .records import (
     encode_txn_value,
 )
 
-__all__ = ["TransactionRuntime", "MARKER_RETRY_S"]
+__all__ = ["TransactionRuntime", "MARKER_RETRY_S", "ADD_RETRY_BACKOFF_S", "ADD_RETRY_MAX_S"]
 
 logger = logging.getLogger("broker.txn")
 
 #: seconds between attempts to write a marker that failed (a full disk, a closed log)
 MARKER_RETRY_S = 0.5
+#: Kafka's add.partitions.to.txn.retry.backoff.ms and add.partitions.to.txn.retry.backoff.max.ms
+#: defaults: how a transactions V2 add answered CONCURRENT_TRANSACTIONS is retried
+ADD_RETRY_BACKOFF_S = 0.02
+ADD_RETRY_MAX_S = 0.1
 
 
 class TransactionRuntime:
@@ -76,14 +88,17 @@ class TransactionRuntime:
     after a marker is written to ``__consumer_offsets``."""
 
     def __init__(self, host: CoordinatorHost, next_producer_id: Callable[[], int],
-                 on_offsets_marker: Callable[[int, int, bool], None], clock: Callable[[], int] = now_ms) -> None:
+                 on_offsets_marker: Callable[[int, int, bool], None], clock: Callable[[], int] = now_ms,
+                 transaction_version: Callable[[], int] = lambda: TV0) -> None:
         self.host = host
         config = TxnConfig(host.config)
-        self.coordinator = TransactionCoordinator(config, next_producer_id, clock)
+        self.coordinator = TransactionCoordinator(config, next_producer_id, clock, transaction_version)
         self.topic = InternalTopic(host, TRANSACTION_STATE, config.num_partitions, config.segment_bytes,
                                    config.load_buffer_size, "transaction.state.log.num.partitions")
         self.on_offsets_marker = on_offsets_marker
         self._tasks: set[asyncio.Future[Any]] = set()
+        #: transactional id -> the last of its V2 produce requests waiting to append (``produce_gate``)
+        self._produce_tails: dict[str, asyncio.Future[None]] = {}
 
     @property
     def loading(self) -> bool:
@@ -115,25 +130,86 @@ class TransactionRuntime:
         return 0, m.producer_id, m.producer_epoch
 
     async def add_partitions(self, txn_id: str, producer_id: int, epoch: int,
-                             partitions: Iterable[tuple[str, int]]) -> int:
+                             partitions: Iterable[tuple[str, int]], client_tv: int = TV0) -> int:
         """AddPartitionsToTxn / AddOffsetsToTxn: error code (0 when added)."""
         try:
-            t = self.coordinator.prepare_add_partitions(txn_id, producer_id, epoch, partitions)
+            t = self.coordinator.prepare_add_partitions(txn_id, producer_id, epoch, partitions, client_tv)
             if t is not None:
                 await self._run(t)
         except CoordinatorError as e:
             return e.error_code
         return 0
 
-    async def end_txn(self, txn_id: str, producer_id: int, epoch: int, commit: bool) -> int:
-        """EndTxn: Prepare* made durable and answered; the markers and Complete* follow."""
+    async def add_for_v2(self, txn_id: str, producer_id: int, epoch: int, partitions: Iterable[tuple[str, int]]
+                         ) -> int:
+        """The partitions of a transactions V2 produce or offset commit join the transaction
+        (Kafka's AddPartitionsToTxnManager with ``verify_only`` false): the coordinator's error
+        code, CONCURRENT_TRANSACTIONS retried for up to ``ADD_RETRY_MAX_S``."""
+        wanted = list(partitions)
+        deadline = asyncio.get_running_loop().time() + ADD_RETRY_MAX_S
+        while True:
+            code = await self.add_partitions(txn_id, producer_id, epoch, wanted, TV2)
+            if code != E.CONCURRENT_TRANSACTIONS or asyncio.get_running_loop().time() + ADD_RETRY_BACKOFF_S > deadline:
+                return code
+            await asyncio.sleep(ADD_RETRY_BACKOFF_S)
+
+    def verify_partitions(self, txn_id: str, producer_id: int, epoch: int,
+                          partitions: Iterable[tuple[str, int]]) -> dict[tuple[str, int], int]:
+        return self.coordinator.verify_partitions(txn_id, producer_id, epoch, partitions)
+
+    async def end_txn(self, txn_id: str, producer_id: int, epoch: int, commit: bool, client_tv: int = TV0
+                      ) -> tuple[int, int, int]:
+        """EndTxn: Prepare* made durable and answered; the markers and Complete* follow.
+        (error, producer id, epoch): for a transactions V2 client the identity to go on with
+        (the bumped epoch, or a new producer id at 0), else -1, -1 (Kafka's answer before V2)."""
         try:
-            t = self.coordinator.prepare_end(txn_id, producer_id, epoch, commit)
+            t = self.coordinator.prepare_end(txn_id, producer_id, epoch, commit, client_tv)
             if t is not None:
                 await self._run(t)
         except CoordinatorError as e:
-            return e.error_code
-        return 0
+            return e.error_code, NO_PRODUCER_ID, NO_PRODUCER_EPOCH
+        if client_tv < TV2:
+            return 0, NO_PRODUCER_ID, NO_PRODUCER_EPOCH
+        m = self.txns[txn_id]
+        if t is None:  # a retry of an EndTxn that completed: the identity as it is
+            return 0, m.producer_id, m.producer_epoch
+        pid, epoch = self.coordinator.next_identity(m)
+        return 0, pid, epoch
+
+    def client_tv(self, tv2_request: bool) -> int:
+        return self.coordinator.client_tv(tv2_request)
+
+    def in_transaction(self, txn_id: str | None, producer_id: int, epoch: int, topic: str, partition: int) -> bool:
+        return self.coordinator.in_transaction(txn_id, producer_id, epoch, topic, partition)
+
+    def produce_busy(self, txn_id: str) -> bool:
+        """A V2 produce request of ``txn_id`` is waiting for its add: later ones queue behind it."""
+        return txn_id in self._produce_tails
+
+    def produce_gate(self, txn_id: str, work: Callable[[], Coroutine[Any, Any, Any]]) -> asyncio.Task[Any]:
+        """Run ``work`` after the V2 produce requests of ``txn_id`` that arrived before it: a
+        request that waits for its partitions' add must not be overtaken by the producer's
+        next one (its sequences follow). The place in line is taken now, while the request is
+        dispatched (a later request of the same read must see it); ``work`` runs in a task of
+        its own, which frees the place however it ends, even cancelled before it started."""
+        previous = self._produce_tails.get(txn_id)
+        done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._produce_tails[txn_id] = done
+
+        async def run() -> Any:
+            if previous is not None:
+                await previous
+            return await work()
+
+        def release(_task: asyncio.Future[Any]) -> None:
+            if not done.done():
+                done.set_result(None)
+            if self._produce_tails.get(txn_id) is done:
+                del self._produce_tails[txn_id]
+
+        task = asyncio.ensure_future(run())
+        task.add_done_callback(release)
+        return task
 
     def verify_produce(self, txn_id: str | None, producer_id: int, epoch: int, topic: str, partition: int,
                        version: int) -> int:
@@ -166,7 +242,8 @@ class TransactionRuntime:
     async def _persist(self, txn_id: str, value: TxnLogValue | None, durable: bool) -> None:
         """Append ``value`` (None: a tombstone) as ``txn_id``'s record and (``durable``) wait for
         its fsync; CoordinatorError (COORDINATOR_NOT_AVAILABLE) if it cannot be written."""
-        batch = build_batch([(encode_txn_key(txn_id), None if value is None else encode_txn_value(value))])
+        encoded = None if value is None else encode_txn_value(value, self.coordinator.log_value_version())
+        batch = build_batch([(encode_txn_key(txn_id), encoded)])
         partition = self.coordinator.partition_for(txn_id)
         try:
             if durable:

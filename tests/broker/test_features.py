@@ -76,11 +76,12 @@ def test_refusals_with_kafkas_messages(tmp_path) -> None:
     assert refusal(s, FeatureUpdate("no.such.version", 0)) == \
         "Invalid update version 0 for feature no.such.version. Feature no.such.version not found."
     # inside Kafka's range, above what this broker implements
-    assert refusal(s, FeatureUpdate(TRANSACTION_VERSION, 2)) == (
-        "Invalid update version 2 for feature transaction.version. minibroker does not implement"
-        " transaction.version 2 yet: it implements levels up to 0.")
-    for name in (GROUP_VERSION, SHARE_VERSION, STREAMS_VERSION):
+    assert refusal(s, FeatureUpdate(GROUP_VERSION, 1)) == (
+        "Invalid update version 1 for feature group.version. minibroker does not implement"
+        " group.version 1 yet: it implements levels up to 0.")
+    for name in (SHARE_VERSION, STREAMS_VERSION):
         assert "does not implement" in (refusal(s, FeatureUpdate(name, 1)) or "")
+    assert refusal(s, FeatureUpdate(TRANSACTION_VERSION, 2)) is None  # transactions V2 are implemented
     assert refusal(s, FeatureUpdate(ELR_VERSION, 0)) == (
         "Invalid update version 0 for feature eligible.leader.replicas.version. Can't downgrade the version of this"
         " feature without setting the upgrade type to either safe or unsafe downgrade.")
@@ -142,7 +143,7 @@ def test_changes_are_durable_and_validate_only_changes_nothing(tmp_path) -> None
     (b'{"version": 1, "epoch": 0, "features": {}}', "no metadata.version"),
     (b'{"version": 1, "epoch": 0, "features": {"metadata.version": 30}}', "outside the supported range 7-29"),
     (b'{"version": 1, "epoch": 0, "features": {"metadata.version": 29, "x.version": 1}}', "x.version is not a"),
-    (b'{"version": 1, "epoch": 0, "features": {"metadata.version": 29, "transaction.version": 2}}',
+    (b'{"version": 1, "epoch": 0, "features": {"metadata.version": 29, "group.version": 1}}',
      "above what this broker implements"),
 ])
 def test_a_file_it_cannot_use_stops_the_start(tmp_path, content: bytes, why: str) -> None:

@@ -12,6 +12,11 @@
   it and read_committed consumers go on.
 - kafka-python and aiokafka transactional producers (aiokafka with
   ``send_offsets_to_transaction``) and their read_committed consumers, and kcat.
+- transactions V2 (KIP-890 part 2) at ``transaction.version`` 2 (finalized with kafka-python's
+  ``update_features``): our producer, the one client here that speaks them (librdkafka 2.16
+  sends EndTxn v0-1, kafka-python 3 caps it at v3, KafkaJS and @platformatic/kafka at v1 and
+  v4), beside confluent-kafka and kafka-python on the older protocol at the same time; and
+  @platformatic/kafka, which adds partitions with AddPartitionsToTxn v5 (the brokers' form).
 - the partitions' files read by a decoder written here from Kafka's formats (no broker code):
   the ``.txnindex`` holds one entry per aborted transaction with data in the partition, and the
   COMMIT/ABORT control batches sit where the transactions ended.
@@ -43,7 +48,7 @@ from client.protocol.api import ApiKey
 from tests.broker_process import BrokerProcess
 from tests.server.wire import Conn
 
-from ._clients import KCAT, KCAT_MISSING, KP_TIMEOUTS, aio_consume, kcat, kp_consume
+from ._clients import KCAT, KCAT_MISSING, KP_TIMEOUTS, NODE_DIR, PK_MISSING, aio_consume, kcat, kp_consume
 
 ROOT = Path(__file__).resolve().parents[2]
 #: the coordinator looks for timed-out transactions this often (Kafka's default: 10 s)
@@ -900,3 +905,131 @@ def test_kcat_reads_committed_transactions_only(txn_broker: BrokerProcess) -> No
                      "-X", f"isolation.level={level}", "-X", "fetch.wait.max.ms=50", timeout=20)
             assert r.returncode == 0, r.stderr.decode(errors="replace")
             assert r.stdout.split() == want[part], (level, part)
+
+
+# ---------------------------------------------------------------- transactions V2 (KIP-890 part 2)
+
+
+@pytest.fixture(scope="module")
+def tv2_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]:
+    """A broker on which an operator finalized ``transaction.version`` 2 with kafka-python 3's
+    ``update_features`` (``kafka-features.sh upgrade --feature transaction.version=2``)."""
+    from kafka import KafkaAdminClient
+
+    b = BrokerProcess(str(tmp_path_factory.mktemp("txn-v2") / "data")).start()
+    try:
+        admin = KafkaAdminClient(bootstrap_servers=b.bootstrap, **KP_TIMEOUTS)
+        try:
+            assert admin.update_features({"transaction.version": 2}) == {"transaction.version": "OK"}
+        finally:
+            admin.close()
+        yield b
+    finally:
+        rc = b.stop()
+        assert rc == 0, f"broker exited with {rc}:\n{b.log_text()}"
+
+
+def _describe_epochs(port: int, txn_ids: list[str]) -> dict[str, int]:
+    with Conn(port) as c:
+        r = c.call(ApiKey.DESCRIBE_TRANSACTIONS, 0, {"transactional_ids": txn_ids})
+    return {t["transactional_id"]: t["producer_epoch"] for t in r["transaction_states"]}
+
+
+def test_a_transactions_v2_producer_beside_older_clients(tv2_broker: BrokerProcess) -> None:
+    """On one broker at ``transaction.version`` 2, at the same time: our producer speaking
+    transactions V2 (no AddPartitionsToTxn, Produce v12+, EndTxn v5: the epoch bumps at every
+    transaction), confluent-kafka (librdkafka 2.16: EndTxn v1) and kafka-python 3 (EndTxn v3)
+    on the older protocol, interleaving commits and aborts on the same partitions.
+    read_committed readers see exactly the committed records; only our producer's epoch moved."""
+    from kafka import KafkaProducer
+
+    from client import Producer as MbProducer
+
+    bs, topic = tv2_broker.bootstrap, "v2-mixed"
+    create_topic(bs, topic, 2)
+    plan = [True, False, True, True, False, True]
+    committed: list[bytes] = []
+    lock = threading.Lock()
+    errors: list[BaseException] = []
+    go = threading.Barrier(3)
+
+    def record(name: str, r: int, commit: bool) -> list[tuple[int, bytes]]:
+        values = [(i % 2, b"%s-%d-%d" % (name.encode(), r, i)) for i in range(4)]
+        if commit:
+            with lock:
+                committed.extend(v for _, v in values)
+        return values
+
+    def ours() -> None:
+        async def run() -> None:
+            async with MbProducer(bs, transactional_id="mb-v2", linger_ms=1) as p:
+                await p.init_transactions()
+                go.wait(30)
+                for r, commit in enumerate(plan):
+                    p.begin_transaction()
+                    assert p._transactions().v2
+                    values = record("mb", r, commit)
+                    await asyncio.gather(*[p.send_nowait(topic, v, partition=part) for part, v in values])
+                    await (p.commit_transaction() if commit else p.abort_transaction())
+        asyncio.run(run())
+
+    def kafka_python() -> None:
+        p = KafkaProducer(bootstrap_servers=bs, transactional_id="kp-v2", linger_ms=1, **KP_TIMEOUTS)
+        try:
+            p.init_transactions()
+            go.wait(30)
+            for r, commit in enumerate(plan):
+                p.begin_transaction()
+                futs = [p.send(topic, v, partition=part) for part, v in record("kp", r, commit)]
+                assert all(f.get(timeout=10).offset >= 0 for f in futs)
+                (p.commit_transaction if commit else p.abort_transaction)()
+        finally:
+            p.close(timeout=5)
+
+    def guarded(fn: Callable[[], None]) -> Callable[[], None]:
+        def run() -> None:
+            try:
+                fn()
+            except BaseException as e:  # noqa: BLE001 - reported by the main thread
+                errors.append(e)
+                go.abort()
+        return run
+
+    threads = [threading.Thread(target=guarded(f)) for f in (ours, kafka_python)]
+    for t in threads:
+        t.start()
+    ck = ck_txn_producer(bs, "ck-v2")
+    try:
+        go.wait(30)
+        for r, commit in enumerate(plan):
+            ck.begin_transaction()
+            ck_send(ck, topic, record("ck", r, commit))
+            (ck.commit_transaction if commit else ck.abort_transaction)(10)
+    finally:
+        for t in threads:
+            t.join(60)
+    assert not errors, errors
+    got = ck_read_all(bs, topic, 2)
+    assert sorted(g.value or b"" for g in got) == sorted(committed)
+    everything = ck_read_all(bs, topic, 2, committed=False)
+    assert len(everything) == 3 * 4 * len(plan)
+    # our producer's epoch bumped once per transaction; the older protocol's never
+    assert _describe_epochs(tv2_broker.port, ["mb-v2", "kp-v2", "ck-v2"]) == {"mb-v2": len(plan), "kp-v2": 0,
+                                                                               "ck-v2": 0}
+
+
+@pytest.mark.skipif(PK_MISSING is not None, reason=PK_MISSING or "")
+@pytest.mark.parametrize("level", [0, 2])
+def test_platformatic_transactions_add_partitions_with_v5(level: int, txn_broker: BrokerProcess,
+                                                           tv2_broker: BrokerProcess) -> None:
+    """@platformatic/kafka's producer adds its partitions with the highest AddPartitionsToTxn
+    version offered, the brokers' batched form (v5, verify_only false), and ends with EndTxn
+    v4: served at either ``transaction.version``."""
+    b = tv2_broker if level else txn_broker
+    topic = f"pk-txn-{level}"
+    create_topic(b.bootstrap, topic, 2)
+    out = subprocess.run(["node", os.path.join(NODE_DIR, "txn_producer.mjs"), b.bootstrap, f"pk-{level}", topic,
+                          '["commit", "abort", "commit"]'], capture_output=True, text=True, timeout=60, cwd=NODE_DIR)
+    assert out.returncode == 0, out.stderr
+    got = ck_read_all(b.bootstrap, topic, 2)
+    assert sorted(g.value or b"" for g in got) == [b"pk-%d-%d-%d" % (level, i, p) for i in (0, 2) for p in (0, 1)]

@@ -7,8 +7,8 @@ from __future__ import annotations
 import pytest
 
 from broker.config import BrokerConfig
-from broker.txn.coordinator import CoordinatorError, TransactionCoordinator, Transition, TxnConfig
-from broker.txn.records import TxnState
+from broker.txn.coordinator import MAX_EPOCH, TV0, TV2, CoordinatorError, TransactionCoordinator, Transition, TxnConfig
+from broker.txn.records import TxnLogValue, TxnState, decode_txn_value, encode_txn_value
 from client.protocol.api import ErrorCode as E
 
 
@@ -106,3 +106,110 @@ def test_loading_answers_load_in_progress() -> None:
     assert e.value.error_code == E.COORDINATOR_LOAD_IN_PROGRESS
     assert c.verify_produce("app", 1, 0, "t", 0, 9) == E.NOT_ENOUGH_REPLICAS  # retriable until loaded
     assert c.describe("app")["error_code"] == E.COORDINATOR_LOAD_IN_PROGRESS
+
+
+# ------------------------------------------------------------------ transactions V2 (KIP-890 part 2)
+
+
+def tv2_coordinator(level: int = 2) -> tuple[TransactionCoordinator, Clock]:
+    ids = iter(range(1000, 2000))
+    clock = Clock()
+    return TransactionCoordinator(TxnConfig(BrokerConfig.load()), lambda: next(ids), clock, lambda: level), clock
+
+
+def test_v2_end_bumps_the_epoch_and_switches_producer_id_when_it_runs_out() -> None:
+    c, _ = tv2_coordinator()
+    written(c.prepare_init("app", 60_000))
+    m = c.txns["app"]
+    m.producer_epoch = MAX_EPOCH - 1  # 32766: the last epoch a client may hold
+    written(c.prepare_add_partitions("app", 1000, MAX_EPOCH - 1, [("t", 0)], TV2))
+    t = written(c.prepare_end("app", 1000, MAX_EPOCH - 1, True, TV2))
+    assert t is not None and t.record.producer_epoch == MAX_EPOCH and t.record.next_producer_id == 1001
+    assert t.record.client_transaction_version == TV2
+    assert c.next_identity(m) == (1001, 0)  # what EndTxn v5 answers
+    # the markers are written under the old producer id at epoch 32767; then the switch
+    assert (m.producer_id, m.producer_epoch) == (1000, MAX_EPOCH)
+    with pytest.raises(CoordinatorError) as e:  # the new id is not in force before Complete*
+        c.prepare_add_partitions("app", 1001, 0, [("t", 0)], TV2)
+    assert e.value.error_code == E.INVALID_PRODUCER_ID_MAPPING
+    done = written(c.prepare_complete(m, True))
+    assert done is not None and (m.producer_id, m.producer_epoch, m.prev_producer_id, m.next_producer_id) == \
+        (1001, 0, 1000, -1)
+    # a retry of the EndTxn under the old identity: NONE (the answer is the current identity)
+    assert c.prepare_end("app", 1000, MAX_EPOCH - 1, True, TV2) is None
+    with pytest.raises(CoordinatorError) as e:
+        c.prepare_end("app", 1000, MAX_EPOCH - 1, False, TV2)
+    assert e.value.error_code == E.INVALID_TXN_STATE
+    # the new id goes on at epoch 0: an abort with nothing added bumps it to 1, no markers
+    t = written(c.prepare_end("app", 1001, 0, False, TV2))
+    assert t is not None and t.complete is False and not m.partitions and m.producer_epoch == 1
+
+
+def test_v2_retries_and_fences_by_epoch() -> None:
+    c, _ = tv2_coordinator()
+    written(c.prepare_init("app", 60_000))
+    written(c.prepare_add_partitions("app", 1000, 0, [("t", 0)], TV2))
+    t = written(c.prepare_end("app", 1000, 0, False, TV2))
+    assert t is not None and c.txns["app"].state == TxnState.PREPARE_ABORT
+    for commit, code in ((False, E.CONCURRENT_TRANSACTIONS), (True, E.INVALID_TXN_STATE)):
+        with pytest.raises(CoordinatorError) as e:  # a retry while the markers are written
+            c.prepare_end("app", 1000, 0, commit, TV2)
+        assert e.value.error_code == code
+    with pytest.raises(CoordinatorError) as e:  # the bumped epoch is not a retry while Prepare*
+        c.prepare_end("app", 1000, 1, False, TV2)
+    assert e.value.error_code == E.PRODUCER_FENCED
+    written(c.prepare_complete(c.txns["app"], False))
+    assert c.prepare_end("app", 1000, 0, False, TV2) is None  # the retry, now completed
+    with pytest.raises(CoordinatorError) as e:  # the epoch before that one: a zombie
+        c.prepare_add_partitions("app", 1000, 0, [("t", 1)], TV2)
+    assert e.value.error_code == E.PRODUCER_FENCED
+
+
+def test_fences_follow_the_finalized_level() -> None:
+    """InitProducerId of an open transaction aborts it as Kafka's server-side abort does: at
+    level 2 the abort bumps the epoch once more after the fence's bump."""
+    for level, epoch in ((0, 1), (2, 2)):
+        c, _ = tv2_coordinator(level)
+        written(c.prepare_init("app", 60_000))
+        written(c.prepare_add_partitions("app", 1000, 0, [("t", 0)], TV2 if level else TV0))
+        fence = written(c.prepare_init("app", 60_000))
+        assert fence is not None and fence.fence and fence.record.producer_epoch == epoch
+        assert fence.record.client_transaction_version == level
+
+
+def test_v2_state_is_replayed_and_a_prepared_switch_completes() -> None:
+    """A PrepareCommit record of a V2 transaction whose epoch ran out (read at start-up) keeps
+    the producer id to switch to: its completion switches."""
+    c, _ = tv2_coordinator()
+    value = TxnLogValue(1000, MAX_EPOCH, 60_000, TxnState.PREPARE_COMMIT, (("t", 0),), 5, 4, 1000, 1001, TV2)
+    raw = encode_txn_value(value, 1)
+    assert int.from_bytes(raw[:2], "big") == 1 and decode_txn_value(raw) == value
+    assert decode_txn_value(encode_txn_value(value, 0)) == value._replace(previous_producer_id=-1,
+                                                                         next_producer_id=-1,
+                                                                         client_transaction_version=0)
+    c.replay("app", decode_txn_value(raw))
+    [(m, commit)] = c.left_prepared()
+    assert commit and m.tv2 and m.next_producer_id == 1001
+    written(c.prepare_complete(m, True))
+    assert (m.producer_id, m.producer_epoch, m.state) == (1001, 0, TxnState.COMPLETE_COMMIT)
+
+
+def test_v2_lost_markers_are_repaired_with_the_bumped_epoch() -> None:
+    """The start-up repair of a V2 transaction: its data is at the epoch below its markers'."""
+    from broker.storage.producer_state import ProducerStateEntry
+
+    class Psm:
+        def __init__(self, pid: int, epoch: int) -> None:
+            self.ongoing_txns = {pid: 0}
+            self.entry = ProducerStateEntry(pid, epoch)
+
+        def last_entry(self, pid: int) -> ProducerStateEntry:
+            return self.entry
+
+    c, _ = tv2_coordinator()
+    c.replay("app", TxnLogValue(1000, 3, 60_000, TxnState.COMPLETE_COMMIT, (), 5, 4, 1000, -1, TV2))
+    c.replay("sw", TxnLogValue(1001, 0, 60_000, TxnState.COMPLETE_COMMIT, (), 5, 4, 1500, -1, TV2))
+    found = c.dangling([(("t", 0), Psm(1000, 2)), (("t", 1), Psm(1500, MAX_EPOCH - 1)),  # type: ignore[list-item]
+                        (("t", 2), Psm(1000, 1))])  # type: ignore[list-item]
+    assert [(d.partition, d.producer_id, d.producer_epoch, d.commit) for d in found] == [
+        (0, 1000, 3, True), (1, 1500, MAX_EPOCH, True), (2, 1000, 3, False)]

@@ -1,13 +1,14 @@
-"""TxnOffsetCommit (API key 28): request and response schemas, v0-4 (v2 adds the leader
+"""TxnOffsetCommit (API key 28): request and response schemas, v0-5 (v2 adds the leader
 epoch, v3 the member id, instance id and generation and is flexible, v4 adds
-TRANSACTION_ABORTABLE)."""
+TRANSACTION_ABORTABLE, v5 is v4 on the wire: with transactions V2 it also adds the group's
+offsets partition to the transaction, what AddOffsetsToTxn did before)."""
 
 from __future__ import annotations
 
 from ..schema import NULL, Array, Message
 from ..schema import Field as F
 
-TxnOffsetCommitRequest = Message("TxnOffsetCommitRequest", 28, "0-4", "3+", [
+TxnOffsetCommitRequest = Message("TxnOffsetCommitRequest", 28, "0-5", "3+", [
     F("transactional_id", "string"),
     F("group_id", "string"),
     F("producer_id", "int64"),
@@ -25,7 +26,7 @@ TxnOffsetCommitRequest = Message("TxnOffsetCommitRequest", 28, "0-4", "3+", [
         ])),
     ])),
 ])
-TxnOffsetCommitResponse = Message("TxnOffsetCommitResponse", 28, "0-4", "3+", [
+TxnOffsetCommitResponse = Message("TxnOffsetCommitResponse", 28, "0-5", "3+", [
     F("throttle_time_ms", "int32"),
     F("topics", Array([
         F("name", "string"),

@@ -1,4 +1,5 @@
-"""WriteTxnMarkers (API key 27): request and response schemas, v0-1 (v1 is flexible). In Kafka
+"""WriteTxnMarkers (API key 27): request and response schemas, v0-2 (v1 is flexible, v2 adds
+each marker's transaction version, KIP-1228; Kafka 4 dropped v0, which 3.9 served). In Kafka
 the transaction coordinator sends it to partition leaders; an admin client sends it to abort a
 hanging transaction (``Admin.abortTransaction``, ``kafka-transactions.sh abort``)."""
 
@@ -7,7 +8,7 @@ from __future__ import annotations
 from ..schema import Array, Message
 from ..schema import Field as F
 
-WriteTxnMarkersRequest = Message("WriteTxnMarkersRequest", 27, "0-1", "1+", [
+WriteTxnMarkersRequest = Message("WriteTxnMarkersRequest", 27, "0-2", "1+", [
     F("markers", Array([
         F("producer_id", "int64"),
         F("producer_epoch", "int16"),
@@ -17,9 +18,10 @@ WriteTxnMarkersRequest = Message("WriteTxnMarkersRequest", 27, "0-1", "1+", [
             F("partition_indexes", Array("int32")),
         ])),
         F("coordinator_epoch", "int32"),
+        F("transaction_version", "int8", "2+", default=0),  # 0/1: transactions V1, 2: V2
     ])),
 ])
-WriteTxnMarkersResponse = Message("WriteTxnMarkersResponse", 27, "0-1", "1+", [
+WriteTxnMarkersResponse = Message("WriteTxnMarkersResponse", 27, "0-2", "1+", [
     F("markers", Array([
         F("producer_id", "int64"),
         F("topics", Array([
