@@ -25,7 +25,8 @@
 # which is what the suite assumes: its client is not a super user (0081 adds ACLs for its own
 # principal and expects its authorized operations to shrink to them) and may do what no ACL
 # governs. 0109 runs on the PLAINTEXT listener (it skips its kafka-acls.sh cases when the client
-# authenticates); every other test as alice over SASL_PLAINTEXT with SCRAM-SHA-256.
+# authenticates), as does 0016 (it skips itself over SASL or TLS); every other
+# test as alice over SASL_PLAINTEXT with SCRAM-SHA-256.
 # kafka-acls.sh is a shim in $WORKDIR/kafka/bin (KAFKA_PATH) that runs `minibroker acls` with
 # the test's options, as admin over SASL_PLAINTEXT (--command-config).
 #
@@ -115,7 +116,9 @@ chmod +x "$WORKDIR/kafka/bin/kafka-acls.sh"
 failed=0
 for t in "${TESTS[@]}"; do
     conf=alice
-    [ "$t" = 0109 ] && conf=plaintext
+    # on PLAINTEXT: 0109 (its kafka-acls.sh cases) and 0016 (skipped over SASL or TLS); 0052 and
+    # 0077 skip themselves over SASL too, and on PLAINTEXT need kafka-topics.sh (not shimmed)
+    case "$t" in 0016|0109) conf=plaintext;; esac
     log="$WORKDIR/logs/$t-$conf.log"
     if (cd "$RDK/tests" && KAFKA_PATH="$WORKDIR/kafka" RDKAFKA_TEST_CONF="$WORKDIR/test-$conf.conf" TESTS="$t" \
             TEST_KAFKA_VERSION=3.9.0 timeout 900 ./run-test.sh -p1 -L > "$log" 2>&1); then
