@@ -21,7 +21,7 @@ configs), as far as minibroker knows them (KAFKA_DYNAMIC):
   prefix"). Acted on: the new stores are loaded and checked first, then new connections of each
   TLS listener use them (a store named again is read again); the listener's other TLS
   settings stay as they were, as Kafka's SslFactory keeps them;
-- Kafka's other listener configs (DynamicListenerConfig): ``listeners``, ``advertised.listeners``,
+- Kafka's other listener configs (DynamicListenerConfig): ``listeners``,
   ``listener.security.protocol.map``, ``principal.builder.class``, the other ``ssl.*``
   (``ssl.client.auth``, ``ssl.cipher.suites``, ``ssl.enabled.protocols``, ``ssl.protocol`` ...),
   ``sasl.enabled.mechanisms``, ``sasl.jaas.config``, ``sasl.mechanism.inter.broker.protocol``,
@@ -153,9 +153,9 @@ KAFKA_DYNAMIC: dict[str, DynamicDef] = {
     "ssl.truststore.location": DynamicDef("str", None, True),
     "ssl.truststore.password": DynamicDef("password", None, True),
     "ssl.truststore.certificates": DynamicDef("password", None, True),
-    # DynamicListenerConfig.ReconfigurableConfigs: listeners, TLS, SASL (per broker)
+    # DynamicListenerConfig.ReconfigurableConfigs: listeners, TLS, SASL (per broker);
+    # advertised.listeners is not among them in Kafka 4 (KRaft), which describes it read-only
     "listeners": DynamicDef("str", None, True),
-    "advertised.listeners": DynamicDef("str", None, True),
     "listener.security.protocol.map": DynamicDef("str", None, True),
     "principal.builder.class": DynamicDef(
         "class", "org.apache.kafka.common.security.authenticator.DefaultKafkaPrincipalBuilder", True),

@@ -4,6 +4,10 @@
 # calls kafka-acls.sh).
 #
 # Usage: scripts/librdkafka_suite.sh [TEST ...]        (default: 0081 0109)
+#        scripts/librdkafka_suite.sh broker [FROM [TO]]  every test number that has a test using
+#                                                       a broker (tests/test.c's entries not
+#                                                       flagged TEST_F_LOCAL), FROM-TO inclusive
+# Tests run with the runner's -L: the local ones (mock cluster, unit tests) never reach the broker.
 # Environment:
 #   WORKDIR     where librdkafka is built and the run's files go (default /tmp/librdkafka-suite)
 #   NODE_RDKAFKA  the node-rdkafka release whose librdkafka is built (default 3.6.1: librdkafka 2.12)
@@ -21,7 +25,8 @@
 # which is what the suite assumes: its client is not a super user (0081 adds ACLs for its own
 # principal and expects its authorized operations to shrink to them) and may do what no ACL
 # governs. 0109 runs on the PLAINTEXT listener (it skips its kafka-acls.sh cases when the client
-# authenticates); every other test as alice over SASL_PLAINTEXT with SCRAM-SHA-256.
+# authenticates), as does 0016 (it skips itself over SASL or TLS); every other
+# test as alice over SASL_PLAINTEXT with SCRAM-SHA-256.
 # kafka-acls.sh is a shim in $WORKDIR/kafka/bin (KAFKA_PATH) that runs `minibroker acls` with
 # the test's options, as admin over SASL_PLAINTEXT (--command-config).
 #
@@ -36,6 +41,13 @@ TESTS=("$@")
 [ ${#TESTS[@]} -eq 0 ] && TESTS=(0081 0109)
 RDK="$WORKDIR/package/deps/librdkafka"
 mkdir -p "$WORKDIR/logs"
+if [ "${TESTS[0]}" = broker ]; then
+    from="${TESTS[1]:-0000}" to="${TESTS[2]:-9999}"
+    # test.c's table: one _TEST(NAME, FLAGS, ...) per entry, its arguments over several lines
+    mapfile -t TESTS < <(tr '\n' ' ' < "$RDK/tests/test.c" | grep -oE '_TEST\(0[0-9]{3}_[A-Za-z0-9_]+, *[^,)]*' |
+        grep -v TEST_F_LOCAL | sed -E 's/^_TEST\(([0-9]{4}).*/\1/' | sort -u |
+        awk -v a="$from" -v b="$to" '$1 >= a && $1 <= b')
+fi
 
 if [ ! -x "$RDK/tests/test-runner" ]; then
     echo "librdkafka_suite: building librdkafka from node-rdkafka $NODE_RDKAFKA in $WORKDIR" >&2
@@ -104,10 +116,12 @@ chmod +x "$WORKDIR/kafka/bin/kafka-acls.sh"
 failed=0
 for t in "${TESTS[@]}"; do
     conf=alice
-    [ "$t" = 0109 ] && conf=plaintext
+    # on PLAINTEXT: 0109 (its kafka-acls.sh cases) and 0016 (skipped over SASL or TLS); 0052 and
+    # 0077 skip themselves over SASL too, and on PLAINTEXT need kafka-topics.sh (not shimmed)
+    case "$t" in 0016|0109) conf=plaintext;; esac
     log="$WORKDIR/logs/$t-$conf.log"
     if (cd "$RDK/tests" && KAFKA_PATH="$WORKDIR/kafka" RDKAFKA_TEST_CONF="$WORKDIR/test-$conf.conf" TESTS="$t" \
-            TEST_KAFKA_VERSION=3.9.0 timeout 900 ./run-test.sh -p1 > "$log" 2>&1); then
+            TEST_KAFKA_VERSION=3.9.0 timeout 900 ./run-test.sh -p1 -L > "$log" 2>&1); then
         echo "$t ($conf): PASSED  $log"
     else
         echo "$t ($conf): FAILED  $log"
@@ -115,4 +129,5 @@ for t in "${TESTS[@]}"; do
         failed=$((failed + 1))
     fi
 done
+echo "librdkafka_suite: $((${#TESTS[@]} - failed)) passed, $failed failed of ${#TESTS[@]}"
 exit $failed

@@ -1,11 +1,10 @@
-"""DescribeLogDirs (35), v0-5: the data directory and the size of each partition in it (the
+"""DescribeLogDirs (35), v0-4 (Kafka 4.2's maximum): the data directory and the size of each partition in it (the
 sum of its segment files), as ``kafka-log-dirs.sh --describe`` shows them.
 
 ``topics`` null: every partition; otherwise the partitions named (unknown ones are left out, as
 Kafka does). ``offset_lag`` is 0 (the log end offset is the high watermark on one replica),
 ``is_future_key`` false (no replica moves between directories). v3+: a top-level error code;
-v4+: the directory's total and usable bytes (statvfs); v5+: ``is_cordoned`` false (no
-directory is cordoned here: ``cordoned.log.dirs`` is not a minibroker config)."""
+v4+: the directory's total and usable bytes (statvfs)."""
 
 from __future__ import annotations
 

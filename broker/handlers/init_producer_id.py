@@ -1,19 +1,12 @@
-"""InitProducerId (22), v0-6: a producer id unique across restarts (state.ProducerIdManager).
+"""InitProducerId (22), v0-5: a producer id unique across restarts (state.ProducerIdManager).
 
 Without a transactional id: a fresh producer id at epoch 0 — also for v3+ requests that carry
 the producer's current id and epoch asking for a new epoch (KIP-360), as Kafka answers them.
 With one: the transaction coordinator's answer (broker/txn/coordinator.py): the id's producer
 id with its epoch bumped, fencing the previous producer of that id. v4 and v5 change only
-which errors a client may be sent.
-
-v6 (KIP-939, two-phase commit): minibroker does not take part in two-phase commit, as a
-Kafka broker with its default ``transaction.two.phase.commit.enable=false``: ``enable2_pc``
-with a transactional id answers TRANSACTIONAL_ID_AUTHORIZATION_FAILED (Kafka's coordinator:
-2PC disabled on the broker is an authorization failure for the client), and
-``keep_prepared_txn`` UNSUPPORTED_VERSION, as Kafka 4.2's coordinator answers it (KAFKA-20739:
-keeping a prepared transaction is not implemented there). The response's
-``ongoing_txn_producer_id`` / ``ongoing_txn_producer_epoch`` are therefore always -1 (no
-transaction kept)."""
+which errors a client may be sent. v6 (KIP-939, two-phase commit) is unstable in Kafka 4.2,
+whose brokers do not advertise it; neither does this one.
+"""
 
 from __future__ import annotations
 
@@ -44,13 +37,6 @@ def handle(ctx: RequestContext, request: dict[str, Any]) -> Any:
     if txn_id is None:
         return {"throttle_time_ms": 0, "error_code": 0, "producer_id": state.producer_ids.next_id(),
                 "producer_epoch": 0}
-
-    if txn_id and request.get("enable2_pc", False):  # an empty id is INVALID_REQUEST first, as in Kafka
-        return {"throttle_time_ms": 0, "error_code": ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
-                "producer_id": -1, "producer_epoch": -1}
-    if txn_id and request.get("keep_prepared_txn", False):
-        return {"throttle_time_ms": 0, "error_code": ErrorCode.UNSUPPORTED_VERSION, "producer_id": -1,
-                "producer_epoch": -1}
 
     async def transactional() -> dict[str, Any]:
         code, pid, epoch = await state.txn.init_producer_id(

@@ -49,11 +49,23 @@ def test_broker_entries_derived_properties_are_default_config(tmp_path) -> None:
     assert broker["num.partitions"].read_only
     assert (broker["advertised.listeners"].value, broker["advertised.listeners"].source) == (None, DEFAULT)
     assert (broker["broker.id"].value, broker["broker.id"].source) == ("0", DEFAULT)
+    assert broker["advertised.listeners"].config_type == 2 and not broker["advertised.listeners"].synonyms
     assert broker["log.retention.ms"].value is None and broker["log.retention.ms"].source == DEFAULT
     assert broker["log.retention.hours"].synonyms == [("log.retention.hours", "2", STATIC),
                                                       ("log.retention.hours", "168", DEFAULT)]
     assert broker["log.retention.hours"].read_only and not broker["log.retention.ms"].read_only
     assert broker["log.retention.hours"].config_type == 3  # INT, as in Kafka
+
+
+def test_advertised_listeners_is_read_only_as_in_kafka_4(tmp_path) -> None:
+    """Kafka 4 (KRaft) describes advertised.listeners read-only, set or not (kafka-python's
+    integration suite, test_describe_configs_broker_resource_returns_configs); Kafka 3's
+    ZooKeeper brokers could change it, and described it writable."""
+    for props in ({}, {"listeners": "PLAINTEXT://127.0.0.1:9999", "advertised.listeners": "PLAINTEXT://h:9999"}):
+        d = make(tmp_path, **props)
+        entry = by_name(d.describe_broker(True))["advertised.listeners"]
+        assert entry.read_only and entry.value == (props.get("advertised.listeners"))
+        assert entry.source == (STATIC if props else DEFAULT)
 
 
 def test_dynamic_scopes_precedence_validation_and_persistence(tmp_path) -> None:
@@ -168,6 +180,8 @@ def test_security_configs_per_broker_stored_described_and_read_back(tmp_path) ->
      " value should not be greater than double the current value 10"),
     (True, {"num.io.threads": "3"}, "value should be at least half the current value 8"),
     (False, {"max.connections": "-1"}, "Invalid value -1 for configuration max.connections: Value must be at least 0"),
+    (True, {"advertised.listeners": "PLAINTEXT://h:1"},
+     r"Cannot update these configs dynamically: Set\(advertised.listeners\)"),
     (True, {"listeners": "PLAINTEXT://127.0.0.1:9998"}, "Advertised listeners cannot be altered when using a"
      " Raft-based metadata quorum."),
     (True, {"listener.security.protocol.map": "PLAINTEXT:SSL"}, "Security protocol cannot be updated for existing"

@@ -1,7 +1,9 @@
-"""The advertised version ranges against Kafka 4.2's own message specs (the JSON files
-kafka-python 3 ships in kafka/protocol/schemas/resources): every client-facing API (one whose
-spec lists the ``broker`` listener) is served up to Kafka 4.2's maximum, and from Kafka 3.9's
-minimum or lower (Kafka 4 dropped versions that 3.9 served and old clients still send:
+"""The advertised version ranges against Kafka 4.2's: every client-facing API (one whose spec
+lists the ``broker`` listener, in the JSON message specs kafka-python 3 ships in
+kafka/protocol/schemas/resources) is served up to the maximum a Kafka 4.2 broker answers in
+ApiVersions (kafka-python's ``BROKER_API_VERSIONS[(4, 2)]``; its specs are Kafka 4.3's, whose
+DescribeLogDirs v5 a Kafka 4.2 does not serve, and a broker offering it is taken for a 4.3 by
+kafka-python's version inference), and from Kafka 3.9's minimum or lower (Kafka 4 dropped versions that 3.9 served and old clients still send:
 Produce 0-2, ListOffsets 0, OffsetCommit 0-1, ...; they stay).
 
 ``PENDING`` lists the APIs and versions not served yet, each reported as an expected failure;
@@ -47,6 +49,19 @@ def _client_facing_specs() -> dict[int, dict[str, Any]]:
 
 SPECS = _client_facing_specs()
 
+try:
+    from kafka.protocol.broker_version_data import BROKER_API_VERSIONS, infer_broker_version_from_api_versions
+    KAFKA_42: dict[int, tuple[int, int]] = BROKER_API_VERSIONS[(4, 2)]
+except ImportError:  # pragma: no cover - kafka-python is a test dependency
+    KAFKA_42 = {}
+
+
+def _kafka_42_max(key: int) -> int:
+    """Kafka 4.2's maximum version of ``key`` (the spec's for an API the table leaves out)."""
+    if key in KAFKA_42:
+        return KAFKA_42[key][1]
+    return parse_versions(SPECS[key]["validVersions"])[1]
+
 
 def test_the_specs_are_kafka_42s() -> None:
     """52 client-facing APIs in Kafka 4.2's specs as kafka-python 3 ships them (without the
@@ -63,7 +78,8 @@ def test_served_at_kafka_42s_maximum(key: int) -> None:
         pytest.skip("Kafka's JSON specs (kafka-python 3) are not installed")
     if key in PENDING:
         pytest.xfail(f"{SPECS[key]['name']}: not served yet: {PENDING[key]}")
-    lo, hi = parse_versions(SPECS[key]["validVersions"])
+    lo = parse_versions(SPECS[key]["validVersions"])[0]
+    hi = _kafka_42_max(key)
     assert key in SUPPORTED_VERSIONS, f"{SPECS[key]['name']} is not served"
     ours = SUPPORTED_VERSIONS[ApiKey(key)]
     assert ours[1] == hi and ours[0] <= lo, f"{SPECS[key]['name']}: ours {ours}, Kafka 4.2's ({lo}, {hi})"
@@ -75,5 +91,15 @@ def test_pending_is_not_stale() -> None:
     if not SPECS:
         pytest.skip("Kafka's JSON specs (kafka-python 3) are not installed")
     caught_up = [SPECS[k]["name"] for k in PENDING
-                 if SUPPORTED_VERSIONS.get(ApiKey(k), (0, -1))[1] == parse_versions(SPECS[k]["validVersions"])[1]]
+                 if SUPPORTED_VERSIONS.get(ApiKey(k), (0, -1))[1] == _kafka_42_max(k)]
     assert not caught_up
+
+
+def test_kafka_python_infers_kafka_42() -> None:
+    """kafka-python with ``api_version=None`` infers the broker's version from ApiVersions (the
+    newest API version it knows a release for): minibroker is taken for the Kafka 4.2 it serves
+    (its integration suite's test_kafka_version_infer). Offering DescribeLogDirs v5 made it 4.3."""
+    if not KAFKA_42:
+        pytest.skip("kafka-python 3 is not installed")
+    ours = {int(k): v for k, v in SUPPORTED_VERSIONS.items()}
+    assert infer_broker_version_from_api_versions(ours) == (4, 2)

@@ -35,7 +35,7 @@ def _fetch_by_id(topic_id: uuid.UUID, offset: int, **partition: Any) -> dict[str
 
 @pytest.mark.parametrize("key,expected", [
     (ApiKey.PRODUCE, (0, 13)), (ApiKey.FETCH, (0, 18)), (ApiKey.LIST_OFFSETS, (0, 11)), (ApiKey.METADATA, (0, 13)),
-    (ApiKey.CREATE_TOPICS, (0, 7)), (ApiKey.DELETE_TOPICS, (0, 6)), (ApiKey.INIT_PRODUCER_ID, (0, 6)),
+    (ApiKey.CREATE_TOPICS, (0, 7)), (ApiKey.DELETE_TOPICS, (0, 6)), (ApiKey.INIT_PRODUCER_ID, (0, 5)),
     (ApiKey.ADD_PARTITIONS_TO_TXN, (0, 5)), (ApiKey.END_TXN, (0, 5)), (ApiKey.TXN_OFFSET_COMMIT, (0, 5)),
     (ApiKey.WRITE_TXN_MARKERS, (0, 2)),
     (ApiKey.API_VERSIONS, (0, 4)), (ApiKey.FIND_COORDINATOR, (0, 6)), (ApiKey.OFFSET_COMMIT, (0, 10)),
