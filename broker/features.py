@@ -58,7 +58,7 @@ import os
 from collections.abc import Iterable
 from typing import NamedTuple
 
-from .storage.fileutil import atomic_write
+from .storage.fileutil import atomic_write, read_atomic_file
 
 __all__ = ["FeatureStore", "FeatureFileError", "FeatureUpdate", "FEATURES_FILE", "SUPPORTED", "IMPLEMENTED",
            "INITIAL", "METADATA_VERSION", "KRAFT_VERSION", "TRANSACTION_VERSION", "GROUP_VERSION",
@@ -193,20 +193,10 @@ class FeatureStore:
         self.epoch, self._levels = self._load()
 
     def _load(self) -> tuple[int, dict[str, int]]:
-        try:
-            os.unlink(self.path + ".tmp")  # a torn write: the rename never happened
-        except FileNotFoundError:
-            pass
-        except OSError as e:
-            raise FeatureFileError(f"cannot remove the torn write {self.path}.tmp: {e}") from e
-        try:
-            with open(self.path, "rb") as f:
-                data = f.read()
-        except FileNotFoundError:
+        data = read_atomic_file(self.path, "the features file", FeatureFileError)
+        if data is None:
             atomic_write(self.path, _encode(0, INITIAL))  # a new data directory: its levels from now on
             return 0, dict(INITIAL)
-        except OSError as e:
-            raise FeatureFileError(f"cannot read the features file {self.path}: {e}") from e
         try:
             return _decode(data)
         except (ValueError, UnicodeDecodeError) as e:

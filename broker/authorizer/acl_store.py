@@ -32,7 +32,7 @@ import os
 from collections.abc import Collection, Iterable, Sequence
 from typing import Any, NamedTuple, Protocol
 
-from ..storage.fileutil import atomic_write
+from ..storage.fileutil import atomic_write, read_atomic_file
 from .acl import (
     AccessControlEntry,
     AclBinding,
@@ -151,17 +151,9 @@ class AclStore:
         self._listener: AclChangeListener | None = None
 
     def _load(self) -> list[AclBinding]:
-        try:
-            os.unlink(self.path + ".tmp")  # a torn write: the rename never happened
-        except FileNotFoundError:
-            pass
-        try:
-            with open(self.path, "rb") as f:
-                data = f.read()
-        except FileNotFoundError:
+        data = read_atomic_file(self.path, "the ACL file", AclFileError)
+        if data is None:
             return []
-        except OSError as e:
-            raise AclFileError(f"cannot read the ACL file {self.path}: {e}") from e
         try:
             return decode(data)
         except (ValueError, UnicodeDecodeError) as e:

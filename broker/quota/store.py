@@ -63,7 +63,7 @@ from typing import Any
 
 from client.protocol.api import ErrorCode
 
-from ..storage.fileutil import atomic_write
+from ..storage.fileutil import atomic_write, read_atomic_file
 
 __all__ = ["ClientQuotaStore", "ClientQuotaFileError", "QuotaRequestError", "Entity", "USER", "CLIENT_ID", "IP",
            "USER_CLIENT_KEYS", "IP_KEYS", "QUOTAS_FILE", "MATCH_EXACT", "MATCH_DEFAULT", "MATCH_SPECIFIED",
@@ -196,19 +196,9 @@ class ClientQuotaStore:
     # ------------------------------------------------------------------ the file
 
     def _load(self) -> dict[Entity, dict[str, float]]:
-        try:
-            os.unlink(self.path + ".tmp")  # a torn write: the rename never happened
-        except FileNotFoundError:
-            pass
-        except OSError as e:
-            raise ClientQuotaFileError(f"cannot remove the torn write {self.path}.tmp: {e}") from e
-        try:
-            with open(self.path, "rb") as f:
-                data = f.read()
-        except FileNotFoundError:
+        data = read_atomic_file(self.path, "the client quotas file", ClientQuotaFileError)
+        if data is None:
             return {}
-        except OSError as e:
-            raise ClientQuotaFileError(f"cannot read the client quotas file {self.path}: {e}") from e
         try:
             return _decode(data)
         except (ValueError, TypeError, KeyError, UnicodeDecodeError) as e:

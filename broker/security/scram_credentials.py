@@ -55,7 +55,7 @@ from client.security.scram import (
     make_credential,
 )
 
-from ..storage.fileutil import atomic_write
+from ..storage.fileutil import atomic_write, read_atomic_file
 
 __all__ = ["ScramCredentialStore", "ScramCredentialFileError", "ScramSeed", "parse_add_scram", "CREDENTIALS_FILE",
            "FORMAT_VERSION", "validate_credential", "apply_seeds"]
@@ -147,19 +147,9 @@ class ScramCredentialStore:
         self._credentials: dict[tuple[str, str], ScramCredential] = self._load()
 
     def _load(self) -> dict[tuple[str, str], ScramCredential]:
-        try:
-            os.unlink(self.path + ".tmp")  # a torn write: the rename never happened
-        except FileNotFoundError:
-            pass
-        except OSError as e:
-            raise ScramCredentialFileError(f"cannot remove the torn write {self.path}.tmp: {e}") from e
-        try:
-            with open(self.path, "rb") as f:
-                data = f.read()
-        except FileNotFoundError:
+        data = read_atomic_file(self.path, "the SCRAM credentials file", ScramCredentialFileError)
+        if data is None:
             return {}
-        except OSError as e:
-            raise ScramCredentialFileError(f"cannot read the SCRAM credentials file {self.path}: {e}") from e
         try:
             return decode(data)
         except (ValueError, UnicodeDecodeError) as e:

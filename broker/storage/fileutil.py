@@ -17,6 +17,26 @@ def fsync_path(path: str) -> None:
         os.close(fd)
 
 
+def read_atomic_file(path: str, what: str, error: type[Exception]) -> bytes | None:
+    """The content of a file written by ``atomic_write``, or None when there is none; first
+    removes the ``<path>.tmp`` a torn write left (the rename never happened: the file is the
+    old content, or absent). A file that cannot be read raises ``error`` naming ``what``
+    ("the ACL file")."""
+    try:
+        os.unlink(path + ".tmp")
+    except FileNotFoundError:
+        pass
+    except OSError as e:
+        raise error(f"cannot remove the torn write {path}.tmp: {e}") from e
+    try:
+        with open(path, "rb") as f:
+            return f.read()
+    except FileNotFoundError:
+        return None
+    except OSError as e:
+        raise error(f"cannot read {what} {path}: {e}") from e
+
+
 def atomic_write(path: str, data: bytes, mode: int = 0o644) -> None:
     """Replace ``path`` with ``data`` so a crash leaves the old or the new content: write
     ``<path>.tmp``, fsync it, rename it over ``path``, fsync the directory. ``mode``: the new
