@@ -402,14 +402,7 @@ class TransactionCoordinator:
         not; a pending write is not waited for."""
         parts = list(partitions)
         try:
-            if not txn_id:
-                raise CoordinatorError(E.INVALID_REQUEST)
-            self._check_ready()
-            m = self.txns.get(txn_id)
-            if m is None or m.producer_id != producer_id:
-                raise CoordinatorError(E.INVALID_PRODUCER_ID_MAPPING)
-            if m.producer_epoch != epoch:
-                raise CoordinatorError(E.PRODUCER_FENCED)
+            m = self._validate(txn_id, producer_id, epoch)
             if m.state in _PREPARED:
                 raise CoordinatorError(E.CONCURRENT_TRANSACTIONS)
         except CoordinatorError as e:
