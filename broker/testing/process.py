@@ -173,6 +173,10 @@ class BrokerProcess:
         return "".join(self.output)
 
     def __enter__(self) -> BrokerProcess:
+        """Starts the broker, unless it runs already (``with BrokerProcess(...).start() as b``:
+        starting it again would leave the first process running, unstopped)."""
+        if self.proc is not None and self.proc.poll() is None:
+            return self
         return self.start()
 
     def __exit__(self, *exc: object) -> None:

@@ -49,3 +49,15 @@ def test_inprocess_call_runs_on_the_broker_loop(tmp_path: Any) -> None:
         name = b.call(lambda: threading.current_thread().name)
         assert name.startswith("minibroker-") and name != threading.current_thread().name
         assert b.call(lambda: len(b.broker.logs.logs)) == 0
+
+
+def test_with_on_a_started_process_starts_no_second_one(tmp_path: Any) -> None:
+    """``with BrokerProcess(...).start() as b`` (start, then the with statement): one process,
+    stopped at the end of the block. __enter__ used to start a second one and stop only that,
+    leaving the first running after the test."""
+    b = bt.BrokerProcess(str(tmp_path / "data")).start()
+    first = b.proc
+    assert first is not None
+    with b as same:
+        assert same is b and b.proc is first
+    assert first.poll() is not None  # stopped
