@@ -115,6 +115,17 @@ BROKER_DEFAULTS: dict[str, str] = {
     "group.max.session.timeout.ms": "1800000",
     "group.max.size": "2147483647",
     "group.initial.rebalance.delay.ms": "3000",  # broker/testing starts test brokers with 0
+    # KIP-848 consumer groups (broker/group/consumer_coordinator.py)
+    "group.coordinator.rebalance.protocols": "classic,consumer",
+    "group.consumer.session.timeout.ms": "45000",
+    "group.consumer.min.session.timeout.ms": "45000",
+    "group.consumer.max.session.timeout.ms": "60000",
+    "group.consumer.heartbeat.interval.ms": "5000",
+    "group.consumer.min.heartbeat.interval.ms": "5000",
+    "group.consumer.max.heartbeat.interval.ms": "15000",
+    "group.consumer.max.size": "2147483647",
+    "group.consumer.assignors": "uniform,range",
+    "group.consumer.migration.policy": "bidirectional",
     # the transaction coordinator (broker/txn)
     "transaction.state.log.num.partitions": "50",
     "transaction.state.log.segment.bytes": "104857600",
@@ -188,6 +199,13 @@ BROKER_TYPES: dict[str, tuple[str, int | None, int | None]] = {
     "group.max.session.timeout.ms": ("int", None, None),
     "group.max.size": ("int", 1, None),
     "group.initial.rebalance.delay.ms": ("int", None, None),
+    "group.consumer.session.timeout.ms": ("int", 1, None),
+    "group.consumer.min.session.timeout.ms": ("int", 1, None),
+    "group.consumer.max.session.timeout.ms": ("int", 1, None),
+    "group.consumer.heartbeat.interval.ms": ("int", 1, None),
+    "group.consumer.min.heartbeat.interval.ms": ("int", 1, None),
+    "group.consumer.max.heartbeat.interval.ms": ("int", 1, None),
+    "group.consumer.max.size": ("int", 1, None),
     "transaction.state.log.num.partitions": ("int", 1, None),
     "transaction.state.log.segment.bytes": ("int", 1, None),
     "transaction.state.log.replication.factor": ("int", 1, 1),
@@ -253,7 +271,40 @@ def check_period_floor(key: str, value: str) -> None:
 BROKER_CHOICES: dict[str, tuple[str, ...]] = {
     "log.cleaner.mode": ("process", "thread"),
     "ssl.client.auth": ("none", "requested", "required"),
+    "group.consumer.migration.policy": ("disabled", "upgrade", "downgrade", "bidirectional"),
 }
+
+#: the server-side assignors of KIP-848 groups (broker/group/assignors.py), by their names and
+#: Kafka's class names
+CONSUMER_ASSIGNORS = {"uniform": "uniform", "range": "range",
+                      "org.apache.kafka.coordinator.group.assignor.UniformAssignor": "uniform",
+                      "org.apache.kafka.coordinator.group.assignor.RangeAssignor": "range"}
+
+
+def check_consumer_group_configs(props: dict[str, str]) -> None:
+    """Kafka's cross-checks of the ``group.consumer.*`` settings and the rebalance protocols."""
+    def num(k: str) -> int:
+        return int(props[k])
+    for name in ("session.timeout.ms", "heartbeat.interval.ms"):
+        lo, value, hi = num(f"group.consumer.min.{name}"), num(f"group.consumer.{name}"), num(f"group.consumer.max.{name}")
+        if value < lo:
+            raise ConfigError(f"group.consumer.{name} must be greater than or equal to group.consumer.min.{name}")
+        if value > hi:
+            raise ConfigError(f"group.consumer.{name} must be less than or equal to group.consumer.max.{name}")
+    if num("group.consumer.heartbeat.interval.ms") >= num("group.consumer.session.timeout.ms"):
+        raise ConfigError("group.consumer.heartbeat.interval.ms must be less than group.consumer.session.timeout.ms")
+    protocols = [p.strip().lower() for p in props["group.coordinator.rebalance.protocols"].split(",") if p.strip()]
+    unknown = [p for p in protocols if p not in ("classic", "consumer", "share", "streams")]
+    if unknown or "classic" not in protocols:
+        raise ConfigError(f"Invalid value {props['group.coordinator.rebalance.protocols']} for configuration "
+                          "group.coordinator.rebalance.protocols: the list must contain classic and only "
+                          "classic, consumer, share, streams")
+    assignors = [a.strip() for a in props["group.consumer.assignors"].split(",") if a.strip()]
+    bad = [a for a in assignors if a not in CONSUMER_ASSIGNORS]
+    if bad or not assignors:
+        raise ConfigError(f"Invalid value {props['group.consumer.assignors']} for configuration "
+                          f"group.consumer.assignors: unknown assignor {', '.join(bad) or '(none)'}; "
+                          f"minibroker has {', '.join(sorted(CONSUMER_ASSIGNORS))}")
 
 
 def check_value(key: str, value: str, kind: str, lower: int | None, upper: int | None) -> None:
@@ -368,6 +419,7 @@ class BrokerConfig:
             if self.props.get(k, "").strip().lower() not in allowed:
                 raise ConfigError(f"Invalid value {self.props.get(k, '')} for configuration {k}:"
                                   f" String must be one of: {', '.join(allowed)}")
+        check_consumer_group_configs(self.props)
         _ = self.authorizer_enabled  # an unknown class name refuses start-up
         _ = self.metrics_listener, self.fault_injection_listener
         _ = self.log_config  # validates the log.* properties

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 from .authorizer import AclStore, StandardAuthorizer
 from .config import BrokerConfig
 from .dynamic_config import DynamicBrokerConfig
-from .features import TRANSACTION_VERSION, FeatureStore
+from .features import GROUP_VERSION, TRANSACTION_VERSION, FeatureStore
 from .fetch_session import FetchSessionCache
 from .group.runtime import GroupRuntime
 from .log_limiter import LogLimiter
@@ -130,6 +130,7 @@ class BrokerState:
                         str(self.authorizer.allow_everyone_if_no_acl_found).lower())
         #: the group coordinator bound to this state (broker/group/runtime.py); loads at Broker.start
         self.groups = GroupRuntime(self)
+        self.groups.coordinator.consumer.enabled = lambda: self.features.level(GROUP_VERSION) >= 1
         #: the transaction coordinator (broker/txn/); loads at Broker.start. It reads the finalized
         #: transaction.version at each request (UpdateFeatures changes it at run time).
         features = self.features

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from ..config import BrokerConfig
+from ..config import CONSUMER_ASSIGNORS, BrokerConfig
 
 __all__ = ["GroupConfig", "group_config"]
 
@@ -21,6 +21,13 @@ class GroupConfig(NamedTuple):
     new_member_join_timeout_ms: int = 300_000  # Kafka's fixed 5 minutes
     offset_metadata_max_bytes: int = 4096  # offset.metadata.max.bytes
     offsets_retention_ms: int = 7 * 24 * 3600 * 1000  # offsets.retention.minutes
+    #: KIP-848 consumer groups: served when "consumer" is in group.coordinator.rebalance.protocols
+    consumer_protocol: bool = True
+    consumer_session_timeout_ms: int = 45_000  # group.consumer.session.timeout.ms
+    consumer_heartbeat_interval_ms: int = 5_000  # group.consumer.heartbeat.interval.ms
+    consumer_max_size: int = 2**31 - 1  # group.consumer.max.size
+    consumer_assignors: tuple[str, ...] = ("uniform", "range")  # group.consumer.assignors
+    migration_policy: str = "bidirectional"  # group.consumer.migration.policy
 
 
 def group_config(cfg: BrokerConfig) -> GroupConfig:
@@ -32,4 +39,12 @@ def group_config(cfg: BrokerConfig) -> GroupConfig:
         initial_rebalance_delay_ms=cfg.int("group.initial.rebalance.delay.ms"),
         offset_metadata_max_bytes=cfg.int("offset.metadata.max.bytes"),
         offsets_retention_ms=cfg.int("offsets.retention.minutes") * 60_000,
+        consumer_protocol="consumer" in [p.strip().lower() for p in
+                                         cfg.get("group.coordinator.rebalance.protocols").split(",")],
+        consumer_session_timeout_ms=cfg.int("group.consumer.session.timeout.ms"),
+        consumer_heartbeat_interval_ms=cfg.int("group.consumer.heartbeat.interval.ms"),
+        consumer_max_size=cfg.int("group.consumer.max.size"),
+        consumer_assignors=tuple(dict.fromkeys(CONSUMER_ASSIGNORS[a.strip()] for a in
+                                               cfg.get("group.consumer.assignors").split(",") if a.strip())),
+        migration_policy=cfg.get("group.consumer.migration.policy").strip().lower(),
     )

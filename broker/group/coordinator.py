@@ -65,6 +65,7 @@ from typing import Any
 from client.protocol.api import ErrorCode
 
 from .config import GroupConfig
+from .consumer_coordinator import ConsumerGroupCoordinator, NoTopics, TopicsImage
 from .effects import Record, Timer, Writer, error_after_append, log_write_failure
 from .group import ClassicGroup, GroupError, GroupState, Member, Responder
 from .offsets import OffsetMetadataManager
@@ -96,7 +97,8 @@ def _sync_error(code: int) -> dict[str, Any]:
 
 
 class GroupCoordinator:
-    def __init__(self, config: GroupConfig, timer: Timer, write: Writer, clock: Callable[[], int]) -> None:
+    def __init__(self, config: GroupConfig, timer: Timer, write: Writer, clock: Callable[[], int],
+                 topics: TopicsImage | None = None) -> None:
         self.config = config
         self.timer = timer
         self.write = write
@@ -108,6 +110,8 @@ class GroupCoordinator:
         #: the groups' committed offsets: OffsetCommit, TxnOffsetCommit, OffsetFetch,
         #: OffsetDelete, their expiry and replay (offsets.py)
         self.offsets = OffsetMetadataManager(self, write, clock)
+        #: KIP-848 consumer groups (consumer_coordinator.py), over the same groups
+        self.consumer = ConsumerGroupCoordinator(self, topics if topics is not None else NoTopics())
         #: topics deleted while a partition was loading: their offsets there go once it has loaded
         self._deleted_while_loading: dict[int, set[str]] = {}
 
@@ -172,6 +176,10 @@ class GroupCoordinator:
         if is_new_group and not unknown:
             return respond(_join_error(E.UNKNOWN_MEMBER_ID, member_id))
         g = self.get_or_create(group_id)
+        if g.consumer is not None:
+            if g.consumer.members:
+                return respond(_join_error(E.INCONSISTENT_GROUP_PROTOCOL, member_id))
+            self._downgrade_empty_consumer_group(g)
         if not self._accept_joining_member(g, member_id):
             if not unknown and member_id in g.members:
                 self._remove_member(g, member_id)
@@ -185,6 +193,15 @@ class GroupCoordinator:
             empty = (encode_group_metadata_key(g.group_id), encode_group_metadata_value(
                 GroupMetadata("", 0, None, None, g.state_timestamp, [])))
             self.write(group_id, [empty], log_write_failure(g.group_id, "the new group"))
+
+    def _downgrade_empty_consumer_group(self, g: ClassicGroup) -> None:
+        """A classic member joins an empty consumer group: it becomes a classic group (its
+        consumer-group records are deleted), as Kafka converts it."""
+        assert g.consumer is not None
+        records = self.consumer.delete_records(g.consumer)
+        g.consumer = None
+        g.protocol_type = None
+        self.write(g.group_id, records, log_write_failure(g.group_id, "the consumer group's conversion"))
 
     def _accept_joining_member(self, g: ClassicGroup, member_id: str) -> bool:
         limit = self.config.max_size
@@ -565,12 +582,13 @@ class GroupCoordinator:
         for g in self.groups.values():
             if g.is_in(DEAD) or (self.is_loading(g.group_id)):
                 continue
-            if wanted_states and g.state.value.lower() not in wanted_states:
+            kind, state = ("consumer", g.consumer.state.value) if g.consumer is not None else ("classic", g.state.value)
+            if wanted_states and state.lower() not in wanted_states:
                 continue
-            if wanted_types and "classic" not in wanted_types:
+            if wanted_types and kind not in wanted_types:
                 continue
             out.append({"group_id": g.group_id, "protocol_type": g.protocol_type or "",
-                        "group_state": g.state.value, "group_type": "classic"})
+                        "group_state": state, "group_type": kind})
         return out
 
     def describe_group(self, group_id: str) -> dict[str, Any]:
@@ -583,6 +601,9 @@ class GroupCoordinator:
         g = self.groups.get(group_id)
         if g is None:
             return base
+        if g.consumer is not None:
+            return {**base, "error_code": int(E.GROUP_ID_NOT_FOUND),
+                    "error_message": f"Group {group_id} is not a classic group."}
         stable = g.is_in(STABLE)
         members = [{"member_id": m.member_id, "group_instance_id": m.group_instance_id, "client_id": m.client_id,
                     "client_host": m.client_host,
@@ -602,9 +623,11 @@ class GroupCoordinator:
         g = self.groups.get(group_id)
         if g is None or g.is_in(DEAD):
             return int(E.GROUP_ID_NOT_FOUND)
-        if not g.is_in(EMPTY):
+        if not g.is_in(EMPTY) or (g.consumer is not None and g.consumer.members):
             return int(E.NON_EMPTY_GROUP)
         records: list[Record] = [(encode_offset_commit_key(group_id, t, p), None) for t, p in g.offsets]
+        if g.consumer is not None:
+            records += self.consumer.delete_records(g.consumer)
         records.append((encode_group_metadata_key(group_id), None))
         code = self.write(group_id, records, on_durable)
         if code:
@@ -642,6 +665,7 @@ class GroupCoordinator:
             self.offsets.delete_topic_offsets(deleted, log_write_failure(f"(partition {partition})",
                                                                          "tombstones of deleted topics"),
                                               partition=partition)
+        self.consumer.on_loaded(g for g in self.groups.values() if self.partition_for(g.group_id) == partition)
         for g in self.groups.values():
             if self.partition_for(g.group_id) != partition:
                 continue

@@ -33,6 +33,7 @@ from typing import Any
 from client.protocol.api import ErrorCode
 
 from ..errors import ApiError
+from .consumer_group import ConsumerGroup
 from .records import GroupMetadata, MemberMetadata, OffsetAndMetadata
 
 __all__ = ["GroupState", "Member", "ClassicGroup", "GroupError"]
@@ -191,6 +192,9 @@ class ClassicGroup:
         #: the initial-rebalance delay is extended while new members keep arriving
         self.new_member_added = False
         self.offsets: dict[tuple[str, int], OffsetAndMetadata] = {}
+        #: a group of type ``consumer`` (KIP-848): its state (consumer_group.py), None for a
+        #: classic group; such a group's classic state stays Empty
+        self.consumer: ConsumerGroup | None = None
         #: TxnOffsetCommit's offsets by producer id, visible only once its transaction commits
         self.pending_txn_offsets: dict[int, dict[tuple[str, int], OffsetAndMetadata]] = {}
 

@@ -43,6 +43,7 @@ from client.protocol.api import ErrorCode, error_name
 from client.protocol.primitives import DecodeError, Reader
 
 from .config import GroupConfig
+from .consumer_coordinator import ConsumerGroupCoordinator
 from .effects import Record, Writer, error_after_append, failed_commit, log_write_failure
 from .group import ClassicGroup, GroupError, GroupState
 from .records import OffsetAndMetadata, encode_group_metadata_key, encode_offset_commit_key, encode_offset_commit_value
@@ -62,6 +63,8 @@ class GroupStore(Protocol):
 
     groups: dict[str, ClassicGroup]
     config: GroupConfig
+    #: the KIP-848 rules for the groups of type consumer (their commits' member epochs)
+    consumer: ConsumerGroupCoordinator
 
     def partition_for(self, group_id: str) -> int: ...
 
@@ -216,6 +219,9 @@ class OffsetMetadataManager:
     def _validate_commit(self, g: ClassicGroup, member_id: str, instance_id: str | None, generation: int) -> None:
         if g.is_in(DEAD):
             raise GroupError(E.COORDINATOR_NOT_AVAILABLE)
+        if g.consumer is not None:  # KIP-848: the generation field carries the member epoch
+            self.groups.consumer.validate_offset_commit(g.consumer, member_id, generation)
+            return
         if generation < 0 and g.is_in(EMPTY):
             return
         if generation >= 0 or member_id or instance_id is not None:
@@ -256,7 +262,9 @@ class OffsetMetadataManager:
         if g is None or g.is_in(DEAD):
             return int(E.GROUP_ID_NOT_FOUND), []
         subscribed: set[str] = set()
-        if not g.is_in(EMPTY):
+        if g.consumer is not None:
+            subscribed = g.consumer.subscribed_topic_names() if g.consumer.members else set()
+        elif not g.is_in(EMPTY):
             if g.protocol_type != "consumer":
                 return int(E.NON_EMPTY_GROUP), []
             for m in g.members.values():
@@ -335,7 +343,7 @@ class OffsetMetadataManager:
         for g in list(self.groups.groups.values()):
             if self.groups.is_loading(g.group_id):
                 continue
-            if g.protocol_type is not None and not g.is_in(EMPTY):
+            if (g.protocol_type is not None and not g.is_in(EMPTY)) or (g.consumer is not None and g.consumer.members):
                 continue  # a group with members keeps its offsets
             if g.pending_txn_offsets:
                 continue  # an open transaction will commit or drop offsets here
@@ -351,6 +359,8 @@ class OffsetMetadataManager:
             records: list[Record] = [(encode_offset_commit_key(g.group_id, t, p), None) for t, p in gone]
             delete_group = g.is_in(EMPTY) and len(gone) == len(g.offsets) and not g.members
             if delete_group:
+                if g.consumer is not None:
+                    records += self.groups.consumer.delete_records(g.consumer)
                 records.append((encode_group_metadata_key(g.group_id), None))
             if not records:
                 continue

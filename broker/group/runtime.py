@@ -134,7 +134,7 @@ class GroupRuntime:
     def __init__(self, host: CoordinatorHost) -> None:
         cfg = host.config
         self.timer = AsyncioTimer()
-        self.coordinator = GroupCoordinator(group_config(cfg), self.timer, self._write, now_ms)
+        self.coordinator = GroupCoordinator(group_config(cfg), self.timer, self._write, now_ms, host.logs)
         self.topic = InternalTopic(host, CONSUMER_OFFSETS, self.coordinator.config.num_partitions,
                                    cfg.int("offsets.topic.segment.bytes"), cfg.int("offsets.load.buffer.size"),
                                    "offsets.topic.num.partitions")

@@ -7,6 +7,10 @@ fields), its features as a single combined Kafka 4.2 KRaft node reports them (br
 (KAFKA-17492: older clients cannot read them; only ``metadata.version`` remains), v4 lists them
 all, as Kafka's ``alterFeatureLevel0`` does.
 
+ConsumerGroupHeartbeat and ConsumerGroupDescribe (KIP-848) are listed only while
+``group.version`` is finalized at 1 or more and ``group.coordinator.rebalance.protocols``
+names ``consumer``, as Kafka 4 lists them (clients choose the protocol from this list).
+
 A request for a version above 4 never reaches this handler: the server answers it with a v0
 body carrying UNSUPPORTED_VERSION and our ApiVersions range (the KIP-511 fallback)."""
 
@@ -16,6 +20,7 @@ from typing import Any
 
 from client.protocol.api import SUPPORTED_VERSIONS, ApiKey
 
+from ..features import GROUP_VERSION
 from ..request_context import RequestContext
 
 API_KEY = ApiKey.API_VERSIONS
@@ -23,10 +28,15 @@ AUTHORIZATION = "none (answered before or without authorization, as in Kafka)"
 
 _KEYS = [{"api_key": int(k), "min_version": lo, "max_version": hi}
          for k, (lo, hi) in sorted(SUPPORTED_VERSIONS.items())]
+_CONSUMER_GROUP_APIS = (ApiKey.CONSUMER_GROUP_HEARTBEAT, ApiKey.CONSUMER_GROUP_DESCRIBE)
+_KEYS_WITHOUT_CONSUMER_GROUPS = [k for k in _KEYS if k["api_key"] not in _CONSUMER_GROUP_APIS]
 
 
 def handle(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
-    body: dict[str, Any] = {"error_code": 0, "api_keys": _KEYS, "throttle_time_ms": 0}
+    state = ctx.state
+    consumer_groups = state.groups.coordinator.config.consumer_protocol and state.features.level(GROUP_VERSION) >= 1
+    body: dict[str, Any] = {"error_code": 0, "api_keys": _KEYS if consumer_groups else _KEYS_WITHOUT_CONSUMER_GROUPS,
+                            "throttle_time_ms": 0}
     if ctx.api_version < 3:  # no tagged fields
         return body
     features = ctx.state.features

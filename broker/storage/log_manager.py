@@ -196,6 +196,9 @@ class LogManager:
         self._topics: dict[str, dict[str, str]] = {}  # topic -> config overrides
         self._partition_counts: dict[str, int] = {}  # topic -> partitions (the commit point of growth)
         self._topic_ids: dict[str, uuid.UUID] = {}
+        #: moves whenever a partition is added or removed (KIP-848 groups resolve their
+        #: subscriptions again when it has moved)
+        self.metadata_epoch = 0
         self._topics_by_id: dict[uuid.UUID, str] = {}
         self.had_clean_shutdown = False
         self._started = False
@@ -441,9 +444,11 @@ class LogManager:
     def _add_log(self, key: tuple[str, int], log: Log) -> None:
         self.logs[key] = log
         self._counts = None
+        self.metadata_epoch += 1
 
     def _pop_log(self, key: tuple[str, int]) -> Log:
         self._counts = None
+        self.metadata_epoch += 1
         return self.logs.pop(key)
 
     def partition_counts(self) -> dict[str, int]:
