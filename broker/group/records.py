@@ -19,8 +19,15 @@ key type    key                  value
 2           GroupMetadataKey     GroupMetadataValue: the group's generation, protocol, leader
             (group)              and members with their subscription and assignment. Written
                                  with key version 2 and value version 3.
-3 and up    KIP-848 / share      not written by minibroker; skipped on load.
-            group records
+3-8, 16     KIP-848 consumer     ConsumerGroupMetadata (3), ConsumerGroupPartitionMetadata (4,
+            group records        read but never written: Kafka 4.1+ stopped writing it),
+            (consumer_records)   ConsumerGroupMemberMetadata (5), ...TargetAssignmentMetadata
+                                 (6), ...TargetAssignmentMember (7), ...CurrentMemberAssignment
+                                 (8), ConsumerGroupRegularExpression (16). Keys in the classic
+                                 encoding, values version 0 in the flexible encoding; layouts
+                                 in broker/group/consumer_records.py.
+9-15, 17+   share and streams    not decoded: ``decode_key`` answers None and a loader skips
+            group records        them.
 ==========  ===================  ============================================================
 
 Value layouts (classic encoding)::
@@ -53,6 +60,8 @@ from typing import Any, NamedTuple
 from client.protocol.primitives import DecodeError, Reader
 from client.protocol.schema import NULL, Array, Message
 from client.protocol.schema import Field as F
+
+from .consumer_records import ConsumerGroupKey, decode_key_fields
 
 __all__ = [
     "CONSUMER_OFFSETS", "OFFSET_COMMIT_KEY_TYPES", "GROUP_METADATA_KEY_TYPE", "java_string_hash", "partition_for",
@@ -189,10 +198,11 @@ def _version_and_reader(data: bytes | memoryview) -> tuple[int, Reader]:
     return r.int16(), r
 
 
-def decode_key(data: bytes | memoryview) -> OffsetCommitKey | GroupMetadataKey | None:
-    """The key of a ``__consumer_offsets`` record; None for record types minibroker does not
-    use (KIP-848 and share-group records), which a loader skips. Raises DecodeError when the
-    bytes do not parse."""
+def decode_key(data: bytes | memoryview) -> OffsetCommitKey | GroupMetadataKey | ConsumerGroupKey | None:
+    """The key of a ``__consumer_offsets`` record: the classic keys, or a KIP-848 key tuple of
+    consumer_records for types 3-8 and 16; None for the types minibroker does not decode
+    (share and streams groups), which a loader skips. Raises DecodeError when the bytes do not
+    parse."""
     version, r = _version_and_reader(data)
     if version in OFFSET_COMMIT_KEY_TYPES:
         k = _OFFSET_COMMIT_KEY.decode(r, version)
@@ -201,7 +211,7 @@ def decode_key(data: bytes | memoryview) -> OffsetCommitKey | GroupMetadataKey |
         return GroupMetadataKey(_GROUP_METADATA_KEY.decode(r, version)["group"])
     if version < 0:
         raise DecodeError(f"negative record type {version}")
-    return None
+    return decode_key_fields(version, r)
 
 
 def _check_version(message: Message, version: int) -> None:

@@ -18,7 +18,10 @@ worker thread (file reads, CRC checks and record decoding off the event loop) an
 on the loop: the last value of a key wins, a tombstone deletes. A damaged batch is skipped and
 logged, and the commits after it load. Until a partition is replayed its groups answer
 COORDINATOR_LOAD_IN_PROGRESS, which clients retry. Then each loaded member's session timer
-starts: a member that does not come back within its session timeout is removed.
+starts: a member that does not come back within its session timeout is removed. KIP-848
+consumer-group records (group/consumer_records.py) are decoded and handed to the
+coordinator's ``replay_consumer_group_record`` when it has one; share- and streams-group
+records are skipped.
 """
 
 from __future__ import annotations
@@ -38,6 +41,8 @@ from ..coordinator.internal_topic import CoordinatorHost, InternalTopic
 from ..errors import error_code_of
 from ..storage.record_reader import LoggedRecord
 from .config import group_config
+from .consumer_records import ConsumerGroupValue
+from .consumer_records import decode_value as decode_consumer_group_value
 from .coordinator import GroupCoordinator
 from .effects import Record
 from .records import (
@@ -205,8 +210,16 @@ class GroupRuntime:
                     c.offsets.complete_txn(partition, producer_id, key.type == COMMIT)
             elif isinstance(key, OffsetCommitKey):
                 c.offsets.replay_offset(key.group, key.topic, key.partition, value, producer_id)
-            else:
+            elif isinstance(key, GroupMetadataKey):
                 c.replay_group(key.group, value)
+            else:
+                # A KIP-848 consumer-group record (consumer_records: types 3-8 and 16; value None
+                # for a tombstone). The consumer-group state machine replays them once it exists;
+                # until then the coordinator has no replay_consumer_group_record and they are
+                # ignored, as before (they used to be skipped by decode_key).
+                replay = getattr(c, "replay_consumer_group_record", None)
+                if replay is not None:
+                    replay(key, value)
 
     # -- periodic work and shutdown --
 
@@ -236,7 +249,7 @@ Replayed = tuple[Any, Any, int]
 def _decode(partition: int, chunk: list[LoggedRecord]) -> list[Replayed]:
     """Decode a chunk's records (in the loader's worker thread): (key, value, producer id)
     triples, values None for tombstones; transaction markers as (their ControlRecord, None,
-    producer id). Records of unknown types are skipped."""
+    producer id). Records of unknown types (share and streams groups) are skipped."""
     out: list[Replayed] = []
     for pid, _, is_control, record in chunk:
         if record.key is None:
@@ -248,13 +261,15 @@ def _decode(partition: int, chunk: list[LoggedRecord]) -> list[Replayed]:
             key = decode_key(record.key)
             if key is None:
                 continue
-            value: GroupMetadata | OffsetAndMetadata | None
+            value: GroupMetadata | OffsetAndMetadata | ConsumerGroupValue | None
             if record.value is None:
                 value = None
             elif isinstance(key, GroupMetadataKey):
                 value = decode_group_metadata_value(record.value)
-            else:
+            elif isinstance(key, OffsetCommitKey):
                 value = decode_offset_commit_value(record.value)
+            else:
+                value = decode_consumer_group_value(key, record.value)
         except (DecodeError, ValueError) as e:
             logger.warning("%s-%d: skipping undecodable record at offset %d: %s", CONSUMER_OFFSETS,
                            partition, record.offset, e)
