@@ -41,6 +41,11 @@ type      key (fields)                                value v0 (fields in wire o
           (group_id, regular_expression)              timestamp int64
 ========  ==========================================  =======================================
 
+Kafka's trunk after 4.2 adds tagged fields that are skipped here, so a value rewritten by
+minibroker loses them: CreationTimeMs (tag 1 of ConsumerGroupMetadataValue, KIP-1282),
+AssignmentTimestamp (tag 0 of TargetAssignmentMetadataValue, KIP-1263) and AssignmentEpochs
+(tag 0 of each current-assignment TopicPartitions, KIP-1251). Model them when they ship.
+
 ``?`` marks a nullable field. ``state`` is Kafka's ``MemberState``: 0 STABLE,
 1 UNREVOKED_PARTITIONS, 2 UNRELEASED_PARTITIONS, 127 UNKNOWN. Types 9-15 (share groups) and
 17+ (streams groups) are not decoded here. The group coordinator replays these records; it
@@ -390,7 +395,8 @@ def decode_key_fields(kind: int, r: Reader) -> ConsumerGroupKey | None:
 
 def decode_value(key: ConsumerGroupKey, data: bytes | memoryview) -> ConsumerGroupValue:
     """The value of ``key``'s record type (not None: a tombstone has no bytes to decode).
-    Raises DecodeError on an unknown version or malformed bytes."""
+    Raises DecodeError on an unknown version or malformed bytes, TypeError when ``key`` is not
+    a consumer-group key."""
     rec = _RECORDS[record_type(key)]
     r = Reader(data)
     version = r.int16()
