@@ -19,9 +19,8 @@ on the loop: the last value of a key wins, a tombstone deletes. A damaged batch 
 logged, and the commits after it load. Until a partition is replayed its groups answer
 COORDINATOR_LOAD_IN_PROGRESS, which clients retry. Then each loaded member's session timer
 starts: a member that does not come back within its session timeout is removed. KIP-848
-consumer-group records (group/consumer_records.py) are decoded and handed to the
-coordinator's ``replay_consumer_group_record`` when it has one; share- and streams-group
-records are skipped.
+consumer-group records (group/consumer_records.py) rebuild those groups at their epochs
+(``ConsumerGroupCoordinator.replay``); share- and streams-group records are skipped.
 """
 
 from __future__ import annotations
@@ -40,6 +39,7 @@ from client.records.record import build_batch
 from ..coordinator.internal_topic import CoordinatorHost, InternalTopic
 from ..errors import error_code_of
 from ..storage.record_reader import LoggedRecord
+from . import consumer_records as cr
 from .config import group_config
 from .consumer_records import ConsumerGroupValue
 from .consumer_records import decode_value as decode_consumer_group_value
@@ -212,14 +212,8 @@ class GroupRuntime:
                 c.offsets.replay_offset(key.group, key.topic, key.partition, value, producer_id)
             elif isinstance(key, GroupMetadataKey):
                 c.replay_group(key.group, value)
-            else:
-                # A KIP-848 consumer-group record (consumer_records: types 3-8 and 16; value None
-                # for a tombstone). The consumer-group state machine replays them once it exists;
-                # until then the coordinator has no replay_consumer_group_record and they are
-                # ignored, as before (they used to be skipped by decode_key).
-                replay = getattr(c, "replay_consumer_group_record", None)
-                if replay is not None:
-                    replay(key, value)
+            elif not isinstance(key, cr.ConsumerGroupPartitionMetadataKey):  # type 4: no longer used
+                c.consumer.replay(key, value)  # a KIP-848 record (value None: a tombstone)
 
     # -- periodic work and shutdown --
 

@@ -484,23 +484,24 @@ def test_loader_decodes_and_hands_them_to_the_coordinator() -> None:
                       (ConsumerGroupTargetAssignmentMemberKey("g", "m"), None, -1),
                       (GroupMetadataKey("classic"), None, -1)]
 
+    class Consumer:
+        def __init__(self) -> None:
+            self.replayed: list[Any] = []
+
+        def replay(self, key: Any, value: Any) -> None:
+            self.replayed.append((key, value))
+
     class Coordinator:
         def __init__(self) -> None:
             self.groups: list[Any] = []
-            self.consumer: list[Any] = []
+            self.consumer = Consumer()
 
         def replay_group(self, group: str, value: Any) -> None:
             self.groups.append((group, value))
 
-    class WithConsumerGroups(Coordinator):
-        def replay_consumer_group_record(self, key: Any, value: Any) -> None:
-            self.consumer.append((key, value))
-
     rt = runtime.GroupRuntime.__new__(runtime.GroupRuntime)  # only _replay's coordinator is needed
-    rt.coordinator = Coordinator()  # type: ignore[assignment]
-    rt._replay(0, parsed)  # no replay_consumer_group_record yet: ignored
-    assert rt.coordinator.groups == [("classic", None)]
-    rt.coordinator = c = WithConsumerGroups()  # type: ignore[assignment]
+    rt.coordinator = c = Coordinator()  # type: ignore[assignment]
     rt._replay(0, parsed)
-    assert c.consumer == [(ConsumerGroupMetadataKey("g"), ConsumerGroupMetadataValue(3, 1)),
-                          (ConsumerGroupTargetAssignmentMemberKey("g", "m"), None)]
+    assert c.groups == [("classic", None)]
+    assert c.consumer.replayed == [(ConsumerGroupMetadataKey("g"), ConsumerGroupMetadataValue(3, 1)),
+                                   (ConsumerGroupTargetAssignmentMemberKey("g", "m"), None)]
