@@ -233,6 +233,17 @@ class OffsetMetadataManager:
         if g.is_in(COMPLETING):
             raise GroupError(E.REBALANCE_IN_PROGRESS)
 
+    def check_fetching_member(self, group_id: str, member_id: str | None, member_epoch: int) -> int:
+        """OffsetFetch v9+: the member and epoch sent, checked against a KIP-848 group's."""
+        g = self.groups.groups.get(group_id)
+        if g is None or g.consumer is None:
+            return 0
+        try:
+            self.groups.consumer.validate_offset_fetch(g.consumer, member_id, member_epoch)
+        except GroupError as e:
+            return e.error_code
+        return 0
+
     def fetch_offsets(self, group_id: str, topics: list[tuple[str, list[int]]] | None
                       ) -> tuple[int, list[tuple[str, list[tuple[int, OffsetAndMetadata | None]]]]]:
         """OffsetFetch of one group: (group error, [(topic, [(partition, offset or None)])]);

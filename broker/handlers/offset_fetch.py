@@ -6,8 +6,9 @@ per partition in v0-1, for the whole response in v2-7, per group in v8+.
 ``require_stable`` (v7+) asks for UNSTABLE_OFFSET_COMMIT (per partition, offset -1) where a
 transactional commit (TxnOffsetCommit) is pending: its transaction has not ended yet. Without
 it, the last committed offset is answered.
-``member_id``/``member_epoch`` (v9) only apply to KIP-848 consumer groups; minibroker's groups
-are classic, for which Kafka does not check them either.
+``member_id``/``member_epoch`` (v9+) are checked for KIP-848 consumer groups as Kafka does: a
+member named must exist (UNKNOWN_MEMBER_ID) at the epoch sent (STALE_MEMBER_EPOCH), answered
+as the group's error; classic groups do not check them (Kafka does not either).
 
 v10 asks and answers by ``topic_id`` (KIP-848's topic ids; the offsets stay keyed by name in
 ``__consumer_offsets``), as Kafka 4.1+'s ``fetchOffsetsForGroup`` does: each id is resolved
@@ -110,6 +111,13 @@ def handle(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
         fetch = _fetch_by_id if version >= 10 else _fetch
         groups = []
         for g in request["groups"]:
+            code = 0
+            if version >= 9 and ctx.authorize(AclOperation.DESCRIBE, ResourceType.GROUP, g["group_id"]):
+                code = ctx.state.groups.coordinator.offsets.check_fetching_member(
+                    g["group_id"], g.get("member_id"), g.get("member_epoch", -1))
+            if code:
+                groups.append({"group_id": g["group_id"], "topics": [], "error_code": code})
+                continue
             code, topics = fetch(ctx, g["group_id"], g["topics"], request["require_stable"])
             groups.append({"group_id": g["group_id"], "topics": topics if not code else [], "error_code": code})
         return {"throttle_time_ms": 0, "groups": groups}

@@ -27,7 +27,7 @@ class Sink:
         self.revocations = 0
 
     def record(self, partition: int, offset: int) -> None:
-        self.f.write(f"{partition} {offset}\n")
+        self.f.write(f"{partition} {offset} {time.time():.4f}\n")
 
     def assignment(self, parts: list[int], revoked: bool = False) -> None:
         if revoked:
@@ -42,9 +42,14 @@ def run_confluent(a: argparse.Namespace, sink: Sink) -> None:
     from confluent_kafka import Consumer
 
     conf: dict[str, Any] = {"bootstrap.servers": a.bootstrap, "group.id": a.group, "auto.offset.reset": "earliest",
-                            "enable.auto.commit": False, "session.timeout.ms": a.session_ms,
-                            "heartbeat.interval.ms": 500, "client.id": a.name,
-                            "partition.assignment.strategy": a.assignor}
+                            "enable.auto.commit": False, "client.id": a.name}
+    if a.protocol == "consumer":  # KIP-848: the broker assigns, sets the session and heartbeat
+        conf["group.protocol"] = "consumer"
+        if a.assignor in ("uniform", "range"):
+            conf["group.remote.assignor"] = a.assignor
+    else:
+        conf.update({"session.timeout.ms": a.session_ms, "heartbeat.interval.ms": 500,
+                     "partition.assignment.strategy": a.assignor})
     if a.instance:
         conf["group.instance.id"] = a.instance
     c = Consumer(conf)
@@ -58,6 +63,11 @@ def run_confluent(a: argparse.Namespace, sink: Sink) -> None:
     def on_revoke(consumer: Any, parts: list[Any]) -> None:
         current.difference_update(p.partition for p in parts)
         sink.assignment(sorted(current), revoked=bool(parts))
+
+    if a.protocol == "consumer":  # incremental: on_assign gets only what is added
+        def on_assign(consumer: Any, parts: list[Any]) -> None:
+            current.update(p.partition for p in parts)
+            sink.assignment(sorted(current))
 
     c.subscribe([a.topic], on_assign=on_assign, on_revoke=on_revoke)
     while not os.path.exists(a.stop):
@@ -145,6 +155,7 @@ def main() -> None:
     p.add_argument("--instance", default=None)
     p.add_argument("--session-ms", type=int, default=6000)
     p.add_argument("--assignor", default="range")
+    p.add_argument("--protocol", default="classic", choices=("classic", "consumer"))
     a = p.parse_args()
     # The group protocol's steps (join, sync, heartbeat errors) go to the worker's log, which
     # the test shows when a rebalance does not finish in time.

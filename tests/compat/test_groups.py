@@ -58,8 +58,13 @@ class Worker:
     def processed(self) -> list[tuple[int, int]]:
         if not self.out.exists():
             return []
-        return [(int(p), int(o)) for p, o in (ln.split() for ln in self.out.read_text().splitlines()
-                                              if ln and not ln.startswith("#"))]
+        return [(int(f[0]), int(f[1])) for f in (ln.split() for ln in self.out.read_text().splitlines()
+                                                  if ln and not ln.startswith("#"))]
+
+    def processed_at(self) -> list[tuple[int, int, float]]:
+        """(partition, offset, when it was processed: time.time())"""
+        return [(int(f[0]), int(f[1]), float(f[2])) for f in (ln.split() for ln in self.out.read_text().splitlines()
+                                                              if ln and not ln.startswith("#"))]
 
     def stop(self, timeout: float = 60) -> None:
         self.stop_file.touch()

@@ -1,0 +1,128 @@
+"""KIP-848 consumer groups with a real client: confluent-kafka (librdkafka) members with
+``group.protocol=consumer``, each in its own process (tests/compat/group_worker.py). The broker
+assigns; a member joining moves only the partitions that must move, and the others never stop
+consuming theirs; a member leaving or SIGKILLed gives its partitions away; commits survive a
+broker SIGKILL; a regular-expression subscription picks up a topic created later."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from confluent_kafka import Consumer
+
+from broker.testing import BrokerProcess, create_topic
+
+from .test_groups import Worker, committed, produce, wait_for
+
+pytestmark = pytest.mark.slow
+
+#: short sessions and heartbeats, so that a SIGKILLed member's partitions move within seconds
+FAST = ["group.consumer.session.timeout.ms=6000", "group.consumer.min.session.timeout.ms=6000",
+        "group.consumer.heartbeat.interval.ms=500", "group.consumer.min.heartbeat.interval.ms=500"]
+
+
+@pytest.fixture
+def broker(tmp_path: Path) -> Iterator[BrokerProcess]:
+    b = BrokerProcess(str(tmp_path / "data"), overrides=FAST).start()
+    yield b
+    b.kill()
+
+
+@pytest.fixture
+def workers() -> Iterator[list[Worker]]:
+    started: list[Worker] = []
+    yield started
+    for w in started:
+        if w.proc.poll() is None:
+            w.kill()
+
+
+def test_members_join_leave_die_and_commits_survive_a_broker_sigkill(
+        broker: BrokerProcess, tmp_path: Path, workers: list[Worker]) -> None:
+    bs, topic, group = broker.bootstrap_servers, "cg", "g-cg"
+    create_topic(bs, topic, 6)
+    sent = produce(bs, topic, 60)
+
+    def start(name: str) -> Worker:
+        w = Worker(tmp_path, "confluent", bs, topic, group, name, protocol="consumer")
+        workers.append(w)
+        return w
+
+    a, b, c = start("a"), start("b"), start("c")
+    trio = (a, b, c)
+
+    def covered(ws: tuple[Worker, ...]) -> bool:
+        parts = [w.assignment() for w in ws]
+        return all(parts) and sorted(sum(parts, [])) == list(range(6))  # type: ignore[arg-type]
+
+    wait_for(lambda: covered(trio), 30, "three members sharing six partitions", trio, broker, group)
+    done = lambda ws: set().union(*(set(w.processed()) for w in ws))
+    wait_for(lambda: done(trio) >= sent, 30, "the first 60 records", trio)
+    before = {w: set(w.assignment() or []) for w in trio}
+
+    d = start("d")
+    quad = (a, b, c, d)
+    wait_for(lambda: covered(quad) and all(w.assignment() for w in quad), 30, "a fourth member taking its share",
+             quad, broker, group)
+    for w in trio:  # a member only gives partitions away: what it keeps it never stopped owning
+        assert set(w.assignment() or []) <= before[w]
+    assert sorted(len(w.assignment() or []) for w in quad) == [1, 1, 2, 2]
+
+    a.stop()  # leaves (epoch -1)
+    b.kill()  # dies: its partitions move after group.consumer.session.timeout.ms (6 s)
+    wait_for(lambda: covered((c, d)), 30, "the two survivors owning all six partitions", (c, d), broker, group)
+    sent |= produce(bs, topic, 60, 60)
+    wait_for(lambda: done(quad) >= sent, 30, "every record processed", quad)
+    c.stop()
+    d.stop()
+    ends: dict[int, int] = {}
+    for p, o in sent:
+        ends[p] = max(ends.get(p, 0), o + 1)
+    assert committed(bs, group, topic, 6) == ends
+
+    # the broker dies and comes back on the same port and data: the commits are there
+    port = broker.port
+    broker.kill()
+    broker.requested_port = port
+    broker.start()
+    assert committed(bs, group, topic, 6) == ends
+    e, f = start("e"), start("f")
+    wait_for(lambda: covered((e, f)), 30, "the restarted members", (e, f), broker, group)
+    new = produce(bs, topic, 30, 120)
+    wait_for(lambda: done((e, f)) >= new, 30, "the new records", (e, f))
+    e.stop()
+    f.stop()
+    assert done((e, f)) == new  # nothing committed was read again
+
+
+def test_regex_subscription_picks_up_a_topic_created_later(broker: BrokerProcess) -> None:
+    bs = broker.bootstrap_servers
+    create_topic(bs, "orders.eu", 2)
+    c = Consumer({"bootstrap.servers": bs, "group.id": "g-regex", "group.protocol": "consumer",
+                  "auto.offset.reset": "earliest", "topic.metadata.refresh.interval.ms": 500})
+    try:
+        c.subscribe(["^orders\\..*"])
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and len(c.assignment()) < 2:
+            c.poll(0.1)
+        assert sorted((tp.topic, tp.partition) for tp in c.assignment()) == [("orders.eu", 0), ("orders.eu", 1)]
+        create_topic(bs, "orders.us", 1)
+        created = time.monotonic()
+        while time.monotonic() < deadline and len(c.assignment()) < 3:
+            c.poll(0.05)
+        took = time.monotonic() - created
+        assert ("orders.us", 0) in [(tp.topic, tp.partition) for tp in c.assignment()]
+        assert took < 3, took  # within a few heartbeat intervals (500 ms here)
+        produce(bs, "orders.us", 1)
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline:
+            m = c.poll(0.2)
+            if m is not None and m.error() is None and m.topic() == "orders.us":
+                break
+        else:
+            raise AssertionError("nothing read from the topic created after the subscription")
+    finally:
+        c.close()
