@@ -18,7 +18,11 @@ the group's committed offsets. ``commit()`` / ``commit_async()`` store positions
 offsets), ``enable_auto_commit`` does it every ``auto_commit_interval_ms``, before a
 rebalance takes partitions away and on close; ``committed()`` reads them. A
 ``ConsumerRebalanceListener`` hears of revocations and assignments. ``group_instance_id``
-makes a static member. See ``client.group.coordinator`` for the protocol. Without
+makes a static member. See ``client.group.coordinator`` for the protocol.
+``group_protocol="consumer"`` uses KIP-848's protocol instead (Kafka 4's): the broker assigns
+(``group_remote_assignor``: ``uniform`` or ``range``; the session and heartbeat interval are
+the broker's ``group.consumer.*`` settings), changes are incremental and the listener hears
+only of the partitions that move; see ``client.group.consumer_member``. Without
 ``subscribe``, partitions are assigned with ``assign`` and positions are the application's to
 keep (``commit()`` still works when a ``group_id`` is given).
 
@@ -63,6 +67,7 @@ from client.consumer_records import ColumnBatch, ConsumerRecord
 from client.errors import IllegalStateError, error_for_code
 from client.fetcher import EARLIEST, LATEST, Fetcher, NoOffsetForPartitionError, PartitionState
 from client.group.assignors import PartitionAssignor
+from client.group.consumer_member import ConsumerGroupMember
 from client.group.coordinator import ConsumerCoordinator, ConsumerRebalanceListener
 from client.group.offsets import CommitFailedError
 from client.protocol.api import ErrorCode
@@ -106,6 +111,8 @@ class Consumer:
                  max_poll_interval_ms: int = 300000,
                  rebalance_timeout_ms: int | None = None,
                  partition_assignment_strategy: Iterable[str | PartitionAssignor] = ("range", "roundrobin"),
+                 group_protocol: str = "classic",
+                 group_remote_assignor: str | None = None,
                  enable_auto_commit: bool = True,
                  auto_commit_interval_ms: int = 5000,
                  exclude_internal_topics: bool = True,
@@ -134,8 +141,19 @@ class Consumer:
         self._parts = self._fetcher.parts
         self._cur: PartitionState | None = None  # partition whose ``rest`` anext is walking
         self._rr = 0  # round-robin start for getmany
-        self._group: ConsumerCoordinator | None = None
-        if group_id is not None:
+        if group_protocol not in ("classic", "consumer"):
+            raise ValueError(f"group_protocol must be classic or consumer, not {group_protocol!r}")
+        self._group: ConsumerCoordinator | ConsumerGroupMember | None = None
+        if group_id is not None and group_protocol == "consumer":
+            self._group = ConsumerGroupMember(
+                self._cluster, group_id=group_id, group_instance_id=group_instance_id,
+                rebalance_timeout_ms=rebalance_timeout_ms if rebalance_timeout_ms is not None else max_poll_interval_ms,
+                max_poll_interval_ms=max_poll_interval_ms, remote_assignor=group_remote_assignor,
+                enable_auto_commit=enable_auto_commit, auto_commit_interval_ms=auto_commit_interval_ms,
+                retry_backoff_ms=retry_backoff_ms, request_timeout_ms=request_timeout_ms,
+                apply_assignment=self._apply_assignment, positions=self._current_positions,
+                wake_consumer=self._fetcher.data.set)
+        elif group_id is not None:
             self._group = ConsumerCoordinator(
                 self._cluster, group_id=group_id, group_instance_id=group_instance_id,
                 session_timeout_ms=session_timeout_ms,
@@ -196,7 +214,7 @@ class Consumer:
 
     # ------------------------------------------------------------ consumer groups
 
-    def _require_group(self) -> ConsumerCoordinator:
+    def _require_group(self) -> ConsumerCoordinator | ConsumerGroupMember:
         if self._group is None:
             raise IllegalStateError("this needs a consumer group: Consumer(group_id=...)")
         return self._group

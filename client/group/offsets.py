@@ -120,6 +120,11 @@ class GroupOffsets:
                     self._coordinator = None
                 await asyncio.sleep(self.retry_backoff_ms / 1000)
                 continue
+            if code == E.STALE_MEMBER_EPOCH and time.monotonic() < deadline:
+                # KIP-848: the member epoch moved on since the commit was sent; again with the new one
+                self.request_rejoin()
+                await asyncio.sleep(self.retry_backoff_ms / 1000)
+                continue
             if code in (E.ILLEGAL_GENERATION, E.UNKNOWN_MEMBER_ID):
                 self.generation = -1
                 if code == E.UNKNOWN_MEMBER_ID:
