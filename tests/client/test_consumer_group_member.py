@@ -10,7 +10,6 @@ import asyncio
 import re
 import time
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 from confluent_kafka import Consumer as ConfluentConsumer
