@@ -3,7 +3,7 @@
 ::
 
     minibroker groups list [--state]            group ids (with --state: GROUP STATE)
-    minibroker groups describe GROUP [--members | --state]
+    minibroker groups describe GROUP [--members | --state] [--verbose]
     minibroker groups reset-offsets GROUP --topic T[:P,P...] (--to-earliest | --to-latest |
                                     --to-offset N | --to-datetime ISO) [--execute]
     minibroker groups delete GROUP [GROUP ...]
@@ -13,7 +13,10 @@
 where there is none). ``reset-offsets`` prints the new offsets (``GROUP TOPIC PARTITION
 NEW-OFFSET``) and changes nothing without ``--execute``; it needs the group to have no active
 members. ``--to-datetime`` takes ISO 8601 (``2024-05-01T12:00:00``, local time unless an offset
-such as ``+00:00`` or ``Z`` is given).
+such as ``+00:00`` or ``Z`` is given). For a KIP-848 group (``group.protocol=consumer``),
+``--members --verbose`` adds each member's ``CURRENT-EPOCH CURRENT-ASSIGNMENT TARGET-EPOCH
+TARGET-ASSIGNMENT`` and ``--state --verbose`` the ``GROUP-EPOCH TARGET-ASSIGNMENT-EPOCH``, as
+``kafka-consumer-groups.sh`` prints them.
 """
 
 from __future__ import annotations
@@ -21,6 +24,8 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
+
+from client.structs import TopicPartition
 
 from . import add_common, client_options, fail, run_client
 
@@ -37,6 +42,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     view = p.add_mutually_exclusive_group()
     view.add_argument("--members", action="store_true", help="one line per member instead")
     view.add_argument("--state", action="store_true", help="the group's state, assignor and member count")
+    p.add_argument("--verbose", action="store_true",
+                   help="with --members or --state of a KIP-848 group: epochs and target assignments")
     add_common(p)
     p = sub.add_parser("reset-offsets", help="move a group's committed offsets (the group must be inactive)")
     p.add_argument("group", metavar="GROUP")
@@ -53,6 +60,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     p.add_argument("group", metavar="GROUP", nargs="+")
     add_common(p)
     parser.epilog = "Run `minibroker groups <action> --help` for an action's options."
+
+
+def _tps(tps: Sequence[TopicPartition]) -> str:
+    return ",".join(f"{tp.topic}-{tp.partition}" for tp in tps) or "-"
 
 
 def _table(rows: Sequence[Sequence[str]]) -> str:
@@ -79,7 +90,6 @@ def run(args: argparse.Namespace) -> int:
 
     async def main() -> int:
         from client.admin import Admin
-        from client.structs import TopicPartition
 
         out = sys.stdout
         async with Admin(args.bootstrap_server, **client_options(args)) as admin:
@@ -93,17 +103,28 @@ def run(args: argparse.Namespace) -> int:
                 desc = (await admin.describe_groups([args.group]))[args.group]
                 if desc.state == "Dead":
                     return fail(prog, f"consumer group {args.group!r} does not exist")
+                verbose = args.verbose and desc.group_type == "consumer"
                 if args.state:
-                    out.write(_table([("GROUP", "COORDINATOR (ID)", "ASSIGNMENT-STRATEGY", "STATE", "#MEMBERS"),
-                                      (args.group, _node(desc.coordinator), desc.protocol or "-", desc.state,
-                                       str(len(desc.members)))]))
+                    head: tuple[str, ...] = ("GROUP", "COORDINATOR (ID)", "ASSIGNMENT-STRATEGY", "STATE")
+                    row: tuple[str, ...] = (args.group, _node(desc.coordinator), desc.protocol or "-", desc.state)
+                    if verbose:
+                        head += ("GROUP-EPOCH", "TARGET-ASSIGNMENT-EPOCH")
+                        row += (str(desc.group_epoch), str(desc.assignment_epoch))
+                    out.write(_table([head + ("#MEMBERS",), row + (str(len(desc.members)),)]))
                 elif args.members:
                     rows: list[tuple[str, ...]] = [("GROUP", "CONSUMER-ID", "GROUP-INSTANCE-ID", "HOST", "CLIENT-ID",
-                                                    "#PARTITIONS", "ASSIGNMENT")]
+                                                    "#PARTITIONS") + (("CURRENT-EPOCH", "CURRENT-ASSIGNMENT",
+                                                                       "TARGET-EPOCH", "TARGET-ASSIGNMENT")
+                                                                      if verbose else ("ASSIGNMENT",))]
                     for m in desc.members:
-                        rows.append((args.group, m.member_id, m.group_instance_id or "-", m.client_host, m.client_id,
-                                     str(len(m.assignment)),
-                                     ",".join(f"{tp.topic}-{tp.partition}" for tp in m.assignment) or "-"))
+                        row = (args.group, m.member_id, m.group_instance_id or "-", m.client_host, m.client_id,
+                               str(len(m.assignment)))
+                        if verbose:
+                            row += (str(m.member_epoch), _tps(m.assignment), str(desc.assignment_epoch),
+                                    _tps(m.target_assignment or []))
+                        else:
+                            row += (_tps(m.assignment),)
+                        rows.append(row)
                     if not desc.members:
                         out.write(f"Consumer group '{args.group}' has no active members.\n")
                     else:

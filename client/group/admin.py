@@ -46,6 +46,9 @@ class MemberDescription(NamedTuple):
     client_host: str
     assignment: list[TopicPartition]  # decoded when the group is a consumer group
     topics: list[str]  # the member's subscription, when decodable
+    #: KIP-848 groups: the member's epoch and the assignment it is reconciling towards
+    member_epoch: int | None = None
+    target_assignment: list[TopicPartition] | None = None
 
 
 class GroupDescription(NamedTuple):
@@ -55,6 +58,9 @@ class GroupDescription(NamedTuple):
     protocol: str  # the assignor chosen ("range", ...)
     members: list[MemberDescription]
     coordinator: tuple[int, str, int] | None = None  # (node id, host, port)
+    group_type: str = "classic"  # "consumer" for a KIP-848 group (ConsumerGroupDescribe)
+    group_epoch: int | None = None  # KIP-848 groups
+    assignment_epoch: int | None = None  # KIP-848 groups: the target assignment's epoch
 
 
 class GroupOffset(NamedTuple):
@@ -150,6 +156,10 @@ class GroupAdmin(ABC):
                 code_of=lambda v, r: r["groups"][0]["error_code"])
             g = resp["groups"][0]
             if g["error_code"] == ErrorCode.GROUP_ID_NOT_FOUND:
+                described = await self._describe_consumer_group(group)
+                if described is not None:
+                    out[group] = described
+                    continue
                 g = {**g, "error_code": 0, "group_state": "Dead"}
             if g["error_code"]:
                 raise error_for_code(g["error_code"], f"DescribeGroups {group!r}: {error_name(g['error_code'])}")
@@ -169,6 +179,32 @@ class GroupAdmin(ABC):
             out[group] = GroupDescription(g["group_id"], g["group_state"], g["protocol_type"], g["protocol_data"],
                                           members, await self._coordinator_node(group))
         return out
+
+    async def _describe_consumer_group(self, group: str) -> GroupDescription | None:
+        """ConsumerGroupDescribe of a KIP-848 group; None when the broker has no such API or
+        no such group."""
+        conn = await self._find_coordinator(group)
+        if conn.api_versions.get(ApiKey.CONSUMER_GROUP_DESCRIBE) is None:
+            return None
+        _, resp = await self._group_request(group, ApiKey.CONSUMER_GROUP_DESCRIBE, {
+            "group_ids": [group], "include_authorized_operations": False},
+            code_of=lambda v, r: r["groups"][0]["error_code"])
+        g = resp["groups"][0]
+        if g["error_code"] == ErrorCode.GROUP_ID_NOT_FOUND:
+            return None
+        if g["error_code"]:
+            raise error_for_code(g["error_code"], f"ConsumerGroupDescribe {group!r}: {error_name(g['error_code'])}")
+
+        def tps(a: dict[str, Any]) -> list[TopicPartition]:
+            return sorted(TopicPartition(t["topic_name"], p) for t in a["topic_partitions"] for p in t["partitions"])
+
+        members = [MemberDescription(m["member_id"], m["instance_id"], m["client_id"], m["client_host"],
+                                     tps(m["assignment"]), list(m["subscribed_topic_names"]), m["member_epoch"],
+                                     tps(m["target_assignment"]))
+                   for m in g["members"]]
+        return GroupDescription(group, g["group_state"], CONSUMER_PROTOCOL_TYPE, g["assignor_name"], members,
+                                await self._coordinator_node(group), "consumer", g["group_epoch"],
+                                g["assignment_epoch"])
 
     async def delete_groups(self, group_ids: Iterable[str]) -> None:
         """Delete groups and their committed offsets; only groups with no members can be

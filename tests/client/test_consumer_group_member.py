@@ -143,3 +143,33 @@ async def test_a_group_shared_with_confluent_kafka(broker: BrokerProcess, name: 
     finally:
         await ours.close()
         await asyncio.to_thread(theirs.close)
+
+
+async def test_admin_and_cli_describe_member_epochs_and_targets(broker: BrokerProcess, name: str) -> None:
+    from client.admin import Admin
+    from tests.client.cli.test_cli import ok
+
+    bs = broker.bootstrap_servers
+    await make_topic(bs, name, 3, 1)
+    async with Consumer(bs, group_id=name, **OPTS) as c:  # type: ignore[arg-type]
+        c.subscribe([name])
+        seen: dict[str, set[tuple[int, int]]] = {}
+        await drain([c], seen, lambda: len(c.assignment()) == 3)
+        async with Admin(bs) as admin:
+            d = (await admin.describe_groups([name]))[name]
+        assert (d.group_type, d.state, d.protocol) == ("consumer", "Stable", "uniform")
+        assert d.group_epoch == d.assignment_epoch == 1
+        (m,) = d.members
+        assert m.member_id == c.member_id and m.member_epoch == 1 and m.topics == [name]
+        assert m.assignment == m.target_assignment == [TopicPartition(name, p) for p in range(3)]
+        state = await asyncio.to_thread(ok, "groups", "describe", name, "--state", "--verbose", "--bootstrap-server", bs)
+        assert state.split("\n")[0].split() == ["GROUP", "COORDINATOR", "(ID)", "ASSIGNMENT-STRATEGY", "STATE",
+                                                "GROUP-EPOCH", "TARGET-ASSIGNMENT-EPOCH", "#MEMBERS"]
+        assert state.split("\n")[1].split()[-4:] == ["Stable", "1", "1", "1"]
+        members = await asyncio.to_thread(ok, "groups", "describe", name, "--members", "--verbose",
+                                          "--bootstrap-server", bs)
+        row = members.split("\n")[1].split()
+        parts_text = ",".join(f"{name}-{p}" for p in range(3))
+        assert row[1] == c.member_id and row[-4:] == ["1", parts_text, "1", parts_text]
+        listed = await asyncio.to_thread(ok, "groups", "list", "--state", "--bootstrap-server", bs)
+        assert [name, "Stable"] in [ln.split() for ln in listed.splitlines()]
