@@ -321,6 +321,18 @@ _BROKER_DOCS = {
     "group.max.size": "The most members a group may have.",
     "group.initial.rebalance.delay.ms": "How long a group leaving Empty waits for more members before its first"
                                         " generation (longer while more arrive).",
+    "group.coordinator.rebalance.protocols": "The group protocols served: classic, and consumer (KIP-848's"
+                                             " ConsumerGroupHeartbeat).",
+    "group.consumer.session.timeout.ms": "A KIP-848 member not heard from for this long is fenced.",
+    "group.consumer.min.session.timeout.ms": "The lowest group.consumer.session.timeout.ms allowed.",
+    "group.consumer.max.session.timeout.ms": "The highest group.consumer.session.timeout.ms allowed.",
+    "group.consumer.heartbeat.interval.ms": "How often KIP-848 members are told to heartbeat.",
+    "group.consumer.min.heartbeat.interval.ms": "The lowest group.consumer.heartbeat.interval.ms allowed.",
+    "group.consumer.max.heartbeat.interval.ms": "The highest group.consumer.heartbeat.interval.ms allowed.",
+    "group.consumer.max.size": "The most members a KIP-848 consumer group may have.",
+    "group.consumer.assignors": "The server-side assignors (uniform, range); the first is the default.",
+    "group.consumer.migration.policy": "Which online migrations between the classic and consumer protocols are"
+                                       " allowed: bidirectional, upgrade, downgrade or disabled.",
     "transaction.state.log.num.partitions": "Partitions of __transaction_state, fixed when it is created.",
     "transaction.state.log.segment.bytes": "segment.bytes of __transaction_state.",
     "transaction.state.log.replication.factor": "Replicas of __transaction_state (one broker: 1).",

@@ -45,13 +45,16 @@ import logging
 import uuid
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
+from client.group.protocol import decode_subscription
 from client.protocol.api import ErrorCode
+from client.protocol.primitives import DecodeError
 
 from ..regex import InvalidRegularExpression, compile_pattern
 from . import consumer_records as cr
 from .assignors import MemberSubscription, assign
+from .config import GroupConfig
 from .consumer_group import (
     LEAVE_GROUP_MEMBER_EPOCH,
     LEAVE_GROUP_STATIC_MEMBER_EPOCH,
@@ -62,13 +65,17 @@ from .consumer_group import (
     assignment_of,
     partitions_of,
 )
-from .effects import Record, error_after_append, log_write_failure
+from .effects import Record, Timer, Writer, error_after_append, log_write_failure
 from .group import ClassicGroup, GroupError
+from .migration import (
+    MigrationError,
+    by_topic_id,
+    classic_record_from_consumer,
+    consumer_group_from_classic,
+    protocol_assignment,
+)
 from .reconciliation import next_assignment
-from .records import encode_group_metadata_key
-
-if TYPE_CHECKING:
-    from .coordinator import GroupCoordinator
+from .records import encode_group_metadata_key, encode_group_metadata_value
 
 __all__ = ["ConsumerGroupCoordinator", "TopicsImage", "NoTopics", "INTERNAL_TOPICS"]
 
@@ -91,6 +98,23 @@ class TopicsImage(Protocol):
     def topic_id(self, topic: str) -> uuid.UUID | None: ...
 
     def topic_name(self, topic_id: uuid.UUID) -> str | None: ...
+
+
+class GroupHost(Protocol):
+    """What this coordinator uses of the classic one (coordinator.py), which owns the groups,
+    the seams and the clock."""
+
+    groups: dict[str, ClassicGroup]
+    config: GroupConfig
+    timer: Timer
+    write: Writer
+    clock: Callable[[], int]
+
+    def check_loaded(self, group_id: str) -> None: ...
+
+    def get_or_create(self, group_id: str) -> ClassicGroup: ...
+
+    def after_downgrade(self, g: ClassicGroup) -> None: ...
 
 
 class NoTopics:
@@ -116,20 +140,30 @@ def _error(code: int, message: str | None = None, member_id: str | None = None, 
             "heartbeat_interval_ms": 0, "assignment": None}
 
 
+def _classic_error(code: int, member_id: str, join: bool) -> dict[str, Any]:
+    """A JoinGroup (``join``) or SyncGroup answer carrying only an error."""
+    if join:
+        return {"error_code": int(code), "generation_id": -1, "protocol_type": None, "protocol_name": None,
+                "leader": "", "skip_assignment": False, "member_id": member_id, "members": []}
+    return {"error_code": int(code), "protocol_type": None, "protocol_name": None, "assignment": b""}
+
+
 def _wire(assignment: Assignment) -> list[dict[str, Any]]:
     return [{"topic_id": t, "partitions": sorted(ps)} for t, ps in sorted(assignment.items())]
 
 
 class ConsumerGroupCoordinator:
-    def __init__(self, groups: GroupCoordinator, topics: TopicsImage) -> None:
+    def __init__(self, groups: GroupHost, topics: TopicsImage) -> None:
         self.groups = groups
         self.topics = topics
         #: whether ``group.version`` is finalized at 1 or more (the broker binds it to its
         #: feature store; UpdateFeatures may change it at run time)
         self.enabled: Callable[[], bool] = lambda: True
+        #: classic members told to rejoin (REBALANCE_IN_PROGRESS), with a deadline running
+        self._rejoin_deadlines: set[tuple[str, str, str]] = set()
 
     @property
-    def config(self) -> Any:
+    def config(self) -> GroupConfig:
         return self.groups.config
 
     # ------------------------------------------------------------------ helpers
@@ -144,8 +178,11 @@ class ConsumerGroupCoordinator:
     def _revocation_key(self, group_id: str, member_id: str) -> tuple[str, str, str]:
         return ("consumer-revocation", group_id, member_id)
 
-    def _schedule_session(self, group_id: str, member_id: str) -> None:
-        self.groups.timer.schedule(self._session_key(group_id, member_id), self.config.consumer_session_timeout_ms,
+    def _schedule_session(self, group_id: str, member_id: str, timeout_ms: int | None = None) -> None:
+        """Restart a member's session timer: ``group.consumer.session.timeout.ms``, or a classic
+        member's own session timeout."""
+        self.groups.timer.schedule(self._session_key(group_id, member_id),
+                                   self.config.consumer_session_timeout_ms if timeout_ms is None else timeout_ms,
                                    lambda: self._session_expired(group_id, member_id))
 
     # ------------------------------------------------------------------ ConsumerGroupHeartbeat
@@ -221,7 +258,9 @@ class ConsumerGroupCoordinator:
     def _group_for(self, group_id: str, create: bool, records: list[Record]) -> tuple[ClassicGroup, ConsumerGroup]:
         entry = self.groups.groups.get(group_id)
         if entry is not None and entry.consumer is None and entry.members:
-            raise GroupError(E.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a consumer group.")
+            if not create or not self._may_upgrade(entry):
+                raise GroupError(E.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a consumer group.")
+            return entry, self._upgrade(entry, records)
         if entry is None or entry.consumer is None:
             if not create:
                 raise GroupError(E.UNKNOWN_MEMBER_ID, f"Consumer group {group_id} not found.")
@@ -257,7 +296,7 @@ class ConsumerGroupCoordinator:
             else member.server_assignor,
             subscribed_topic_names=tuple(names) if names is not None else member.subscribed_topic_names,
             subscribed_topic_regex=(regex or None) if regex is not None else member.subscribed_topic_regex,
-            client_id=client_id, client_host=client_host)
+            client_id=client_id, client_host=client_host, classic=None)
         bump = member_id not in g.members or updated.subscription() != member.subscription()
         if updated.metadata() != member.metadata() or member_id not in g.members:
             records.append(_member_metadata_record(group_id, updated))
@@ -433,7 +472,12 @@ class ConsumerGroupCoordinator:
         self.groups.timer.cancel(self._revocation_key(gid, mid))
 
     def _fence(self, g: ConsumerGroup, member: ConsumerGroupMember, records: list[Record]) -> None:
-        """Remove ``member``; the group epoch is bumped so that the others get its partitions."""
+        """Remove ``member``; the group epoch is bumped so that the others get its partitions
+        (or, when only classic members remain, the group becomes a classic group again)."""
+        if self._may_downgrade(g, member.member_id):
+            self._remove(g, member, records)
+            self._downgrade(g, records)
+            return
         self._remove(g, member, records)
         self._refresh_metadata(g, records)
         g.group_epoch += 1
@@ -471,6 +515,260 @@ class ConsumerGroupCoordinator:
         if code:
             logger.error("group %s: fencing member %s was not stored (error %d)", g.group_id, member.member_id, code)
 
+    # ------------------------------------------------------------------ migration (migration.py)
+
+    def _may_upgrade(self, entry: ClassicGroup) -> bool:
+        if self.config.migration_policy not in ("upgrade", "bidirectional"):
+            logger.info("group %s: not upgraded to a consumer group: group.consumer.migration.policy is %s",
+                        entry.group_id, self.config.migration_policy)
+            return False
+        if entry.protocol_type != "consumer":
+            return False
+        return len(entry.members) < self.config.consumer_max_size
+
+    def _upgrade(self, entry: ClassicGroup, records: list[Record]) -> ConsumerGroup:
+        """A classic group becomes a consumer group (a consumer-protocol member is joining)."""
+        ids = {name: tid for name in self.topics.partition_counts()
+               if (tid := self.topics.topic_id(name)) is not None}
+        try:
+            g = consumer_group_from_classic(entry, ids)
+        except MigrationError as e:
+            raise GroupError(E.GROUP_ID_NOT_FOUND, f"Cannot upgrade the classic group {entry.group_id}: {e}") from None
+        for cm in list(entry.members.values()):  # parked JoinGroup/SyncGroup: rejoin, now as classic members
+            cm.complete_join(_classic_error(E.REBALANCE_IN_PROGRESS, cm.member_id, join=True))
+            cm.complete_sync(_classic_error(E.REBALANCE_IN_PROGRESS, cm.member_id, join=False))
+            self.groups.timer.cancel(("heartbeat", entry.group_id, cm.member_id))
+        self.groups.timer.cancel(("join", entry.group_id))
+        entry.become_consumer_group(g, self.groups.clock())
+        records.append((encode_group_metadata_key(entry.group_id), None))
+        records.append(_group_epoch_record(g.group_id, g.group_epoch))
+        for m in g.members.values():
+            records.append(_member_metadata_record(g.group_id, m))
+            records.append(_target_member_record(g.group_id, m.member_id, g.target[m.member_id]))
+        records.append(_target_metadata_record(g.group_id, g.assignment_epoch))
+        for m in g.members.values():
+            records.append(_current_assignment_record(g.group_id, m))
+            assert m.classic is not None
+            self._schedule_session(g.group_id, m.member_id, m.classic.session_timeout_ms)
+        g.metadata_epoch = -1
+        logger.info("group %s: upgraded from the classic protocol to a consumer group at epoch %d (%d members)",
+                    g.group_id, g.group_epoch, len(g.members))
+        return g
+
+    def _may_downgrade(self, g: ConsumerGroup, leaving: str) -> bool:
+        if len(g.members) <= 1 or not g.all_classic_except(leaving):
+            return False
+        if self.config.migration_policy not in ("downgrade", "bidirectional"):
+            logger.info("group %s: not downgraded to a classic group: group.consumer.migration.policy is %s",
+                        g.group_id, self.config.migration_policy)
+            return False
+        return len(g.members) - 1 <= self.groups.config.max_size
+
+    def _downgrade(self, g: ConsumerGroup, records: list[Record]) -> None:
+        """Only classic members are left: the group becomes a classic group and rebalances."""
+        names = {tid: name for name, (tid, _) in g.subscription_metadata.items()}
+        for m in g.members.values():
+            for t in m.assigned:
+                if t not in names and (name := self.topics.topic_name(t)) is not None:
+                    names[t] = name
+        try:
+            record = classic_record_from_consumer(g, names, self.groups.clock())
+        except MigrationError as e:
+            logger.warning("group %s: not downgraded to a classic group: %s", g.group_id, e)
+            return
+        for m in list(g.members.values()):
+            self._remove(g, m, records)
+        records.extend(self.delete_records(g))
+        records.append((encode_group_metadata_key(g.group_id), encode_group_metadata_value(record)))
+        entry = self.groups.groups[g.group_id]
+        entry.consumer = None
+        entry.replay(record, self.groups.clock())
+        self.groups.after_downgrade(entry)
+        logger.info("group %s: downgraded to a classic group at generation %d (%d members)", g.group_id,
+                    record.generation, len(record.members))
+
+    # ------------------------------------------------------------------ classic members of a consumer group
+
+    def classic_join(self, entry: ClassicGroup, req: dict[str, Any], version: int, respond: Responder) -> None:
+        """JoinGroup of a classic member to a consumer group (with members): the member is
+        reconciled as a consumer-group member whose owned partitions are those of its
+        subscription; it is answered (as a follower: the broker assigns) once the records are
+        durable, and its SyncGroup gets its assignment."""
+        g = entry.consumer
+        assert g is not None
+        records: list[Record] = []
+        try:
+            body = self._classic_join(g, req, version, records)
+        except GroupError as e:
+            return respond(_classic_error(e.error_code, req["member_id"], join=True))
+        if body["error_code"]:
+            return respond(body)
+        key = self._join_key(g.group_id, body["member_id"])
+        self.groups.timer.cancel(key)
+        self._rejoin_deadlines.discard(key)
+        self._write_then(g.group_id, records, body,
+                         lambda b: respond(b if not b.get("error_code") else _classic_error(b["error_code"],
+                                                                                            body["member_id"], True)))
+
+    def _classic_join(self, g: ConsumerGroup, req: dict[str, Any], version: int,
+                      records: list[Record]) -> dict[str, Any]:
+        if req["protocol_type"] != "consumer" or not req["protocols"]:
+            raise GroupError(E.INCONSISTENT_GROUP_PROTOCOL)
+        member_id, instance_id = req["member_id"], req.get("group_instance_id")
+        unknown = member_id == ""
+        if unknown:
+            member_id = str(uuid.uuid4())
+        if member_id not in g.members and len(g.members) >= self.config.consumer_max_size:
+            raise GroupError(E.GROUP_MAX_SIZE_REACHED)
+        if unknown and instance_id is None and version >= 4:  # KIP-394
+            return {**_classic_error(E.MEMBER_ID_REQUIRED, member_id, join=True), "member_id": member_id}
+        protocols = [(p[0], bytes(p[1])) if isinstance(p, tuple) else (p["name"], bytes(p["metadata"]))
+                     for p in req["protocols"]]
+        try:
+            sub = decode_subscription(protocols[0][1])
+        except DecodeError:
+            raise GroupError(E.INCONSISTENT_GROUP_PROTOCOL) from None
+        member = g.members.get(member_id)
+        if member is None and instance_id is not None:
+            static = g.static_member(instance_id)
+            if static is not None:  # a restarted static member takes its predecessor's place
+                target = g.target.get(static.member_id, {})
+                self._remove(g, static, records)
+                member = static.replace(member_id=member_id)
+                g.target[member_id] = target
+                records.append(_target_member_record(g.group_id, member_id, target))
+        if member is None:
+            if not unknown and instance_id is None:
+                raise GroupError(E.UNKNOWN_MEMBER_ID)
+            member = ConsumerGroupMember(member_id)
+        session = req["session_timeout_ms"]
+        updated = member.replace(
+            instance_id=instance_id, client_id=req.get("_client_id", member.client_id),
+            client_host=req.get("_client_host", member.client_host), server_assignor=None,
+            subscribed_topic_names=tuple(sorted(sub.topics)), subscribed_topic_regex=None,
+            rebalance_timeout_ms=req["rebalance_timeout_ms"],
+            classic=cr.ClassicMemberMetadata(session, [cr.ClassicProtocol(n, d) for n, d in protocols]))
+        bump = member_id not in g.members or updated.subscription() != member.subscription()
+        if updated.metadata() != member.metadata() or member_id not in g.members:
+            records.append(_member_metadata_record(g.group_id, updated))
+        g.update_member(updated)
+        if self._refresh_metadata(g, records) or bump:
+            g.group_epoch += 1
+            records.append(_group_epoch_record(g.group_id, g.group_epoch))
+            logger.info("group %s: group epoch bumped to %d (classic member %s joined)", g.group_id, g.group_epoch,
+                        member_id)
+        if g.group_epoch > g.assignment_epoch:
+            self._update_target_assignment(g, records)
+        ids = {name: tid for name, (tid, _) in g.subscription_metadata.items()}
+        owned = [(t, sorted(ps)) for t, ps in by_topic_id(list(sub.owned_partitions), ids).items()]
+        reconciled = self._reconcile(g, g.members[member_id], owned, records)
+        self._schedule_session(g.group_id, member_id, session)
+        return {"error_code": 0, "generation_id": reconciled.member_epoch, "protocol_type": "consumer",
+                "protocol_name": protocols[0][0], "leader": "", "skip_assignment": False, "member_id": member_id,
+                "members": []}
+
+    def _classic_member(self, g: ConsumerGroup, member_id: str, instance_id: str | None,
+                        generation: int) -> ConsumerGroupMember:
+        if instance_id is not None:
+            member = g.static_member(instance_id)
+            if member is None:
+                raise GroupError(E.UNKNOWN_MEMBER_ID)
+            if member.member_id != member_id:
+                raise GroupError(E.FENCED_INSTANCE_ID)
+        else:
+            member = g.members.get(member_id)
+            if member is None:
+                raise GroupError(E.UNKNOWN_MEMBER_ID)
+        if member.classic is None:
+            raise GroupError(E.UNKNOWN_MEMBER_ID, f"Member {member_id} does not use the classic protocol.")
+        if generation != member.member_epoch:
+            raise GroupError(E.ILLEGAL_GENERATION)
+        return member
+
+    def _needs_rejoin(self, g: ConsumerGroup, m: ConsumerGroupMember) -> bool:
+        """A classic member must rejoin to reconcile: its epoch is behind, it has partitions to
+        revoke, or partitions it waited for were released."""
+        if m.member_epoch < g.group_epoch or m.state == MemberState.UNREVOKED_PARTITIONS:
+            return True
+        if m.state == MemberState.UNRELEASED_PARTITIONS:
+            target = g.target.get(m.member_id, {})
+            waiting = any(p not in m.assigned.get(t, ()) and g.current_partition_epoch(t, p) != -1
+                          for t, ps in target.items() for p in ps)
+            return not waiting
+        return False
+
+    def classic_sync(self, entry: ClassicGroup, req: dict[str, Any]) -> dict[str, Any]:
+        g = entry.consumer
+        assert g is not None
+        try:
+            m = self._classic_member(g, req["member_id"], req.get("group_instance_id"), req["generation_id"])
+            if req.get("protocol_type") not in (None, "consumer") or (
+                    req.get("protocol_name") is not None and req["protocol_name"] not in
+                    [p.name for p in m.classic.supported_protocols]):  # type: ignore[union-attr]
+                raise GroupError(E.INCONSISTENT_GROUP_PROTOCOL)
+            if m.member_epoch < g.group_epoch or m.state == MemberState.UNREVOKED_PARTITIONS:
+                raise GroupError(E.REBALANCE_IN_PROGRESS)
+        except GroupError as e:
+            return _classic_error(e.error_code, req["member_id"], join=False)
+        assert m.classic is not None
+        self._schedule_session(g.group_id, m.member_id, m.classic.session_timeout_ms)
+        names = {tid: name for name, (tid, _) in g.subscription_metadata.items()}
+        return {"error_code": 0, "protocol_type": "consumer",
+                "protocol_name": req.get("protocol_name") or m.classic.supported_protocols[0].name,
+                "assignment": protocol_assignment(m.assigned, names)}
+
+    def classic_heartbeat(self, entry: ClassicGroup, req: dict[str, Any]) -> int:
+        g = entry.consumer
+        assert g is not None
+        try:
+            m = self._classic_member(g, req["member_id"], req.get("group_instance_id"), req["generation_id"])
+        except GroupError as e:
+            return e.error_code
+        assert m.classic is not None
+        self._schedule_session(g.group_id, m.member_id, m.classic.session_timeout_ms)
+        if self._needs_rejoin(g, m):
+            gid, mid = g.group_id, m.member_id
+            key = self._join_key(gid, mid)
+            if key not in self._rejoin_deadlines:
+                self._rejoin_deadlines.add(key)
+                self.groups.timer.schedule(key, max(m.rebalance_timeout_ms, 0), lambda: self._join_expired(gid, mid))
+            return int(E.REBALANCE_IN_PROGRESS)
+        return 0
+
+    def _join_key(self, group_id: str, member_id: str) -> tuple[str, str, str]:
+        return ("consumer-classic-join", group_id, member_id)
+
+    def _join_expired(self, group_id: str, member_id: str) -> None:
+        self._rejoin_deadlines.discard(self._join_key(group_id, member_id))
+        g = self.group(group_id)
+        member = None if g is None else g.members.get(member_id)
+        if g is None or member is None or not self._needs_rejoin(g, member):
+            return
+        logger.info("group %s: classic member %s did not rejoin within its rebalance timeout; fenced",
+                    group_id, member_id)
+        self._fence_and_write(g, member)
+
+    def classic_leave(self, entry: ClassicGroup, members: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        g = entry.consumer
+        assert g is not None
+        records: list[Record] = []
+        results = []
+        for ident in members:
+            mid, iid = ident["member_id"], ident.get("group_instance_id")
+            result = {"member_id": mid, "group_instance_id": iid, "error_code": 0}
+            member = g.static_member(iid) if iid is not None else g.members.get(mid)
+            if member is None:
+                result["error_code"] = int(E.UNKNOWN_MEMBER_ID)
+            elif mid and member.member_id != mid:
+                result["error_code"] = int(E.FENCED_INSTANCE_ID)
+            elif self.group(g.group_id) is g:  # not downgraded by an earlier leave of this request
+                logger.info("group %s: classic member %s left", g.group_id, member.member_id)
+                self._fence(g, member, records)
+            results.append(result)
+        if records:
+            self.groups.write(g.group_id, records, log_write_failure(g.group_id, "classic members leaving"))
+        return results
+
     # ------------------------------------------------------------------ describe and admin
 
     def describe(self, group_id: str, describe_ops: Callable[[str], int] | None = None) -> dict[str, Any]:
@@ -502,7 +800,7 @@ class ConsumerGroupCoordinator:
                     "subscribed_topic_names": list(m.subscribed_topic_names),
                     "subscribed_topic_regex": m.subscribed_topic_regex,
                     "assignment": described(m.assigned), "target_assignment": described(g.target.get(m.member_id, {})),
-                    "member_type": 1}
+                    "member_type": 0 if m.classic is not None else 1}
                    for m in g.members.values()]
         return {**base, "group_state": g.state.value, "group_epoch": g.group_epoch,
                 "assignment_epoch": g.assignment_epoch, "assignor_name": self._assignor(g), "members": members}
@@ -525,6 +823,9 @@ class ConsumerGroupCoordinator:
         member = g.members.get(member_id)
         if member is None:
             raise GroupError(E.UNKNOWN_MEMBER_ID, f"Member {member_id} is not a member of group {g.group_id}.")
+        if member_epoch != member.member_epoch and member.classic is not None:
+            raise GroupError(E.ILLEGAL_GENERATION, f"The generation {member_epoch} of classic member {member_id} "
+                             f"is not its member epoch {member.member_epoch}.")
         if member_epoch != member.member_epoch:
             raise GroupError(E.STALE_MEMBER_EPOCH, f"The member epoch {member_epoch} is stale; the current "
                              f"epoch of member {member_id} is {member.member_epoch}.")
@@ -580,7 +881,7 @@ class ConsumerGroupCoordinator:
                 instance_id=value.instance_id, rack_id=value.rack_id, client_id=value.client_id,
                 client_host=value.client_host, subscribed_topic_names=tuple(value.subscribed_topic_names),
                 subscribed_topic_regex=value.subscribed_topic_regex or None, server_assignor=value.server_assignor,
-                rebalance_timeout_ms=value.rebalance_timeout_ms))
+                rebalance_timeout_ms=value.rebalance_timeout_ms, classic=value.classic_member_metadata))
         elif isinstance(key, cr.ConsumerGroupCurrentMemberAssignmentKey):
             if value is None:
                 return  # the member metadata tombstone removes the member
@@ -606,8 +907,8 @@ class ConsumerGroupCoordinator:
             if g is None:
                 continue
             g.metadata_epoch = -1  # resolve the subscriptions again at the next heartbeat
-            for member_id in list(g.members):
-                self._schedule_session(g.group_id, member_id)
+            for member_id, m in list(g.members.items()):
+                self._schedule_session(g.group_id, member_id, m.classic.session_timeout_ms if m.classic else None)
 
 
 # ---------------------------------------------------------------------- records
@@ -650,7 +951,7 @@ def _member_metadata_record(group_id: str, m: ConsumerGroupMember) -> Record:
                 rack_id=m.rack_id, instance_id=m.instance_id, client_id=m.client_id, client_host=m.client_host,
                 subscribed_topic_names=list(m.subscribed_topic_names), subscribed_topic_regex=m.subscribed_topic_regex,
                 server_assignor=m.server_assignor, rebalance_timeout_ms=m.rebalance_timeout_ms,
-                classic_member_metadata=None)))
+                classic_member_metadata=m.classic)))
 
 
 def _regex_record(group_id: str, regex: str, topics: Iterable[str], version: int, timestamp: int) -> Record:

@@ -36,6 +36,8 @@ import enum
 import uuid
 from collections.abc import Iterable, Mapping
 
+from . import consumer_records as cr
+
 __all__ = ["Assignment", "MemberState", "ConsumerGroupState", "ConsumerGroupMember", "ConsumerGroup",
            "LEAVE_GROUP_MEMBER_EPOCH", "LEAVE_GROUP_STATIC_MEMBER_EPOCH", "assignment_of", "partitions_of"]
 
@@ -102,6 +104,9 @@ class ConsumerGroupMember:
     state: MemberState = MemberState.STABLE
     assigned: Assignment = dataclasses.field(default_factory=dict)
     pending_revocation: Assignment = dataclasses.field(default_factory=dict)
+    #: a member that joined with the classic protocol (JoinGroup) while the group is a consumer
+    #: group: its session timeout and supported protocols (migration.py); None otherwise
+    classic: cr.ClassicMemberMetadata | None = None
 
     def replace(self, **changes: object) -> ConsumerGroupMember:
         return dataclasses.replace(self, **changes)  # type: ignore[arg-type]
@@ -114,7 +119,7 @@ class ConsumerGroupMember:
         """What the member's metadata record holds (a change is written and, for the
         subscription fields, bumps the group epoch)."""
         return (self.instance_id, self.rack_id, self.client_id, self.client_host, self.subscribed_topic_names,
-                self.subscribed_topic_regex, self.server_assignor, self.rebalance_timeout_ms)
+                self.subscribed_topic_regex, self.server_assignor, self.rebalance_timeout_ms, self.classic)
 
     def subscription(self) -> tuple[object, ...]:
         return (self.subscribed_topic_names, self.subscribed_topic_regex, self.server_assignor, self.rack_id)
@@ -176,6 +181,10 @@ class ConsumerGroup:
         return names
 
     # -- members --
+
+    def all_classic_except(self, member_id: str) -> bool:
+        """Whether every member but ``member_id`` joined with the classic protocol."""
+        return all(m.classic is not None for mid, m in self.members.items() if mid != member_id)
 
     def static_member(self, instance_id: str) -> ConsumerGroupMember | None:
         member_id = self.static_members.get(instance_id)

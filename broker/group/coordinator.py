@@ -177,8 +177,10 @@ class GroupCoordinator:
             return respond(_join_error(E.UNKNOWN_MEMBER_ID, member_id))
         g = self.get_or_create(group_id)
         if g.consumer is not None:
-            if g.consumer.members:
-                return respond(_join_error(E.INCONSISTENT_GROUP_PROTOCOL, member_id))
+            if g.consumer.members:  # KIP-848 group: the member joins it as a classic member
+                if self.config.migration_policy == "disabled":
+                    return respond(_join_error(E.INCONSISTENT_GROUP_PROTOCOL, member_id))
+                return self.consumer.classic_join(g, req, version, respond)
             self._downgrade_empty_consumer_group(g)
         if not self._accept_joining_member(g, member_id):
             if not unknown and member_id in g.members:
@@ -202,6 +204,13 @@ class GroupCoordinator:
         g.consumer = None
         g.protocol_type = None
         self.write(g.group_id, records, log_write_failure(g.group_id, "the consumer group's conversion"))
+
+    def after_downgrade(self, g: ClassicGroup) -> None:
+        """A consumer group became this classic group (migration.py): its members' session
+        timers start and it rebalances, so that they rejoin under the classic protocol."""
+        for m in g.members.values():
+            self._reschedule_heartbeat(g, m)
+        self._prepare_rebalance(g, "the group was downgraded from the consumer protocol")
 
     def _accept_joining_member(self, g: ClassicGroup, member_id: str) -> bool:
         limit = self.config.max_size
@@ -449,6 +458,8 @@ class GroupCoordinator:
         except GroupError as e:
             return respond(_sync_error(e.error_code))
         g = self.groups.get(group_id)
+        if g is not None and g.consumer is not None and g.consumer.members:
+            return respond(self.consumer.classic_sync(g, req))
         if g is None or g.is_in(EMPTY):
             return respond(_sync_error(E.UNKNOWN_MEMBER_ID))
         if g.is_in(DEAD):
@@ -517,6 +528,8 @@ class GroupCoordinator:
             g = self.groups.get(req["group_id"])
             if g is None:
                 return int(E.UNKNOWN_MEMBER_ID)
+            if g.consumer is not None and g.consumer.members:
+                return self.consumer.classic_heartbeat(g, req)
             if g.is_in(DEAD):
                 return int(E.COORDINATOR_NOT_AVAILABLE)
             m = g.validate_member(req["member_id"], req.get("group_instance_id"))
@@ -539,6 +552,8 @@ class GroupCoordinator:
         g = self.groups.get(group_id)
         if g is None:
             return int(E.UNKNOWN_MEMBER_ID), []
+        if g.consumer is not None and g.consumer.members:
+            return 0, self.consumer.classic_leave(g, members)
         if g.is_in(DEAD):
             return int(E.COORDINATOR_NOT_AVAILABLE), []
         results = []

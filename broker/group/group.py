@@ -255,6 +255,18 @@ class ClassicGroup:
         self.pending_members.discard(member_id)
         self.pending_sync.discard(member_id)
 
+    def become_consumer_group(self, consumer: ConsumerGroup, now_ms: int) -> None:
+        """The group is converted to a KIP-848 consumer group (migration.py): no classic member
+        is left, the classic state is Empty, ``consumer`` holds the group from now on."""
+        for member_id in list(self.members):
+            self.remove(member_id)
+        self.pending_members.clear()
+        self.pending_sync.clear()
+        self.previous_state, self.state, self.state_timestamp = self.state, GroupState.EMPTY, now_ms
+        self.protocol_name = self.leader_id = None
+        self.protocol_type = "consumer"
+        self.consumer = consumer
+
     def replace_static_member(self, instance_id: str, old_id: str, new_id: str) -> Member:
         """The member with ``instance_id`` comes back with a new member id: the old id is fenced
         (its parked requests answered FENCED_INSTANCE_ID), everything else carries over."""
@@ -363,15 +375,16 @@ class ClassicGroup:
         self.protocol_name = record.protocol
         self.leader_id = record.leader
         self.state_timestamp = record.current_state_timestamp if record.current_state_timestamp >= 0 else now_ms
-        self.members.clear()
+        for member_id in list(self.members):
+            self.remove(member_id)
         self.static_members.clear()
+        self.leader_id = record.leader
         for mm in record.members:
             m = Member(mm.member_id, mm.group_instance_id, mm.client_id, mm.client_host,
                        mm.rebalance_timeout if mm.rebalance_timeout >= 0 else mm.session_timeout,
                        mm.session_timeout, record.protocol_type, [(record.protocol or "", mm.subscription)])
             m.assignment = mm.assignment
-            self.members[m.member_id] = m
-            if m.group_instance_id is not None:
-                self.static_members[m.group_instance_id] = m.member_id
+            self.add(m)  # counts its protocol: a loaded group's members can rejoin with it
+        self.protocol_type = record.protocol_type or None
         self.previous_state = self.state
         self.state = GroupState.STABLE if self.members else GroupState.EMPTY

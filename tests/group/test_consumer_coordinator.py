@@ -52,6 +52,7 @@ class Topics:
 
 class Harness:
     def __init__(self, topics: Topics | None = None, **config: Any) -> None:
+        config.setdefault("initial_rebalance_delay_ms", 0)  # as the test brokers (broker/testing)
         self.timer = ManualTimer()
         self.topics = topics or Topics(t=6)
         self.records: list[tuple[bytes, bytes | None]] = []
@@ -316,8 +317,8 @@ def test_list_and_describe() -> None:
     assert h.c.consumer.describe("nope")["error_code"] == E.GROUP_ID_NOT_FOUND
 
 
-def test_classic_join_to_a_consumer_group() -> None:
-    h = Harness()
+def test_classic_join_to_a_consumer_group_with_migration_disabled() -> None:
+    h = Harness(migration_policy="disabled")
     h.hb("m1", 0)
     out: list[dict[str, Any]] = []
     req = {"group_id": "g", "session_timeout_ms": 10_000, "rebalance_timeout_ms": 10_000, "member_id": "",
@@ -327,4 +328,155 @@ def test_classic_join_to_a_consumer_group() -> None:
     h.hb("m1", -1)
     h.c.join_group(req, 5, "cli", "/h", out.append)  # empty now: it becomes a classic group
     assert out[1]["error_code"] == E.MEMBER_ID_REQUIRED
+    assert h.c.groups["g"].consumer is None
+
+
+# -- online migration between the classic and the consumer protocols ----------------------------
+
+def subscription(topics: list[str], owned: list[tuple[str, int]] = ()) -> bytes:  # type: ignore[assignment]
+    from client.group.protocol import Subscription, encode_subscription
+    from client.structs import TopicPartition
+    return encode_subscription(Subscription(topics, None, [TopicPartition(t, p) for t, p in owned], -1, None, 1))
+
+
+def assignment_bytes(parts: list[int], topic: str = "t") -> bytes:
+    from client.group.protocol import Assignment, encode_assignment
+    from client.structs import TopicPartition
+    return encode_assignment(Assignment([TopicPartition(topic, p) for p in parts]))
+
+
+def decoded(raw: bytes) -> set[int]:
+    from client.group.protocol import decode_assignment
+    return {tp.partition for tp in decode_assignment(raw).partitions}
+
+
+class Classic:
+    """JoinGroup/SyncGroup/Heartbeat/LeaveGroup of a classic consumer on the harness."""
+
+    def __init__(self, h: Harness) -> None:
+        self.h = h
+
+    def join(self, member: str = "", owned: list[tuple[str, int]] = ()) -> dict[str, Any]:  # type: ignore[assignment]
+        out: list[dict[str, Any]] = []
+        req = {"group_id": "g", "session_timeout_ms": 10_000, "rebalance_timeout_ms": 10_000, "member_id": member,
+               "group_instance_id": None, "protocol_type": "consumer",
+               "protocols": [{"name": "range", "metadata": subscription(["t"], owned)}]}
+        self.h.c.join_group(req, 5, "cli", "/h", out.append)
+        self.h.timer.advance(0)
+        if out and out[0]["error_code"] == E.MEMBER_ID_REQUIRED:
+            return self.join(out[0]["member_id"], owned)
+        return out[0] if out else {}
+
+    def sync(self, member: str, generation: int, assignments: dict[str, bytes] | None = None) -> dict[str, Any]:
+        out: list[dict[str, Any]] = []
+        self.h.c.sync_group({"group_id": "g", "generation_id": generation, "member_id": member,
+                             "group_instance_id": None, "protocol_type": "consumer", "protocol_name": "range",
+                             "assignments": [{"member_id": k, "assignment": v}
+                                             for k, v in (assignments or {}).items()]}, out.append)
+        return out[0] if out else {}
+
+    def heartbeat(self, member: str, generation: int) -> int:
+        return self.h.c.heartbeat({"group_id": "g", "generation_id": generation, "member_id": member,
+                                   "group_instance_id": None})
+
+    def leave(self, member: str) -> list[dict[str, Any]]:
+        return self.h.c.leave_group("g", [{"member_id": member, "group_instance_id": None}])[1]
+
+
+def classic_group_of_two(h: Harness) -> tuple[Classic, str, str, int]:
+    """Two classic members, 0-2 and 3-5 of t, Stable."""
+    cl = Classic(h)
+    a = cl.join()
+    cl.sync(a["member_id"], a["generation_id"], {a["member_id"]: assignment_bytes(list(range(6)))})
+    joined: list[dict[str, Any]] = []
+    req = {"group_id": "g", "session_timeout_ms": 10_000, "rebalance_timeout_ms": 10_000, "member_id": "",
+           "group_instance_id": None, "protocol_type": "consumer",
+           "protocols": [{"name": "range", "metadata": subscription(["t"])}]}
+    h.c.join_group(req, 5, "cli", "/h", joined.append)
+    b_id = joined[0]["member_id"]
+    h.c.join_group({**req, "member_id": b_id}, 5, "cli", "/h", joined.append)
+    a2 = cl.join(a["member_id"])
+    gen = a2["generation_id"]
+    la, lb = a["member_id"], b_id
+    cl.sync(lb, gen)
+    s = cl.sync(la, gen, {la: assignment_bytes([0, 1, 2]), lb: assignment_bytes([3, 4, 5])})
+    assert decoded(s["assignment"]) == {0, 1, 2}
+    assert h.c.groups["g"].state.value == "Stable"
+    return cl, la, lb, gen
+
+
+def test_a_consumer_member_upgrades_a_classic_group_and_everyone_reconciles() -> None:
+    h = Harness()
+    cl, a, b, gen = classic_group_of_two(h)
+    r = h.hb("c", 0)  # a consumer-protocol member joins: the group is upgraded
+    assert r["error_code"] == 0 and parts(r) == set()  # every partition is still a classic member's
+    g = h.c.consumer.group("g")
+    assert g is not None and set(g.members) == {a, b, "c"} and g.group_epoch == gen + 1
+    assert g.members[a].classic is not None and g.members[a].member_epoch == gen
+    assert h.c.list_groups()[0]["group_type"] == "consumer"
+    # the classic members are told to rejoin; their old generation still commits nothing stale
+    assert cl.heartbeat(a, gen) == E.REBALANCE_IN_PROGRESS
+    assert cl.heartbeat(a, gen - 1) == E.ILLEGAL_GENERATION
+    kept: dict[str, set[int]] = {}
+    for m in (a, b):  # eager: they rejoin owning nothing
+        j = cl.join(m)
+        assert j["error_code"] == 0 and j["leader"] == "" and j["generation_id"] == gen + 1
+        kept[m] = decoded(cl.sync(m, j["generation_id"])["assignment"])
+        assert cl.heartbeat(m, j["generation_id"]) == 0
+    assert sorted(len(k) for k in kept.values()) == [2, 2] and not kept[a] & kept[b]
+    r = h.hb("c", r["member_epoch"], owned=[])
+    assert {p for _, p in parts(r)} == set(range(6)) - kept[a] - kept[b]
+    assert g.state.value == "Stable"
+    # commits: a classic member's generation is its member epoch
+    assert h.c.consumer.validate_offset_commit(g, a, gen + 1) is None
+    # the classic members leave; the consumer member gets everything; then it leaves too
+    cl.leave(a)
+    cl.leave(b)
+    r = h.hb("c", g.members["c"].member_epoch, owned=owned_of(parts(r)))
+    assert {p for _, p in parts(r)} == set(range(6))
+    h.hb("c", -1)
+    assert g.state.value == "Empty"
+
+
+def test_the_last_consumer_member_leaving_downgrades_the_group() -> None:
+    h = Harness()
+    cl, a, b, gen = classic_group_of_two(h)
+    r = h.hb("c", 0)
+    for m in (a, b):
+        j = cl.join(m)
+        cl.sync(m, j["generation_id"])
+    r = h.hb("c", r["member_epoch"], owned=[])
+    assert r["error_code"] == 0
+    h.hb("c", -1)  # only classic members left: a classic group again, rebalancing
+    entry = h.c.groups["g"]
+    assert entry.consumer is None and set(entry.members) == {a, b}
+    assert entry.state.value == "PreparingRebalance" and entry.protocol_name == "range"
+    epoch = entry.generation_id
+    assert cl.heartbeat(a, epoch) == E.REBALANCE_IN_PROGRESS
+    # both rejoin under the classic protocol: a new generation, a leader assigns
+    out: list[dict[str, Any]] = []
+    for m in (a, b):
+        h.c.join_group({"group_id": "g", "session_timeout_ms": 10_000, "rebalance_timeout_ms": 10_000,
+                        "member_id": m, "group_instance_id": None, "protocol_type": "consumer",
+                        "protocols": [{"name": "range", "metadata": subscription(["t"])}]}, 5, "cli", "/h",
+                       out.append)
+    h.timer.advance(0)
+    assert len(out) == 2 and {o["generation_id"] for o in out} == {epoch + 1}
+    assert [o["leader"] for o in out][0] in (a, b)
+    # and the records tell a restarted broker the same
+    fresh = Harness(h.topics)
+    from broker.group.records import GroupMetadataKey, decode_group_metadata_value
+    for key_bytes, value_bytes in h.records:
+        key = decode_key(key_bytes)
+        if isinstance(key, GroupMetadataKey):
+            fresh.c.replay_group(key.group, None if value_bytes is None else decode_group_metadata_value(value_bytes))
+        elif key is not None and not hasattr(key, "topic"):
+            fresh.c.consumer.replay(key, None if value_bytes is None else cr.decode_value(key, value_bytes))
+    assert fresh.c.groups["g"].consumer is None and set(fresh.c.groups["g"].members) == {a, b}
+
+
+def test_migration_policy_disabled_keeps_the_protocols_apart() -> None:
+    h = Harness(migration_policy="disabled")
+    cl, a, b, gen = classic_group_of_two(h)
+    assert h.hb("c", 0)["error_code"] == E.GROUP_ID_NOT_FOUND
     assert h.c.groups["g"].consumer is None

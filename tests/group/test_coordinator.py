@@ -320,3 +320,22 @@ def test_failed_write_answers_the_mapped_error() -> None:
     assert h.commit({("t", 0): 1, ("t", 1): 2}) == (
         0, {("t", 0): E.INVALID_COMMIT_OFFSET_SIZE, ("t", 1): E.INVALID_COMMIT_OFFSET_SIZE}, [0])
     assert h.c.groups["g"].offsets == {}
+
+
+def test_a_loaded_group_takes_its_members_rejoining() -> None:
+    """A group replayed from its record (a broker restart) counts its members' protocol, so a
+    member rejoining with it is not refused INCONSISTENT_GROUP_PROTOCOL."""
+    h = Harness()
+    leader, follower, gen = stable_group_of_two(h)
+    fresh = Harness()
+    for key_bytes, value_bytes in h.records:
+        key = decode_key(key_bytes)
+        if isinstance(key, GroupMetadataKey):
+            fresh.c.replay_group(key.group, None if value_bytes is None else decode_group_metadata_value(value_bytes))
+    g = fresh.c.groups["g"]
+    assert g.state.value == "Stable" and set(g.members) == {leader, follower} and g.leader_id == leader
+    joined = fresh.join(member=leader)  # the leader asks for a rebalance
+    assert joined == []  # parked until the follower rejoins (not refused)
+    follower_joined = fresh.join(member=follower)
+    assert follower_joined[0]["error_code"] == 0 and follower_joined[0]["generation_id"] == gen + 1
+    assert joined[0]["error_code"] == 0 and joined[0]["leader"] == leader
