@@ -66,7 +66,7 @@ class RegistryState:
                 v = rec.value._replace(subject=rec.subject, version=rec.version)
                 self.subjects.setdefault(rec.subject, {})[rec.version] = v
                 versions = self.subjects[rec.subject]
-                if list(versions)[-1] != rec.version:
+                if len(versions) > 1 and next(reversed(versions)) != max(versions):  # kept ascending
                     self.subjects[rec.subject] = dict(sorted(versions.items()))
                 self.id_holders.setdefault(v.id, set()).add((rec.subject, rec.version))
                 self.identities.setdefault((v.schema_type, v.schema, v.references), v.id)
