@@ -21,6 +21,8 @@ close the segments (trims), write the checkpoints, then the clean-shutdown marke
 Opt-in operator endpoints (off by default; broker/http_listener.py): ``metrics.listeners``
 serves ``GET /metrics`` (Prometheus, broker/metrics.py) and ``GET /healthz``;
 ``fault.injection.listener`` serves ``/faults`` (broker/testing/faults.py) and ``/healthz``.
+``schema.registry.listeners`` serves the schema registry (broker/schema_registry/), which loads
+``_schemas`` before it listens.
 ``/healthz`` answers 200 once everything in ``pending`` is loaded (the logs, and whatever else
 registers there at start-up, e.g. internal topics), 503 with the list before.
 
@@ -61,6 +63,7 @@ __all__ = ["Broker"]
 
 if TYPE_CHECKING:
     from .metrics import BrokerMetrics
+    from .schema_registry import SchemaRegistry
     from .testing.faults import FaultInjector
 
 logger = logging.getLogger("broker")
@@ -88,6 +91,7 @@ class Broker:
         self.metrics: BrokerMetrics | None = None
         self.faults = faults
         self.http: list[HttpListener] = []
+        self.schema_registry: SchemaRegistry | None = None
         #: what /healthz waits for: names added before start-up work, removed when it is done
         self.pending: set[str] = {"logs"}
         self._periodic: list[asyncio.Task[None]] = []
@@ -136,6 +140,11 @@ class Broker:
                 self.state.advertised[name] = e._replace(port=self.server.ports[name])
         self.state.host, self.state.port = self.state.advertised_endpoint(listeners[0].name)
         await self._start_operator_endpoints()
+        registry_at = cfg.schema_registry_listener
+        if registry_at is not None:
+            from .schema_registry import SchemaRegistry
+            self.schema_registry = SchemaRegistry(self.state, *registry_at)
+            await self.schema_registry.start()
         self._start_groups()
         self._periodic = [
             asyncio.ensure_future(self._every(cfg.int("log.retention.check.interval.ms") / 1000, self._retention)),
@@ -367,6 +376,8 @@ class Broker:
             t.cancel()
         for listener in self.http:
             await listener.stop()
+        if self.schema_registry is not None:
+            await self.schema_registry.stop()
         if self.metrics is not None:
             self.metrics.close()
         if self.server is not None:

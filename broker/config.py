@@ -151,6 +151,8 @@ BROKER_DEFAULTS: dict[str, str] = {
     "metrics.connections.max.idle.ms": "5000",  # an HTTP connection that sent nothing this long is closed
     "metrics.request.timeout.ms": "30000",  # to send a whole HTTP request, and again to read the reply
     "fault.injection.listener": "",  # http://127.0.0.1:PORT -> /faults (tests only; loopback only)
+    # ours: the built-in schema registry (broker/schema_registry/), Confluent's REST API; empty = off
+    "schema.registry.listeners": "",  # http://127.0.0.1:8081 (serve --schema-registry)
 }
 _INT_MAX = 2**31 - 1
 _LONG_MAX = 2**63 - 1
@@ -421,7 +423,7 @@ class BrokerConfig:
                                   f" String must be one of: {', '.join(allowed)}")
         check_consumer_group_configs(self.props)
         _ = self.authorizer_enabled  # an unknown class name refuses start-up
-        _ = self.metrics_listener, self.fault_injection_listener
+        _ = self.metrics_listener, self.fault_injection_listener, self.schema_registry_listener
         _ = self.log_config  # validates the log.* properties
         for endpoint in self.endpoints:  # TLS material readable, SASL mechanisms usable, per listener
             try:
@@ -532,6 +534,11 @@ class BrokerConfig:
         if hp is not None and hp[0] not in ("127.0.0.1", "::1", "localhost"):
             raise ConfigError(f"fault.injection.listener must be on a loopback address, got {hp[0]!r}")
         return hp
+
+    @property
+    def schema_registry_listener(self) -> tuple[str, builtins.int] | None:
+        """``schema.registry.listeners`` as (host, port), or None (the default: no registry)."""
+        return self._http_listener("schema.registry.listeners")
 
     def _http_listener(self, key: str) -> tuple[str, builtins.int] | None:
         value = self.props.get(key, "").strip()

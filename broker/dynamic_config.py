@@ -222,7 +222,8 @@ _LISTENER_CONFIG = re.compile(r"listener\.name\.[^.]*\.(.*)", re.DOTALL)
 _LISTENER_NAMES = frozenset({"listeners", "advertised.listeners", "listener.security.protocol.map"})
 
 #: Kafka's default of the broker properties minibroker has (None: no default, i.e. null).
-_NULL_DEFAULTS = {"advertised.listeners", "broker.id", "metrics.listeners", "fault.injection.listener"}
+_NULL_DEFAULTS = {"advertised.listeners", "broker.id", "metrics.listeners", "fault.injection.listener",
+                  "schema.registry.listeners"}
 
 _BROKER_DOCS = {
     "listeners": "Where the broker listens: NAME://host:port, comma-separated (PLAINTEXT, SSL, SASL_PLAINTEXT,"
@@ -303,6 +304,8 @@ _BROKER_DOCS = {
     "metrics.request.timeout.ms": "minibroker's own: time to send a whole request to the metrics listener, and"
                                   " again to read its reply.",
     "fault.injection.listener": "minibroker's own, for tests: where /faults is served; unset: off.",
+    "schema.registry.listeners": "minibroker's own: where the built-in schema registry (Confluent's REST API,"
+                                 " state in _schemas) is served, http://host:port; unset: off.",
     "message.max.decompressed.bytes": "minibroker's own: the most one compressed batch inflates to (and at most 64 x"
                                       " the topic's max.message.bytes); above it MESSAGE_TOO_LARGE.",
     "request.max.decompressed.bytes": "minibroker's own: the most the compressed batches of one Produce request"

@@ -30,6 +30,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--metrics-port", type=int, metavar="PORT",
                         help="serve Prometheus metrics and /healthz on http://127.0.0.1:PORT (sets metrics.listeners;"
                              " off by default; 0 = any free port; a non-loopback address needs metrics.listeners)")
+    parser.add_argument("--schema-registry", action="store_true",
+                        help="serve the built-in schema registry (Confluent's REST API) on http://127.0.0.1:8081"
+                             " (sets schema.registry.listeners unless it is set)")
     parser.add_argument("--add-scram", metavar="MECHANISM=[name=USER,password=PASSWORD]", action="append",
                         default=[], help="store a SCRAM credential before the listener opens, as kafka-storage format"
                                          " --add-scram (repeatable; also iterations=N, salt=BASE64, or"
@@ -60,6 +63,8 @@ def run(args: argparse.Namespace) -> int:
             cfg.set("listeners", ",".join(str(e) for e in (first, *rest)))
         if args.metrics_port is not None:
             cfg.set("metrics.listeners", f"http://127.0.0.1:{args.metrics_port}")
+        if args.schema_registry and not cfg.props.get("schema.registry.listeners", "").strip():
+            cfg.set("schema.registry.listeners", "http://127.0.0.1:8081")
         if args.data_dir is not None:
             cfg.set("log.dirs", args.data_dir)
         cfg.validate()
@@ -95,9 +100,12 @@ def run(args: argparse.Namespace) -> int:
             except Exception as stop_error:  # noqa: BLE001 - the line above says what went wrong
                 logging.getLogger("broker").debug("stopping after a failed start: %s", stop_error)
             return 1
-        for listener in broker.http:
-            print(f"minibroker {listener.name} listening on http://{listener.host}:{listener.port}",
-                  file=sys.stderr, flush=True)
+        http = [(ls.name, ls.host, ls.port) for ls in broker.http]
+        if broker.schema_registry is not None:
+            registry = broker.schema_registry
+            http.append((registry.name, registry.host, registry.port))
+        for name, host, port in http:
+            print(f"minibroker {name} listening on http://{host}:{port}", file=sys.stderr, flush=True)
         if broker.server is not None and len(broker.server.ports) > 1:  # each listener, before the ready line
             for ep in cfg.endpoints:
                 print(f"minibroker listener {ep.name} ({ep.security_protocol}) on {ep.host}:{broker.server.ports[ep.name]}",

@@ -13,6 +13,9 @@ loopback port and ``.faults`` talks to it (``RemoteFaults``: the same methods as
 injector). Metrics (``metrics=True``): ``metrics.listeners`` on a free loopback port,
 ``.metrics_url`` and ``.scrape()``.
 
+Schema registry (``schema_registry=True``): ``schema.registry.listeners`` on a free loopback
+port, ``.schema_registry_url``.
+
 Settings: ``overrides`` (``key=value``) over the test defaults of defaults.py
 (``group.initial.rebalance.delay.ms=0``), over the broker's own defaults.
 """
@@ -36,7 +39,7 @@ __all__ = ["BrokerProcess", "BrokerStartError"]
 _ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 _LISTENING = re.compile(r"^minibroker listening on ([\d.]+):(\d+)")
 _LISTENER = re.compile(r"^minibroker listener (\S+) \((\w+)\) on ([\d.]+):(\d+)")
-_HTTP_LISTENING = re.compile(r"minibroker (metrics|fault injection) listening on http://([\d.]+):(\d+)")
+_HTTP_LISTENING = re.compile(r"minibroker (metrics|fault injection|schema registry) listening on http://([\d.]+):(\d+)")
 
 
 class BrokerStartError(RuntimeError):
@@ -46,13 +49,15 @@ class BrokerStartError(RuntimeError):
 class BrokerProcess:
     def __init__(self, data_dir: str, overrides: Sequence[str] = (), port: int = 0,
                  log_level: str = "INFO", *, faults: bool = False, metrics: bool = False,
-                 extra_args: Sequence[str] = ()) -> None:
+                 schema_registry: bool = False, extra_args: Sequence[str] = ()) -> None:
         self.data_dir = data_dir
         self.overrides = with_test_defaults(overrides)
         if faults:
             self.overrides.append("fault.injection.listener=http://127.0.0.1:0")
         if metrics:
             self.overrides.append("metrics.listeners=http://127.0.0.1:0")
+        if schema_registry:
+            self.overrides.append("schema.registry.listeners=http://127.0.0.1:0")
         self.requested_port = port
         self.log_level = log_level
         self.extra_args = list(extra_args)
@@ -82,6 +87,12 @@ class BrokerProcess:
         if "metrics" not in self.http_ports:
             raise RuntimeError("this broker has no metrics listener (BrokerProcess(metrics=True))")
         return f"http://127.0.0.1:{self.http_ports['metrics']}/metrics"
+
+    @property
+    def schema_registry_url(self) -> str:
+        if "schema registry" not in self.http_ports:
+            raise RuntimeError("this broker has no schema registry (BrokerProcess(schema_registry=True))")
+        return f"http://127.0.0.1:{self.http_ports['schema registry']}"
 
     def scrape(self) -> str:
         """The metrics endpoint's text (Prometheus exposition format)."""

@@ -13,7 +13,7 @@ PAGES = REPO / "docs" / "pages"
 #: directories whose every module and package the architecture page's map must name
 #: (broker/handlers/ is one module per API, client/cli/ one per command: named as a whole)
 MAPPED = ("broker", "broker/storage", "broker/storage/cleaner", "broker/authorizer", "broker/quota", "broker/security", "broker/group",
-          "broker/txn", "broker/testing", "broker/tools", "client", "client/records", "client/protocol", "client/group", "client/spark")
+          "broker/txn", "broker/schema_registry", "broker/testing", "broker/tools", "client", "client/records", "client/protocol", "client/group", "client/spark")
 NOT_MODULES = {"__init__.py", "__pycache__", "py.typed"}
 
 

@@ -1,0 +1,60 @@
+"""A schema registry in the broker process, compatible with Confluent Schema Registry's REST
+API and keeping its state in ``_schemas`` in Confluent's format (``schema.registry.listeners``;
+``minibroker serve --schema-registry``).
+
+- errors.py: Confluent's error codes and messages;
+- records.py: the keys and values of ``_schemas``;
+- avro.py, avro_compat.py, compatibility.py: AVRO schemas, their resolution rules, the levels;
+- state.py: the registry's state and every request's decision, without I/O;
+- store.py: ``_schemas`` loaded at start-up and written with fsync'd appends;
+- rest.py: the REST API (aiohttp).
+
+``SchemaRegistry`` runs them on the broker's event loop: it loads ``_schemas`` first, then
+listens.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from aiohttp import web
+
+from ..coordinator.internal_topic import CoordinatorHost
+from .rest import make_app
+from .store import SCHEMAS_TOPIC, SchemaStore
+
+__all__ = ["SCHEMAS_TOPIC", "SchemaRegistry"]
+
+logger = logging.getLogger("broker.schema_registry")
+
+
+class SchemaRegistry:
+    """The registry on ``host:port`` (port 0: any free port, ``port`` once started)."""
+
+    name = "schema registry"
+
+    def __init__(self, broker: CoordinatorHost, host: str, port: int) -> None:
+        self.host = host
+        self.port = port
+        self.store = SchemaStore(broker)
+        self._runner: web.AppRunner | None = None
+
+    async def start(self) -> None:
+        await self.store.start()
+        runner = web.AppRunner(make_app(self.store), access_log=None, shutdown_timeout=5.0)
+        await runner.setup()
+        site = web.TCPSite(runner, self.host, self.port)
+        try:
+            await site.start()
+        except OSError as e:  # the line an operator sees names the listener and the address
+            await runner.cleanup()
+            error = OSError(f"schema registry listener: cannot listen on {self.host}:{self.port}: {e.strerror or e}")
+            error.errno = e.errno
+            raise error from None
+        self._runner = runner
+        self.port = runner.addresses[0][1]
+
+    async def stop(self) -> None:
+        if self._runner is not None:
+            await self._runner.cleanup()
+            self._runner = None
