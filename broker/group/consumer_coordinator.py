@@ -637,9 +637,7 @@ class ConsumerGroupCoordinator:
                 member = static.replace(member_id=member_id)
                 g.target[member_id] = target
                 records.append(_target_member_record(g.group_id, member_id, target))
-        if member is None:
-            if not unknown and instance_id is None:
-                raise GroupError(E.UNKNOWN_MEMBER_ID)
+        if member is None:  # new (possibly with the id MEMBER_ID_REQUIRED gave it)
             member = ConsumerGroupMember(member_id)
         session = req["session_timeout_ms"]
         updated = member.replace(

@@ -126,3 +126,65 @@ def test_regex_subscription_picks_up_a_topic_created_later(broker: BrokerProcess
             raise AssertionError("nothing read from the topic created after the subscription")
     finally:
         c.close()
+
+
+def test_online_migration_between_kafka_python_classic_and_confluent_consumer_members(
+        broker: BrokerProcess, tmp_path: Path, workers: list[Worker]) -> None:
+    """A running classic group (kafka-python, eager range) is joined by a confluent-kafka member
+    speaking the consumer protocol: the group is upgraded, everyone keeps consuming, nothing is
+    lost or read twice; the classic members leave; a new classic member joins the consumer group;
+    when the consumer-protocol member leaves, the group is classic again."""
+    bs, topic, group = broker.bootstrap_servers, "mig", "g-mig"
+    create_topic(bs, topic, 6)
+    sent = produce(bs, topic, 60)
+
+    def start(name: str, client: str, protocol: str = "classic") -> Worker:
+        w = Worker(tmp_path, client, bs, topic, group, name, protocol=protocol)
+        workers.append(w)
+        return w
+
+    def group_type() -> str:
+        from client.sync import SyncAdmin
+        with SyncAdmin(bs) as admin:
+            return admin.describe_groups([group])[group].group_type
+
+    a, b = start("a", "kafka-python"), start("b", "kafka-python")
+
+    def covered(ws: tuple[Worker, ...]) -> bool:
+        parts = [w.assignment() for w in ws]
+        return all(parts) and sorted(sum(parts, [])) == list(range(6))  # type: ignore[arg-type]
+
+    wait_for(lambda: covered((a, b)), 60, "two classic members sharing six partitions", (a, b), broker, group)
+    done = lambda ws: [r for w in ws for r in w.processed()]
+    wait_for(lambda: set(done((a, b))) >= sent, 30, "the first 60 records", (a, b))
+    assert group_type() == "classic"
+
+    c = start("c", "confluent", "consumer")
+    trio = (a, b, c)
+    wait_for(lambda: covered(trio), 60, "the consumer-protocol member taking its share", trio, broker, group)
+    assert group_type() == "consumer"
+    sent |= produce(bs, topic, 60, 60)
+    wait_for(lambda: set(done(trio)) >= sent, 30, "every record", trio)
+    processed = done(trio)
+    assert len(processed) == len(set(processed)), "a record was read twice"
+
+    a.stop()
+    b.stop()
+    wait_for(lambda: c.assignment() == list(range(6)), 30, "the consumer member owning everything", (c,), broker, group)
+    d = start("d", "kafka-python")
+    wait_for(lambda: covered((c, d)) and bool(d.assignment()), 60, "a classic member joining the consumer group",
+             (c, d), broker, group)
+    assert group_type() == "consumer"
+    c.stop()  # the last consumer-protocol member leaves: the group is downgraded and rebalances
+    wait_for(lambda: d.assignment() == list(range(6)), 60, "the classic member owning everything", (d,), broker, group)
+    assert group_type() == "classic"
+    sent |= produce(bs, topic, 30, 120)
+    everyone = (a, b, c, d)
+    wait_for(lambda: set(done(everyone)) >= sent, 30, "every record", everyone)
+    d.stop()
+    processed = done(everyone)
+    assert len(processed) == len(set(processed)), "a record was read twice"
+    ends: dict[int, int] = {}
+    for p, o in sent:
+        ends[p] = max(ends.get(p, 0), o + 1)
+    assert committed(bs, group, topic, 6) == ends
