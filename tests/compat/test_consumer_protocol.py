@@ -54,19 +54,28 @@ def test_members_join_leave_die_and_commits_survive_a_broker_sigkill(
     a, b, c = start("a"), start("b"), start("c")
     trio = (a, b, c)
 
+    def stable(members: int) -> bool:
+        """The group reconciled: Stable, every member at its target (the workers' own view of
+        their assignments lags by at most a poll)."""
+        from client.sync import SyncAdmin
+        with SyncAdmin(bs) as admin:
+            desc = admin.describe_groups([group])[group]
+        return desc.state == "Stable" and len(desc.members) == members and \
+            all(m.assignment == m.target_assignment for m in desc.members)
+
     def covered(ws: tuple[Worker, ...]) -> bool:
         parts = [w.assignment() for w in ws]
         return all(parts) and sorted(sum(parts, [])) == list(range(6))  # type: ignore[arg-type]
 
-    wait_for(lambda: covered(trio), 30, "three members sharing six partitions", trio, broker, group)
+    wait_for(lambda: covered(trio) and stable(3), 30, "three members sharing six partitions", trio, broker, group)
     done = lambda ws: set().union(*(set(w.processed()) for w in ws))
     wait_for(lambda: done(trio) >= sent, 30, "the first 60 records", trio)
     before = {w: set(w.assignment() or []) for w in trio}
 
     d = start("d")
     quad = (a, b, c, d)
-    wait_for(lambda: covered(quad) and all(w.assignment() for w in quad), 30, "a fourth member taking its share",
-             quad, broker, group)
+    wait_for(lambda: covered(quad) and all(w.assignment() for w in quad) and stable(4), 30,
+             "a fourth member taking its share", quad, broker, group)
     for w in trio:  # a member only gives partitions away: what it keeps it never stopped owning
         assert set(w.assignment() or []) <= before[w]
     assert sorted(len(w.assignment() or []) for w in quad) == [1, 1, 2, 2]
