@@ -32,6 +32,14 @@ A heartbeat, in the order Kafka's coordinator applies the rules:
 7. The records are appended, and the response — member id, epoch, heartbeat interval, and the
    assignment when the request was a full one or the assignment changed — is sent once they
    are durable. The member's session timer restarts; when it fires the member is fenced.
+   Unlike Kafka, two cases get a shorter heartbeat interval than
+   ``group.consumer.heartbeat.interval.ms``, so that a group converges in milliseconds rather
+   than heartbeat intervals: a member left waiting for partitions other members still hold
+   (UNRELEASED_PARTITIONS) comes back after 20 ms, and gets them as soon as they are released
+   (the releasing member acknowledges its revocation at once); and for
+   ``group.initial.rebalance.delay.ms`` after a group leaves Empty (the classic protocol's
+   window for members starting together), its members come back after 50 ms (2 ms per member
+   for large groups), so the first member learns at once that the ones starting with it joined.
 
 Records (value None: tombstone), keys by (group[, member]): ConsumerGroupMetadata (group epoch),
 ConsumerGroupMemberMetadata, ConsumerGroupRegularExpression, ConsumerGroupTargetAssignmentMember,
@@ -82,6 +90,12 @@ __all__ = ["ConsumerGroupCoordinator", "TopicsImage", "NoTopics", "INTERNAL_TOPI
 logger = logging.getLogger("broker.group")
 
 E = ErrorCode
+
+#: the heartbeat interval given to a member waiting for partitions another member must release
+#: first (a few heartbeats at most: the releasing member acknowledges as soon as it has revoked)
+UNRELEASED_HEARTBEAT_INTERVAL_MS = 20
+#: the heartbeat interval while a group that has just left Empty settles
+SETTLING_HEARTBEAT_INTERVAL_MS = 50
 
 #: topics a regular expression never matches (Kafka's internal topics)
 INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state", "__share_group_state"})
@@ -300,6 +314,8 @@ class ConsumerGroupCoordinator:
         bump = member_id not in g.members or updated.subscription() != member.subscription()
         if updated.metadata() != member.metadata() or member_id not in g.members:
             records.append(_member_metadata_record(group_id, updated))
+        if not g.members:
+            g.active_since_ms = self.groups.clock()
         g.update_member(updated)
         if self._refresh_metadata(g, records) or bump:
             g.group_epoch += 1
@@ -312,11 +328,25 @@ class ConsumerGroupCoordinator:
         full = epoch == 0 or (req["rebalance_timeout_ms"] != -1 and names is not None and owned is not None)
         body: dict[str, Any] = {"error_code": 0, "error_message": None, "member_id": member_id,
                                 "member_epoch": reconciled.member_epoch,
-                                "heartbeat_interval_ms": self.config.consumer_heartbeat_interval_ms,
+                                "heartbeat_interval_ms": self._heartbeat_interval(g, reconciled),
                                 "assignment": None}
         if full or reconciled.assigned != member.assigned or epoch == 0:
             body["assignment"] = {"topic_partitions": _wire(reconciled.assigned)}
         return body
+
+    def _heartbeat_interval(self, g: ConsumerGroup, m: ConsumerGroupMember) -> int:
+        """``group.consumer.heartbeat.interval.ms``, except (see the module docstring): a member
+        waiting for partitions that others still hold comes back after
+        ``UNRELEASED_HEARTBEAT_INTERVAL_MS``; while a group that has just left Empty settles
+        (``group.initial.rebalance.delay.ms``), its members come back after
+        ``SETTLING_HEARTBEAT_INTERVAL_MS`` (2 ms per member at least), so that members started
+        together share the partitions at once rather than after a whole interval."""
+        interval = self.config.consumer_heartbeat_interval_ms
+        if m.state == MemberState.UNRELEASED_PARTITIONS:
+            return min(interval, UNRELEASED_HEARTBEAT_INTERVAL_MS)
+        if self.groups.clock() - g.active_since_ms < self.config.initial_rebalance_delay_ms:
+            return min(interval, max(SETTLING_HEARTBEAT_INTERVAL_MS, 2 * len(g.members)))
+        return interval
 
     def _member(self, g: ConsumerGroup, member_id: str, epoch: int, instance_id: str | None,
                 owned: list[tuple[uuid.UUID, list[int]]] | None, records: list[Record]) -> ConsumerGroupMember:

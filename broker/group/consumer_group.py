@@ -148,6 +148,8 @@ class ConsumerGroup:
         self.resolved_regexes: dict[str, frozenset[str]] = {}
         #: the broker's topic-metadata epoch ``subscription_metadata`` was resolved at
         self.metadata_epoch = -1
+        #: when the group last left Empty (clock ms; not stored: a loaded group is not settling)
+        self.active_since_ms = -2**62
 
     # -- state --
 
