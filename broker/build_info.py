@@ -34,12 +34,13 @@ import asyncio
 import importlib
 import importlib.metadata
 import importlib.util
+import logging
 import platform
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-__all__ = ["BuildInfo", "FastPath", "detect", "main"]
+__all__ = ["BuildInfo", "FastPath", "detect", "log_build_info", "version_text", "main"]
 
 #: how to get the C paths when they were not built, as the warning says it
 _HOW_TO_BUILD = ("install a wheel, which has them compiled (`scripts/build_wheel` in a source checkout, then"
@@ -146,16 +147,29 @@ def detect() -> BuildInfo:
                                  record_future.C_RECORD_FUTURES))
 
 
+def log_build_info(logger: logging.Logger) -> BuildInfo:
+    """``summary`` at INFO, then the fallback warning, if any, at WARNING (``minibroker serve``)."""
+    info = detect()
+    logger.info("%s", info.summary())
+    warning = info.fallback_warning()
+    if warning is not None:
+        logger.warning("%s", warning)
+    return info
+
+
+def version_text(info: BuildInfo) -> str:
+    """``minibroker --version``'s output: ``summary``, and the fallback warning on a line of its own."""
+    warning = info.fallback_warning()
+    return info.summary() + "\n" + ("" if warning is None else f"WARNING: {warning}\n")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m broker.build_info",
                                      description="What this installation of minibroker runs.")
     parser.add_argument("--require-c", action="store_true", help="exit 1 unless both C fast paths are in use")
     args = parser.parse_args(argv)
     info = detect()
-    print(info.summary())
-    warning = info.fallback_warning()
-    if warning is not None:
-        print(f"WARNING: {warning}")
+    sys.stdout.write(version_text(info))
     return 1 if args.require_c and not info.all_c else 0
 
 

@@ -9,7 +9,11 @@ error: 1).
 ``--add-scram`` (repeatable) stores SCRAM credentials in the data directory before the listener
 opens, with ``kafka-storage format --add-scram``'s syntax
 (``SCRAM-SHA-256=[name=alice,password=alice-secret]``, see
-broker/security/scram_credentials.py's ``parse_add_scram``)."""
+broker/security/scram_credentials.py's ``parse_add_scram``).
+
+Once the configuration is loaded, the first log line says what runs (``broker.build_info``):
+``minibroker 0.1.0 (python=3.11.7 event_loop=uvloop codec=c record_future=c)``, followed by one
+WARNING when a C fast path is on the pure-Python fallback, saying why and how to get it."""
 
 from __future__ import annotations
 
@@ -43,6 +47,7 @@ def run(args: argparse.Namespace) -> int:
     import signal
 
     from .broker import Broker
+    from .build_info import log_build_info
     from .config import BrokerConfig, ConfigError
     from .features import FeatureFileError
     from .quota import ClientQuotaFileError
@@ -72,6 +77,10 @@ def run(args: argparse.Namespace) -> int:
     except (ConfigError, OSError) as e:
         print(f"minibroker: configuration error: {e}", file=sys.stderr)
         return 2
+    # The broker's first log line says what it runs; it comes after the configuration has
+    # loaded (only warnings about unknown properties can precede it) so that a configuration
+    # error stays the one line on stderr.
+    log_build_info(logging.getLogger("broker"))
 
     async def main() -> int:
         broker = Broker(cfg, scram_seeds=seeds)

@@ -265,3 +265,51 @@ def test_every_start_up_failure_is_one_line_without_a_traceback(tmp_path) -> Non
     finally:
         taken.close()
     assert a_file.read_text() == "not a directory\n"
+
+
+def test_version_says_what_runs(tmp_path) -> None:
+    """``minibroker --version``: the version, the Python, the event loop and each C fast path,
+    as broker.build_info detects them; with ``MINIBROKER_PURE_PYTHON=1`` the pure-Python paths and
+    a line saying they were requested."""
+    from broker.build_info import detect
+
+    def version(**env: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "broker", "--version"], cwd=REPO, capture_output=True,
+                              text=True, timeout=60, env={**os.environ, **env})
+
+    proc = version(MINIBROKER_PURE_PYTHON="1")
+    assert proc.returncode == 0 and proc.stderr == ""
+    summary, warning = proc.stdout.splitlines()
+    python = ".".join(map(str, sys.version_info[:3]))
+    assert summary.startswith("minibroker ") and f"(python={python} event_loop=" in summary
+    assert summary.endswith("codec=python record_future=python)")
+    assert warning.startswith("WARNING: MINIBROKER_PURE_PYTHON is set")
+    if detect().all_c:
+        proc = version(MINIBROKER_PURE_PYTHON="0")
+        assert proc.returncode == 0 and proc.stdout.endswith("codec=c record_future=c)\n"), proc.stdout
+
+
+def test_first_log_line_is_the_build_info_and_the_fallback_warns_once(tmp_path, monkeypatch) -> None:
+    """The broker's first log line is ``--version``'s summary; on the pure-Python fallback one
+    WARNING follows, saying why (here: requested) — and none with the C paths."""
+    from broker.build_info import detect
+
+    monkeypatch.setenv("MINIBROKER_PURE_PYTHON", "1")
+    with BrokerProcess(str(tmp_path / "slow")) as b:
+        lines = b.log_text().splitlines()
+        assert b.stop() == 0
+    assert lines[0].endswith(" INFO broker: " + detect().summary().replace("codec=c record_future=c",
+                                                                        "codec=python record_future=python"))
+    warnings = [line for line in lines if " WARNING " in line]
+    assert len(warnings) == 1 and lines[1] == warnings[0], lines
+    assert "WARNING broker: MINIBROKER_PURE_PYTHON is set: the pure-Python record codec and record futures" \
+           " were requested" in warnings[0]
+    monkeypatch.setenv("MINIBROKER_PURE_PYTHON", "0")
+    info = detect()
+    if not info.all_c:
+        pytest.skip(f"the C fast paths are not built here: {info.summary()}")
+    with BrokerProcess(str(tmp_path / "fast")) as b:
+        lines = b.log_text().splitlines()
+        assert b.stop() == 0
+    assert lines[0].endswith(" INFO broker: " + info.summary()) and info.summary().endswith("codec=c record_future=c)")
+    assert not [line for line in lines if " WARNING " in line], lines
