@@ -46,7 +46,7 @@ __all__ = ["BuildInfo", "FastPath", "detect", "log_build_info", "version_text", 
 _HOW_TO_BUILD = ("install a wheel, which has them compiled (`scripts/build_wheel` in a source checkout, then"
                  " `pip install dist/minibroker-*.whl`), or install a C compiler (gcc or clang) and reinstall"
                  " with `pip install --force-reinstall --no-deps --no-cache-dir` from the sdist or source tree"
-                 " (--no-cache-dir: pip would otherwise reuse the wheel it built without them)")
+                 " (--no-cache-dir: installing from an index, pip would reuse the wheel it built without them)")
 
 
 @dataclass(frozen=True)
