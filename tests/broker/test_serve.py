@@ -294,18 +294,28 @@ def test_first_log_line_is_the_build_info_and_the_fallback_warns_once(tmp_path, 
     WARNING follows, saying why (here: requested) — and none with the C paths."""
     from broker.build_info import detect
 
+    info = detect()  # this process's choice, made at import: before the environment changes below
     monkeypatch.setenv("MINIBROKER_PURE_PYTHON", "1")
     with BrokerProcess(str(tmp_path / "slow")) as b:
         lines = b.log_text().splitlines()
         assert b.stop() == 0
-    assert lines[0].endswith(" INFO broker: " + detect().summary().replace("codec=c record_future=c",
-                                                                        "codec=python record_future=python"))
+    assert lines[0].endswith(" INFO broker: " + info.summary().replace("codec=c record_future=c",
+                                                                       "codec=python record_future=python"))
     warnings = [line for line in lines if " WARNING " in line]
     assert len(warnings) == 1 and lines[1] == warnings[0], lines
     assert "WARNING broker: MINIBROKER_PURE_PYTHON is set: the pure-Python record codec and record futures" \
            " were requested" in warnings[0]
+    # At --log-level WARNING, with nothing else logged, the WARNING still comes before the ready line.
+    with BrokerProcess(str(tmp_path / "quiet"), log_level="WARNING") as b:
+        lines = b.log_text().splitlines()
+        assert b.stop() == 0
+    assert [line.split(" ", 2)[2] for line in lines if " WARNING " in line] == [warnings[0].split(" ", 2)[2]]
+    assert lines[-1].startswith("minibroker listening on ") and " WARNING " in lines[-2], lines
+    # A start that fails before the broker logs anything is still one line.
+    (tmp_path / "a-file").write_text("")
+    proc = _serve(tmp_path, "--data-dir", str(tmp_path / "a-file" / "sub"))  # the last --data-dir wins
+    assert proc.returncode == 2 and proc.stderr.count("\n") == 1, proc.stderr
     monkeypatch.setenv("MINIBROKER_PURE_PYTHON", "0")
-    info = detect()
     if not info.all_c:
         pytest.skip(f"the C fast paths are not built here: {info.summary()}")
     with BrokerProcess(str(tmp_path / "fast")) as b:
