@@ -93,11 +93,11 @@ class BuildInfo:
             return None
         names = " and ".join(p.what for p in slow)
         if all(p.reason == "requested" for p in slow):
-            return (f"MINIBROKER_PURE_PYTHON is set: the pure-Python {names} were requested, several times slower"
-                    " than the C fast paths; unset it to use them")
+            return (f"MINIBROKER_PURE_PYTHON is set: the pure-Python {names} were requested (about half as fast"
+                    " as the C fast paths); unset it to use them")
         why = "; ".join(f"{p.what}: {p.reason}" for p in slow)
-        return f"the C fast paths are not in use ({why}), so the {names} run in pure Python, several times" \
-               f" slower. To get them, {_HOW_TO_BUILD}"
+        return f"the C fast paths are not in use ({why}), so the {names} run in pure Python, about half" \
+               f" as fast. To get them, {_HOW_TO_BUILD}"
 
 
 def _fast_path(name: str, what: str, module: str, selected: bool) -> FastPath:
