@@ -34,11 +34,27 @@ SUBCOMMANDS: dict[str, str] = {
 }
 
 
+class _VersionAction(argparse.Action):
+    """``--version``: what ``broker.build_info`` detects (version, Python, event loop, the C fast
+    paths), detected only when asked, and printed on stdout."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str, **kwargs: object) -> None:
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS,
+                         help="show the version, the Python, the event loop and which C fast paths are in use")
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: object,
+                 option_string: str | None = None) -> None:
+        from .build_info import detect, version_text
+        sys.stdout.write(version_text(detect()))
+        parser.exit()
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="minibroker",
         description="A single-node broker that stores partitions exactly as Apache Kafka does.",
     )
+    parser.add_argument("--version", action=_VersionAction)
     subparsers = parser.add_subparsers(dest="command", metavar="<command>")
     for name, module_name in SUBCOMMANDS.items():
         module = importlib.import_module(module_name)
@@ -54,7 +70,7 @@ def _usage() -> str:
         lines.append(f"  {name:<10} {importlib.import_module(module_name).HELP}")
     lines += [
         "",
-        "Run `minibroker <command> --help` for a command's options.",
+        "Run `minibroker <command> --help` for a command's options, `minibroker --version` for what runs.",
     ]
     return "\n".join(lines) + "\n"
 

@@ -54,6 +54,10 @@ Exposed (kafka_exporter's names where it has one, so existing dashboards work)::
     minibroker_connections_accepted_total
     minibroker_log_size_bytes{topic,partition}
     minibroker_log_segments{topic,partition}
+    minibroker_build_info{version,python,event_loop,codec,record_future}   1: what this broker
+                                           runs (broker.build_info; codec and record_future are
+                                           "c" or "python", the fallback), as Prometheus' own
+                                           prometheus_build_info
     process_* (prometheus_client's process collector: CPU, RSS, open fds)
 
 The consumer-group families are filled by ``group_offsets`` / ``group_members``, callables the
@@ -98,6 +102,8 @@ from prometheus_client import ProcessCollector
 from prometheus_client.registry import Collector
 
 from client.protocol.api import ApiKey, error_name
+
+from .build_info import detect
 
 __all__ = ["BrokerMetrics", "Snapshot", "TopicStats", "count_errors", "SERIES_MAX"]
 
@@ -217,6 +223,9 @@ class BrokerMetrics:
         self.fetch_sessions: Callable[[], tuple[int, int, int]] | None = None
         self.latency: dict[int, _Latency] = {}
         self._process = ProcessCollector(registry=None)
+        #: broker.build_info's labels, detected once: constructed on the broker's event loop,
+        #: so event_loop is the loop that serves
+        self.build_info = detect().labels()
         self._executor: concurrent.futures.ThreadPoolExecutor | None = None
         self._scraping: asyncio.Future[bytes] | None = None
 
@@ -305,6 +314,7 @@ class BrokerMetrics:
         """Everything a scrape exposes, copied on the event loop thread; yields to the loop
         after every ``SNAPSHOT_SLICE`` committed offsets copied."""
         snap = Snapshot(self.node_id, self.series_max, self._process)
+        snap.build_info = self.build_info
         snap.topics = [(name, s.messages_in, s.bytes_in, s.messages_out, s.bytes_out)
                        for name, s in self.topics.items()]
         snap.requests = dict(self.requests)
@@ -362,6 +372,7 @@ class Snapshot:
         self.logs: list[LogRow] = []
         self.groups: list[tuple[str, dict[tuple[str, int], _Committed]]] | None = None
         self.members: dict[str, int] | None = None
+        self.build_info: dict[str, str] = {}
 
     def render(self) -> bytes:
         """The text format (version 0.0.4): per family ``# HELP name text`` and ``# TYPE name
@@ -377,6 +388,7 @@ class Snapshot:
         self._authentication(out)
         self._logs(out)
         self._groups(out)
+        self._build_info(out)
         return "".join(out).encode() + generate_latest(self.process)
 
     def _topics(self, out: list[str]) -> None:
@@ -457,6 +469,13 @@ class Snapshot:
                 out.extend(f'{name}{{partition="{row[1]}",topic="{row[0]}"}} {constant!r}\n' for row in rows)
             else:
                 out.extend(f'{name}{{partition="{row[1]}",topic="{row[0]}"}} {float(row[column])!r}\n' for row in rows)
+
+    def _build_info(self, out: list[str]) -> None:
+        name = "minibroker_build_info"
+        _family(out, name, "gauge", "Always 1; the labels say what this broker runs (version, Python, event loop,"
+                " c or python for each fast path)")
+        labels = ",".join(f'{k}="{_label(v)}"' for k, v in sorted(self.build_info.items()))
+        out.append(f"{name}{{{labels}}} 1.0\n")
 
     def _groups(self, out: list[str]) -> None:
         if self.groups is None:

@@ -9,13 +9,19 @@ error: 1).
 ``--add-scram`` (repeatable) stores SCRAM credentials in the data directory before the listener
 opens, with ``kafka-storage format --add-scram``'s syntax
 (``SCRAM-SHA-256=[name=alice,password=alice-secret]``, see
-broker/security/scram_credentials.py's ``parse_add_scram``)."""
+broker/security/scram_credentials.py's ``parse_add_scram``).
+
+The first log line says what runs (``broker.build_info``):
+``minibroker 0.1.0 (python=3.11.7 event_loop=uvloop codec=c record_future=c)``, followed by one
+WARNING when a C fast path is on the pure-Python fallback, saying why and how to get it
+(``_BuildInfoFirst``: logged before the broker's first record, or once it is ready)."""
 
 from __future__ import annotations
 
 import argparse
 import logging
 import sys
+import threading
 
 HELP = "run the broker (Kafka wire protocol), by default on 127.0.0.1:9092 with data in ./data"
 
@@ -41,6 +47,44 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="stderr log level (default INFO)")
 
 
+class _BuildInfoFirst(logging.Filter):
+    """Logs ``broker.build_info``'s lines (the summary at INFO, the fallback WARNING if any) just
+    before the first record that reaches ``root``'s handlers, or at ``flush()`` (the broker is
+    ready), whichever comes first.
+
+    Why not simply log them at start: a start that fails before the broker logs anything (a bad
+    property, an unusable data directory) is one line on stderr, and stays so. The cost: a
+    start that fails that early does not say which paths it would have run (``minibroker
+    --version`` does), and one attribute test per record until ``flush()`` removes the filter
+    (not from inside ``filter``: the handler is iterating over its filters then)."""
+
+    def __init__(self, root: logging.Logger) -> None:
+        super().__init__()
+        self.handlers = list(root.handlers)
+        self.lock = threading.Lock()  # the log cleaner's thread may log first
+        self.done = False
+        for h in self.handlers:
+            h.addFilter(self)
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if not self.done:
+            self._log()
+        return True
+
+    def flush(self) -> None:
+        self._log()
+        for h in self.handlers:
+            h.removeFilter(self)
+
+    def _log(self) -> None:
+        with self.lock:
+            if self.done:
+                return
+            self.done = True  # before logging: these records pass through filter() too
+        from .build_info import log_build_info
+        log_build_info(logging.getLogger("broker"))
+
+
 def run(args: argparse.Namespace) -> int:
     import asyncio
     import signal
@@ -54,6 +98,7 @@ def run(args: argparse.Namespace) -> int:
 
     logging.basicConfig(level=getattr(logging, args.log_level), stream=sys.stderr,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    build_lines = _BuildInfoFirst(logging.getLogger())
     try:
         cfg = BrokerConfig.load(args.config, args.override)
         if args.host is not None or args.port is not None:  # they change the first listener
@@ -100,6 +145,7 @@ def run(args: argparse.Namespace) -> int:
             except Exception as stop_error:  # noqa: BLE001 - the line above says what went wrong
                 logging.getLogger("broker").debug("stopping after a failed start: %s", stop_error)
             return 1
+        build_lines.flush()  # if nothing was logged yet (e.g. --log-level WARNING)
         http = [(ls.name, ls.host, ls.port) for ls in broker.http]
         if broker.schema_registry is not None:
             registry = broker.schema_registry

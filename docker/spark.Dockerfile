@@ -4,6 +4,21 @@
 #   docker run --rm --network host minibroker-spark --bootstrap-server localhost:9092 --topic events
 # Large (pyspark is ~500 MB of jars); the broker image (docker/Dockerfile) stays small.
 # eclipse-temurin's noble images are Ubuntu 24.04: python3 is 3.12 (pyspark 4.3 needs >= 3.11).
+# Two stages, as docker/Dockerfile: "builder" compiles minibroker's wheel (C record codec and
+# record futures) with the same base and Python as the runtime stage, which installs the wheel
+# without a compiler.
+
+FROM eclipse-temurin:17-jre-noble AS builder
+RUN apt-get update \
+    && apt-get install -y --no-install-recommends python3 python3-venv python3-dev gcc libc6-dev \
+    && rm -rf /var/lib/apt/lists/*
+WORKDIR /src
+COPY pyproject.toml README.md ./
+COPY broker/ broker/
+COPY client/ client/
+COPY scripts/build_wheel scripts/build_wheel
+RUN scripts/build_wheel /wheels
+
 FROM eclipse-temurin:17-jre-noble
 
 ENV PYTHONDONTWRITEBYTECODE=1 \
@@ -20,11 +35,12 @@ RUN apt-get update \
     && rm -rf /var/lib/apt/lists/* \
     && python3 -m venv /opt/venv
 
+# The wheel with the "spark" extra (pip takes extras after a wheel's path).
+COPY --from=builder /wheels/*.whl /tmp/wheels/
+RUN pip install --no-cache-dir "$(echo /tmp/wheels/minibroker-*.whl)[spark]" \
+    && rm -rf /tmp/wheels \
+    && python -m broker.build_info --require-c
 WORKDIR /src
-COPY pyproject.toml README.md ./
-COPY broker/ broker/
-COPY client/ client/
-RUN pip install --no-cache-dir ".[spark]"
 COPY scripts/spark_consume.py scripts/spark_consume.py
 
 RUN useradd --uid 10002 --create-home --shell /usr/sbin/nologin spark

@@ -79,7 +79,7 @@ def test_no_import_cycle_and_client_never_imports_broker() -> None:
 #: broker/'s packages and top-level modules, lowest first: a unit imports only units of lower
 #: layers (module level, TYPE_CHECKING imports included). A new unit must be placed here.
 BROKER_LAYERS: list[set[str]] = [
-    {"broker.errors", "broker.log_limiter", "broker.regex"},  # leaves: the error base, rate-limited log lines, RE2
+    {"broker.errors", "broker.log_limiter", "broker.regex", "broker.build_info"},  # leaves: the error base, rate-limited log lines, RE2, what this install runs
     {"broker.storage"},  # the log engine: files and mmap, no asyncio
     {"broker.authorizer"},  # ACLs: the StandardAuthorizer's decisions and the durable ACL file
     {"broker.security"},  # listeners, TLS contexts, SASL mechanisms, SCRAM credentials, principals

@@ -164,6 +164,20 @@ def test_errors_latency_connections_and_health(tmp_path: Any) -> None:
         assert e.value.code == 503 and e.value.read() == b"loading: groups\n"
 
 
+def test_build_info(tmp_path: Any) -> None:
+    """minibroker_build_info: one series, value 1, labelled as ``minibroker --version`` reports
+    (broker.build_info), the event loop being the one the broker serves on."""
+    from broker.build_info import detect
+
+    with bt.run("inprocess", data_dir=str(tmp_path / "data"), metrics=True) as b:
+        text = b.scrape()
+    assert "# TYPE minibroker_build_info gauge" in text
+    s = bt.parse_metrics(text)
+    [(labels, v)] = [(dict(ls), v) for (n, ls), v in s.items() if n == "minibroker_build_info"]
+    assert v == 1 and labels == detect().labels()
+    assert labels["codec"] in ("c", "python") and labels["record_future"] in ("c", "python")
+
+
 def test_consumer_group_families(tmp_path: Any) -> None:
     """The group coordinator fills kafka_consumergroup_*: lag = high watermark - committed
     offset, for each committed partition; members per group."""

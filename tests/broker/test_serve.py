@@ -265,3 +265,61 @@ def test_every_start_up_failure_is_one_line_without_a_traceback(tmp_path) -> Non
     finally:
         taken.close()
     assert a_file.read_text() == "not a directory\n"
+
+
+def test_version_says_what_runs(tmp_path) -> None:
+    """``minibroker --version``: the version, the Python, the event loop and each C fast path,
+    as broker.build_info detects them; with ``MINIBROKER_PURE_PYTHON=1`` the pure-Python paths and
+    a line saying they were requested."""
+    from broker.build_info import detect
+
+    def version(**env: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "broker", "--version"], cwd=REPO, capture_output=True,
+                              text=True, timeout=60, env={**os.environ, **env})
+
+    proc = version(MINIBROKER_PURE_PYTHON="1")
+    assert proc.returncode == 0 and proc.stderr == ""
+    summary, warning = proc.stdout.splitlines()
+    python = ".".join(map(str, sys.version_info[:3]))
+    assert summary.startswith("minibroker ") and f"(python={python} event_loop=" in summary
+    assert summary.endswith("codec=python record_future=python)")
+    assert warning.startswith("WARNING: MINIBROKER_PURE_PYTHON is set")
+    if detect().all_c:
+        proc = version(MINIBROKER_PURE_PYTHON="0")
+        assert proc.returncode == 0 and proc.stdout.endswith("codec=c record_future=c)\n"), proc.stdout
+
+
+def test_first_log_line_is_the_build_info_and_the_fallback_warns_once(tmp_path, monkeypatch) -> None:
+    """The broker's first log line is ``--version``'s summary; on the pure-Python fallback one
+    WARNING follows, saying why (here: requested) — and none with the C paths."""
+    from broker.build_info import detect
+
+    info = detect()  # this process's choice, made at import: before the environment changes below
+    monkeypatch.setenv("MINIBROKER_PURE_PYTHON", "1")
+    with BrokerProcess(str(tmp_path / "slow")) as b:
+        lines = b.log_text().splitlines()
+        assert b.stop() == 0
+    assert lines[0].endswith(" INFO broker: " + info.summary().replace("codec=c record_future=c",
+                                                                       "codec=python record_future=python"))
+    warnings = [line for line in lines if " WARNING " in line]
+    assert len(warnings) == 1 and lines[1] == warnings[0], lines
+    assert "WARNING broker: MINIBROKER_PURE_PYTHON is set: the pure-Python record codec and record futures" \
+           " were requested" in warnings[0]
+    # At --log-level WARNING, with nothing else logged, the WARNING still comes before the ready line.
+    with BrokerProcess(str(tmp_path / "quiet"), log_level="WARNING") as b:
+        lines = b.log_text().splitlines()
+        assert b.stop() == 0
+    assert [line.split(" ", 2)[2] for line in lines if " WARNING " in line] == [warnings[0].split(" ", 2)[2]]
+    assert lines[-1].startswith("minibroker listening on ") and " WARNING " in lines[-2], lines
+    # A start that fails before the broker logs anything is still one line.
+    (tmp_path / "a-file").write_text("")
+    proc = _serve(tmp_path, "--data-dir", str(tmp_path / "a-file" / "sub"))  # the last --data-dir wins
+    assert proc.returncode == 2 and proc.stderr.count("\n") == 1, proc.stderr
+    monkeypatch.setenv("MINIBROKER_PURE_PYTHON", "0")
+    if not info.all_c:
+        pytest.skip(f"the C fast paths are not built here: {info.summary()}")
+    with BrokerProcess(str(tmp_path / "fast")) as b:
+        lines = b.log_text().splitlines()
+        assert b.stop() == 0
+    assert lines[0].endswith(" INFO broker: " + info.summary()) and info.summary().endswith("codec=c record_future=c)")
+    assert not [line for line in lines if " WARNING " in line], lines

@@ -6,9 +6,10 @@ the entrypoint script is found through the Dockerfile's ENTRYPOINT and COPY line
 this machine (with MINIBROKER_* variables pointing the listener at 127.0.0.1 and the data at
 tmp_path) so that a Kafka client produces and consumes through the advertised listener and
 SIGTERM ends in a clean shutdown; the HEALTHCHECK command is parsed out of the Dockerfile and
-run against that broker. What cannot be checked here: that the image builds (base image, pip
-install inside it, useradd), the volume's ownership, port publishing, and compose's own schema
-validation.
+run against that broker. The two build stages' steps (the builder's wheel, the runtime's
+install of that wheel alone without a compiler, and its check that the C paths are in use) run
+as scripts/image_steps. What cannot be checked here: the base images, useradd, the volume's
+ownership, port publishing, and compose's own schema validation.
 """
 
 from __future__ import annotations
@@ -70,6 +71,21 @@ def instructions(name: str) -> list[str]:
     return [args for n, args in DOCKERFILE_INSTRUCTIONS if n == name]
 
 
+def stages(instrs: list[tuple[str, str]]) -> list[list[tuple[str, str]]]:
+    """The instructions of each build stage, each list starting with its FROM."""
+    out: list[list[tuple[str, str]]] = []
+    for name, args in instrs:
+        if name == "FROM":
+            out.append([])
+        assert out, "an instruction before the first FROM"
+        out[-1].append((name, args))
+    return out
+
+
+#: what a stage that must not compile anything must not install
+_COMPILER_PACKAGES = re.compile(r"\b(gcc|g\+\+|clang|build-essential|python3?-dev|libc6-dev)\b")
+
+
 def exec_form(args: str) -> list[str]:
     argv = json.loads(args)
     assert isinstance(argv, list) and argv and all(isinstance(a, str) for a in argv), args
@@ -119,10 +135,25 @@ def entrypoint_script() -> Path:
 # --- the Dockerfile ---------------------------------------------------------------------------
 
 def test_dockerfile_structure() -> None:
-    names = [n for n, _ in DOCKERFILE_INSTRUCTIONS]
-    assert names[0] == "FROM" and instructions("FROM") == ["python:3.11-slim"]
-    assert any("pip install --no-cache-dir ." in r for r in instructions("RUN"))
+    """Two stages: the builder (a compiler: the full python image) builds the wheel with
+    scripts/build_wheel, which refuses one without the C extensions; the runtime stage (slim, no
+    compiler) copies the wheel alone from it, installs it and fails the build unless the C paths
+    are in use. The Python minor version is the same in both, the wheel being built for it."""
+    builder, runtime = stages(DOCKERFILE_INSTRUCTIONS)
+    assert builder[0] == ("FROM", "python:3.11 AS builder")
+    assert runtime[0] == ("FROM", "python:3.11-slim")
+    assert [a for n, a in builder if n == "RUN"] == ["scripts/build_wheel /wheels"]
+    assert ("COPY", "scripts/build_wheel scripts/build_wheel") in builder
+    assert ("COPY", "--from=builder /wheels/*.whl /tmp/wheels/") in runtime
+    [install] = [a for n, a in runtime if n == "RUN" and "pip install" in a]
+    assert install.startswith("pip install --no-cache-dir /tmp/wheels/minibroker-*.whl ")
+    assert install.endswith("python -m broker.build_info --require-c")
+    # Neither the sources nor a compiler in the image.
+    runtime_sources = [w for n, a in runtime if n == "COPY" and not a.startswith("--from") for w in a.split()[:-1]]
+    assert runtime_sources == ["docker/entrypoint.sh"]
+    assert not [a for n, a in runtime if n == "RUN" and _COMPILER_PACKAGES.search(a)]
     [user] = instructions("USER")
+    assert ("USER", user) in runtime
     assert user.split(":")[0] not in ("root", "0")
     assert instructions("EXPOSE") == ["9092"]
     assert DATA_VOLUME in exec_form(instructions("VOLUME")[0])
@@ -429,7 +460,7 @@ def test_compose_spark_job_service() -> None:
                 if p.strip() and not p.startswith("#")]
     copied = {}
     for n, args in spark_instr:
-        if n == "COPY":
+        if n == "COPY" and not args.startswith("--from="):
             *sources, dest = args.split()
             for src in sources:
                 path = src.rstrip("/")
@@ -437,6 +468,29 @@ def test_compose_spark_job_service() -> None:
                 assert not any(fnmatch(path.split("/")[0], p) for p in patterns), src
                 copied[path] = dest
     assert copied.get("scripts/spark_consume.py") == "scripts/spark_consume.py"  # WORKDIR /src
-    assert {"pyproject.toml", "README.md", "broker", "client"} <= set(copied)
-    assert any('pip install --no-cache-dir ".[spark]"' in a for n, a in spark_instr if n == "RUN")
-    assert spark_instr[0][0] == "FROM" and "jre" in spark_instr[0][1]
+    assert {"pyproject.toml", "README.md", "broker", "client", "scripts/build_wheel"} <= set(copied)
+    # As the broker's image: a builder stage on the same base (the same Python) builds the wheel,
+    # the runtime stage installs it with the spark extra, without a compiler, C paths checked.
+    builder, runtime = stages(spark_instr)
+    assert builder[0] == ("FROM", "eclipse-temurin:17-jre-noble AS builder")
+    assert runtime[0] == ("FROM", "eclipse-temurin:17-jre-noble")
+    assert ("RUN", "scripts/build_wheel /wheels") in builder
+    assert ("COPY", "--from=builder /wheels/*.whl /tmp/wheels/") in runtime
+    [install] = [a for n, a in runtime if n == "RUN" and "pip install" in a]
+    assert install.startswith('pip install --no-cache-dir "$(echo /tmp/wheels/minibroker-*.whl)[spark]" ')
+    assert install.endswith("python -m broker.build_info --require-c")
+    assert not [a for n, a in runtime if n == "RUN" and _COMPILER_PACKAGES.search(a)]
+    assert ("COPY", "scripts/spark_consume.py scripts/spark_consume.py") in runtime
+
+
+@pytest.mark.slow
+def test_image_steps_without_docker() -> None:
+    """scripts/image_steps: the builder stage's COPY sources and its scripts/build_wheel, then the
+    runtime stage's install of the wheel alone, PATH without a compiler, and its C-path check."""
+    proc = subprocess.run([str(REPO / "scripts" / "image_steps")], capture_output=True, text=True, timeout=900,
+                          env={**os.environ, "PYTHON": sys.executable})
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    python = re.escape(f"{sys.version_info.major}.{sys.version_info.minor}")
+    assert re.fullmatch(rf"minibroker \S+ \(python={python}\.\d+ event_loop=uvloop codec=c record_future=c\)\n",
+                        proc.stdout), proc.stdout
+    assert "no compiler" in proc.stderr
