@@ -4,7 +4,12 @@ API and keeping its state in ``_schemas`` in Confluent's format (``schema.regist
 
 - errors.py: Confluent's error codes and messages;
 - records.py: the keys and values of ``_schemas``;
-- avro.py, avro_compat.py, compatibility.py: AVRO schemas, their resolution rules, the levels;
+- schema_types.py: the types (AVRO, JSON, PROTOBUF) and ``parse_schema``;
+- avro.py, avro_compat.py: AVRO schemas and the Avro resolution rules;
+- json_schema.py, json_compat.py: JSON schemas (Draft 4 to 2020-12) and Confluent's JSON rules;
+- protobuf.py (protobuf_parse.py, protobuf_print.py), protobuf_compat.py: PROTOBUF schemas as
+  descriptors, ``.proto`` text parsed and printed, and Confluent's Protobuf rules;
+- compatibility.py: the levels, over the checker of each type;
 - state.py: the registry's state and every request's decision, without I/O;
 - store.py: ``_schemas`` loaded at start-up and written with fsync'd appends;
 - rest.py: the REST API (aiohttp).

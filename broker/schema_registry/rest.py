@@ -7,8 +7,9 @@ Requests and answers are JSON; the answer's media type is the first of Confluent
 path (404), a method not allowed (405) and a body that is not JSON (400).
 
 Reads answer from the state in memory; writes go through ``SchemaStore.write`` and answer once
-their records are fsync'd. Only AVRO schemas are parsed so far: another ``schemaType`` is a
-42201.
+their records are fsync'd. Schema types: AVRO, JSON and PROTOBUF (another ``schemaType`` is a
+42201). ``?format=serialized`` on the reads of a PROTOBUF schema answers its descriptor,
+serialized and base64-encoded, as confluent-kafka's Protobuf deserializer asks for it.
 """
 
 from __future__ import annotations
@@ -20,8 +21,10 @@ from typing import Any
 from aiohttp import web
 
 from .errors import ErrorCode, RegistryError
+from .protobuf import ProtobufSchema
 from .records import Reference, SchemaValue
-from .state import SCHEMA_TYPES, RegistryState
+from .schema_types import SCHEMA_TYPES
+from .state import RegistryState
 from .store import SchemaStore
 
 __all__ = ["MEDIA_TYPES", "make_app"]
@@ -119,19 +122,20 @@ def _schema_request(body: dict[str, Any]) -> tuple[str, str, tuple[Reference, ..
     return schema, schema_type.upper(), tuple(refs)
 
 
-def _version_body(v: SchemaValue) -> dict[str, Any]:
+def _version_body(v: SchemaValue, schema: str | None = None) -> dict[str, Any]:
     out: dict[str, Any] = {"subject": v.subject, "version": v.version, "id": v.id}
-    out.update(_schema_fields(v))
+    out.update(_schema_fields(v, schema))
     return out
 
 
-def _schema_fields(v: SchemaValue) -> dict[str, Any]:
+def _schema_fields(v: SchemaValue, schema: str | None = None) -> dict[str, Any]:
+    """``schema``: the text to answer instead of the stored one (another ``format``)."""
     out: dict[str, Any] = {}
     if v.schema_type != "AVRO":
         out["schemaType"] = v.schema_type
     if v.references:
         out["references"] = [r.to_json() for r in v.references]
-    out["schema"] = v.schema
+    out["schema"] = v.schema if schema is None else schema
     return out
 
 
@@ -150,6 +154,16 @@ class _Api:
     def state(self) -> RegistryState:
         return self.store.state
 
+    def _formatted(self, request: web.Request, v: SchemaValue) -> str:
+        """The schema's text in the ``format`` asked for: ``serialized`` is the base64 descriptor
+        of a PROTOBUF schema; any other format (Confluent's ``resolved`` of AVRO, ``default``)
+        the stored text."""
+        if request.query.get("format") == "serialized" and v.schema_type == "PROTOBUF":
+            parsed = self.state.parsed(v)
+            assert isinstance(parsed, ProtobufSchema)
+            return parsed.serialized()
+        return v.schema
+
     async def root(self, request: web.Request) -> web.Response:
         return _json(request, {})
 
@@ -163,11 +177,11 @@ class _Api:
 
     async def version(self, request: web.Request) -> web.Response:
         v = self.state.get_version(request.match_info["subject"], request.match_info["version"], _flag(request, "deleted"))
-        return _json(request, _version_body(v))
+        return _json(request, _version_body(v, self._formatted(request, v)))
 
     async def version_schema(self, request: web.Request) -> web.Response:
         v = self.state.get_version(request.match_info["subject"], request.match_info["version"], _flag(request, "deleted"))
-        return web.Response(body=v.schema.encode(), content_type=_media_type(request))
+        return web.Response(body=self._formatted(request, v).encode(), content_type=_media_type(request))
 
     async def referenced_by(self, request: web.Request) -> web.Response:
         return _json(request, self.state.referenced_by(request.match_info["subject"], request.match_info["version"]))
@@ -207,11 +221,12 @@ class _Api:
         return _json(request, list(SCHEMA_TYPES))
 
     async def schema_by_id(self, request: web.Request) -> web.Response:
-        return _json(request, _schema_fields(self.state.schema_by_id(_schema_id(request))))
+        v = self.state.schema_by_id(_schema_id(request))
+        return _json(request, _schema_fields(v, self._formatted(request, v)))
 
     async def raw_schema_by_id(self, request: web.Request) -> web.Response:
-        return web.Response(body=self.state.schema_by_id(_schema_id(request)).schema.encode(),
-                            content_type=_media_type(request))
+        v = self.state.schema_by_id(_schema_id(request))
+        return web.Response(body=self._formatted(request, v).encode(), content_type=_media_type(request))
 
     async def id_subjects(self, request: web.Request) -> web.Response:
         pairs = self.state.id_versions(_schema_id(request), _flag(request, "deleted"))

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from .avro import AvroSchema, InvalidSchema
 from .compatibility import DEFAULT_LEVEL, LEVELS, check
 from .errors import ErrorCode, RegistryError
 from .records import (
@@ -32,12 +31,11 @@ from .records import (
     encode_schema,
     encode_schema_tombstone,
 )
+from .schema_types import SCHEMA_TYPES, InvalidSchema, ParsedSchema, parse_schema
 
-__all__ = ["MODES", "Plan", "RegistryState", "SCHEMA_TYPES"]
+__all__ = ["MODES", "Plan", "RegistryState"]
 
 MODES = ("READWRITE", "READONLY", "READONLY_OVERRIDE", "IMPORT")
-#: the schema types this registry parses and checks
-SCHEMA_TYPES = ("AVRO",)
 _MAX_VERSION = 2**31 - 1
 
 #: (key, value) records to append to ``_schemas``, in order, in one batch
@@ -147,12 +145,12 @@ class RegistryState:
     def mode(self, subject: str | None) -> str:
         return self.modes.get(subject) or self.modes.get(None) or "READWRITE"
 
-    def parse(self, text: str, schema_type: str, references: tuple[Reference, ...], normalize: bool) -> AvroSchema:
+    def parse(self, text: str, schema_type: str, references: tuple[Reference, ...], normalize: bool) -> ParsedSchema:
         if schema_type not in SCHEMA_TYPES:
             raise RegistryError(ErrorCode.INVALID_SCHEMA,
                                 f"Invalid schema type {schema_type}: this registry supports {', '.join(SCHEMA_TYPES)}")
         try:
-            return AvroSchema.parse(text, references, self._reference, normalize=normalize)
+            return parse_schema(text, schema_type, references, self._reference, normalize=normalize)
         except InvalidSchema as e:
             raise RegistryError.invalid_schema(str(e)) from None
 
@@ -160,7 +158,7 @@ class RegistryState:
         v = self.subjects.get(ref.subject, {}).get(ref.version)
         return None if v is None or v.deleted else v
 
-    def lookup(self, subject: str, schema: AvroSchema, references: tuple[Reference, ...],
+    def lookup(self, subject: str, schema: ParsedSchema, references: tuple[Reference, ...],
                deleted: bool = False) -> SchemaValue:
         versions = [v for v in self.subjects.get(subject, {}).values() if deleted or not v.deleted]
         if not versions:
@@ -170,7 +168,7 @@ class RegistryState:
                 return v
         raise RegistryError.schema_not_found()
 
-    def compatibility(self, subject: str, version: str | None, schema: AvroSchema) -> list[str]:
+    def compatibility(self, subject: str, version: str | None, schema: ParsedSchema) -> list[str]:
         """Messages of the incompatibilities of ``schema`` with ``version`` of ``subject`` (None:
         the versions the subject's level names)."""
         level = self.level(subject)
@@ -181,14 +179,15 @@ class RegistryState:
         else:
             previous = [self.get_version(subject, version)]
             level = level.removesuffix("_TRANSITIVE")
-        return check(level, schema, [(v.version, self._parsed(v)) for v in previous])
+        return check(level, schema, [(v.version, self.parsed(v)) for v in previous])
 
-    def _parsed(self, v: SchemaValue) -> AvroSchema:
-        return AvroSchema.parse(v.schema, v.references, self._reference)
+    def parsed(self, v: SchemaValue) -> ParsedSchema:
+        """A stored version, parsed (as it was valid when registered, it parses again)."""
+        return parse_schema(v.schema, v.schema_type, v.references, self._reference)
 
     # -- writes: each returns the records to append, and what to answer --
 
-    def register(self, subject: str, schema: AvroSchema, references: tuple[Reference, ...],
+    def register(self, subject: str, schema: ParsedSchema, references: tuple[Reference, ...],
                  schema_id: int | None = None, version: int | None = None) -> tuple[Plan, int]:
         mode = self.mode(subject)
         if mode in ("READONLY", "READONLY_OVERRIDE"):
@@ -202,7 +201,7 @@ class RegistryState:
                 return [], v.id
         if mode != "IMPORT":
             messages = check(self.level(subject), schema,
-                             [(v.version, self._parsed(v)) for v in self.live_versions(subject)])
+                             [(v.version, self.parsed(v)) for v in self.live_versions(subject)])
             if messages:
                 raise RegistryError.incompatible(subject, messages)
         known = self.identities.get(identity)

@@ -36,7 +36,7 @@ def test_register_get_and_list(registry: Registry) -> None:
     assert registry.get(f"/schemas/ids/{first}") == (200, {"schema": body["schema"].replace(',{"name":"b","type":"string","default":""}', "")})
     assert registry.get(f"/schemas/ids/{second}/schema") == (200, json.loads(V2))
     assert "rest-a" in registry.get("/subjects")[1]
-    assert registry.get("/schemas/types") == (200, ["AVRO"])
+    assert registry.get("/schemas/types") == (200, ["JSON", "PROTOBUF", "AVRO"])
     assert registry.get("/")[0] == 200
 
 
@@ -178,4 +178,4 @@ def test_references(registry: Registry) -> None:
                                     "application/json"])
 def test_media_types(registry: Registry, accept: str) -> None:
     status, body = registry.call("GET", "/schemas/types", accept=accept)
-    assert status == 200 and body == ["AVRO"]
+    assert status == 200 and body == ["JSON", "PROTOBUF", "AVRO"]
