@@ -334,6 +334,14 @@ _BROKER_DOCS = {
     "group.consumer.max.heartbeat.interval.ms": "The highest group.consumer.heartbeat.interval.ms allowed.",
     "group.consumer.max.size": "The most members a KIP-848 consumer group may have.",
     "group.consumer.assignors": "The server-side assignors (uniform, range); the first is the default.",
+    "group.share.session.timeout.ms": "A share-group member not heard from for this long is removed.",
+    "group.share.heartbeat.interval.ms": "How often share-group members are told to heartbeat.",
+    "group.share.max.size": "The most members a share group may have.",
+    "group.share.record.lock.duration.ms": "How long a record a share consumer acquired stays locked to it.",
+    "group.share.delivery.count.limit": "Deliveries of a record after which it is archived instead of delivered again.",
+    "group.share.partition.max.record.locks": "The most records in flight (acquired or not yet done with) per"
+                                              " share-partition.",
+    "group.share.max.share.sessions": "The most share sessions (ShareFetch) the broker keeps.",
     "group.consumer.migration.policy": "Which online migrations between the classic and consumer protocols are"
                                        " allowed: bidirectional, upgrade, downgrade or disabled.",
     "transaction.state.log.num.partitions": "Partitions of __transaction_state, fixed when it is created.",

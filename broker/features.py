@@ -16,7 +16,8 @@ DescribeQuorum), ``eligible.leader.replicas.version`` 1 (one replica: its ELR is
 data directory turns them on when an operator finalizes level 2 with UpdateFeatures, as a
 cluster upgraded from Kafka 3.x does), ``group.version`` 1 (KIP-848 consumer groups:
 ConsumerGroupHeartbeat and ConsumerGroupDescribe are advertised while it is finalized at 1, as
-Kafka 4 does), ``share.version`` 0 and ``streams.version`` 0 (no share or streams groups).
+Kafka 4 does), ``share.version`` 1 (KIP-932 share groups, broker/share/: their APIs are
+advertised while it is finalized at 1) and ``streams.version`` 0 (no streams groups).
 A level of 0 is not finalized (Kafka removes the feature; ApiVersions omits it).
 ``IMPLEMENTED`` holds the highest level of each feature the broker implements: UpdateFeatures
 refuses a higher one with INVALID_UPDATE_VERSION, since a client that saw it finalized would
@@ -107,13 +108,13 @@ IMPLEMENTED: dict[str, int] = {
     TRANSACTION_VERSION: 2,  # KIP-890 transactions V2 (broker/txn/coordinator.py)
     GROUP_VERSION: 1,  # KIP-848 consumer groups (broker/group/consumer_coordinator.py)
     ELR_VERSION: 1,
-    SHARE_VERSION: 0,  # KIP-932 share groups: not served
+    SHARE_VERSION: 1,  # KIP-932 share groups (broker/share/)
     STREAMS_VERSION: 0,  # KIP-1071 streams groups: not served
 }
 
 #: the finalized levels of a new data directory (level 0: not finalized)
 INITIAL: dict[str, int] = {METADATA_VERSION: max(METADATA_VERSIONS), KRAFT_VERSION: 1, ELR_VERSION: 1,
-                           GROUP_VERSION: 1}
+                           GROUP_VERSION: 1, SHARE_VERSION: 1}
 
 #: (feature, level) -> {feature: the level it needs at least} (Kafka's FeatureVersion.dependencies)
 DEPENDENCIES: dict[tuple[str, int], dict[str, int]] = {

@@ -16,6 +16,8 @@ import logging
 import os
 from typing import TYPE_CHECKING, Any
 
+from client.clock import now_ms
+
 from .authorizer import AclStore, StandardAuthorizer
 from .config import BrokerConfig
 from .dynamic_config import DynamicBrokerConfig
@@ -25,6 +27,8 @@ from .group.runtime import GroupRuntime
 from .log_limiter import LogLimiter
 from .quota import ClientQuotaStore, QuotaManagers
 from .security.scram_credentials import ScramCredentialStore
+from .share.group import ShareGroupCoordinator
+from .share.manager import MemoryPersister, SharePartitionManager
 from .storage.fileutil import atomic_write
 from .storage.inflation import InflationLimits
 from .storage.log import Log
@@ -131,6 +135,20 @@ class BrokerState:
         #: the group coordinator bound to this state (broker/group/runtime.py); loads at Broker.start
         self.groups = GroupRuntime(self)
         self.groups.coordinator.consumer.enabled = lambda: self.features.level(GROUP_VERSION) >= 1
+        #: share groups (KIP-932): their membership and their share-partitions (broker/share/)
+        coordinator = self.groups.coordinator
+        self.share_groups = ShareGroupCoordinator(
+            logs, self.groups.timer, now_ms, session_timeout_ms=config.int("group.share.session.timeout.ms"),
+            heartbeat_interval_ms=config.int("group.share.heartbeat.interval.ms"),
+            max_size=config.int("group.share.max.size"),
+            is_other_group=lambda g: g in coordinator.groups and (bool(coordinator.groups[g].members)
+                                                                  or coordinator.groups[g].consumer is not None))
+        self.shares = SharePartitionManager(
+            self, MemoryPersister(), lock_duration_ms=config.int("group.share.record.lock.duration.ms"),
+            delivery_count_limit=config.int("group.share.delivery.count.limit"),
+            max_in_flight=config.int("group.share.partition.max.record.locks"),
+            max_sessions=config.int("group.share.max.share.sessions"), is_member=self.share_groups.is_member)
+        self.share_groups.on_member_gone = self.shares.release_member
         #: the transaction coordinator (broker/txn/); loads at Broker.start. It reads the finalized
         #: transaction.version at each request (UpdateFeatures changes it at run time).
         features = self.features

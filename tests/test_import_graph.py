@@ -86,7 +86,7 @@ BROKER_LAYERS: list[set[str]] = [
     {"broker.config"},  # broker properties (topic configs are storage's)
     {"broker.dynamic_config", "broker.coordinator", "broker.features", "broker.fetch_session", "broker.http_listener",
      "broker.metrics", "broker.quota", "broker.testing"},
-    {"broker.group", "broker.schema_registry"},  # the group coordinator; the schema registry over _schemas
+    {"broker.group", "broker.schema_registry", "broker.share"},  # the group coordinator; the schema registry over _schemas; share groups
     {"broker.txn"},  # the transaction coordinator (settles the groups' transactional offsets)
     {"broker.state"},  # what handlers share, the coordinators bound to it
     {"broker.request_context"},

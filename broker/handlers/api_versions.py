@@ -9,7 +9,8 @@ all, as Kafka's ``alterFeatureLevel0`` does.
 
 ConsumerGroupHeartbeat and ConsumerGroupDescribe (KIP-848) are listed only while
 ``group.version`` is finalized at 1 or more and ``group.coordinator.rebalance.protocols``
-names ``consumer``, as Kafka 4 lists them (clients choose the protocol from this list).
+names ``consumer``, as Kafka 4 lists them (clients choose the protocol from this list); the
+share-group APIs (KIP-932) while ``share.version`` is finalized at 1 or more.
 
 A request for a version above 4 never reaches this handler: the server answers it with a v0
 body carrying UNSUPPORTED_VERSION and our ApiVersions range (the KIP-511 fallback)."""
@@ -20,7 +21,7 @@ from typing import Any
 
 from client.protocol.api import SUPPORTED_VERSIONS, ApiKey
 
-from ..features import GROUP_VERSION
+from ..features import GROUP_VERSION, SHARE_VERSION
 from ..request_context import RequestContext
 
 API_KEY = ApiKey.API_VERSIONS
@@ -28,14 +29,21 @@ AUTHORIZATION = "none (answered before or without authorization, as in Kafka)"
 
 _KEYS = [{"api_key": int(k), "min_version": lo, "max_version": hi}
          for k, (lo, hi) in sorted(SUPPORTED_VERSIONS.items())]
-_CONSUMER_GROUP_APIS = (ApiKey.CONSUMER_GROUP_HEARTBEAT, ApiKey.CONSUMER_GROUP_DESCRIBE)
-_KEYS_WITHOUT_CONSUMER_GROUPS = [k for k in _KEYS if k["api_key"] not in _CONSUMER_GROUP_APIS]
+_CONSUMER_GROUP_APIS = {ApiKey.CONSUMER_GROUP_HEARTBEAT, ApiKey.CONSUMER_GROUP_DESCRIBE}
+_SHARE_GROUP_APIS = {ApiKey.SHARE_GROUP_HEARTBEAT, ApiKey.SHARE_GROUP_DESCRIBE, ApiKey.SHARE_FETCH,
+                     ApiKey.SHARE_ACKNOWLEDGE, ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS, ApiKey.ALTER_SHARE_GROUP_OFFSETS,
+                     ApiKey.DELETE_SHARE_GROUP_OFFSETS}
+#: by (consumer groups served, share groups served)
+_LISTS = {(c, sh): [k for k in _KEYS if (c or k["api_key"] not in _CONSUMER_GROUP_APIS)
+                    and (sh or k["api_key"] not in _SHARE_GROUP_APIS)]
+          for c in (False, True) for sh in (False, True)}
 
 
 def handle(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
     state = ctx.state
     consumer_groups = state.groups.coordinator.config.consumer_protocol and state.features.level(GROUP_VERSION) >= 1
-    body: dict[str, Any] = {"error_code": 0, "api_keys": _KEYS if consumer_groups else _KEYS_WITHOUT_CONSUMER_GROUPS,
+    share_groups = state.features.level(SHARE_VERSION) >= 1
+    body: dict[str, Any] = {"error_code": 0, "api_keys": _LISTS[(consumer_groups, share_groups)],
                             "throttle_time_ms": 0}
     if ctx.api_version < 3:  # no tagged fields
         return body

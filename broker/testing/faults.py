@@ -339,7 +339,7 @@ def error_response(key: int, version: int, request: dict[str, Any], code: int) -
 
 
 def _mirror(fields: Any, req: Any, version: int, code: int) -> tuple[dict[str, Any], bool]:
-    from client.protocol.schema import Array, parse_versions
+    from client.protocol.schema import Array, Struct, parse_versions
     out: dict[str, Any] = {}
     inner_error = False
     error_field: str | None = None
@@ -365,6 +365,10 @@ def _mirror(fields: Any, req: Any, version: int, code: int) -> tuple[dict[str, A
                 inner_error = inner_error or err
                 items.append(child)
             out[f.name] = items
+        elif isinstance(f.type, Struct) and f.nullable is None:  # a struct every response carries
+            child, _ = _mirror(f.type.fields, {}, version, code)
+            child.pop("error_code", None)
+            out[f.name] = child
         elif type(req) is dict:
             if f.name in req and not isinstance(req[f.name], (list, dict, memoryview, bytes)):
                 out[f.name] = req[f.name]
