@@ -25,6 +25,7 @@ from .group.runtime import GroupRuntime
 from .log_limiter import LogLimiter
 from .quota import ClientQuotaStore, QuotaManagers
 from .security.scram_credentials import ScramCredentialStore
+from .share.runtime import ShareStateRuntime
 from .storage.fileutil import atomic_write
 from .storage.inflation import InflationLimits
 from .storage.log import Log
@@ -131,6 +132,9 @@ class BrokerState:
         #: the group coordinator bound to this state (broker/group/runtime.py); loads at Broker.start
         self.groups = GroupRuntime(self)
         self.groups.coordinator.consumer.enabled = lambda: self.features.level(GROUP_VERSION) >= 1
+        #: the share-partition state of share groups (broker/share/runtime.py, __share_group_state);
+        #: loads at Broker.start
+        self.share_state = ShareStateRuntime(self)
         #: the transaction coordinator (broker/txn/); loads at Broker.start. It reads the finalized
         #: transaction.version at each request (UpdateFeatures changes it at run time).
         features = self.features

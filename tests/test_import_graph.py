@@ -87,7 +87,8 @@ BROKER_LAYERS: list[set[str]] = [
     {"broker.dynamic_config", "broker.coordinator", "broker.features", "broker.fetch_session", "broker.http_listener",
      "broker.metrics", "broker.quota", "broker.testing"},
     {"broker.group", "broker.schema_registry"},  # the group coordinator; the schema registry over _schemas
-    {"broker.txn"},  # the transaction coordinator (settles the groups' transactional offsets)
+    {"broker.txn", "broker.share"},  # the transaction coordinator (settles the groups' transactional offsets);
+    # the share groups' durable state (places share-partitions with the group hash)
     {"broker.state"},  # what handlers share, the coordinators bound to it
     {"broker.request_context"},
     {"broker.handlers"},  # one module per API

@@ -182,11 +182,11 @@ class ShareStateStore:
 
     def delete(self, group_id: str) -> list[RecordBytes]:
         """Tombstones for every share-partition of ``group_id`` (update key, then snapshot key)."""
-        out: list[RecordBytes] = []
-        for key in self.keys(group_id):
-            out.append((encode_key(SHARE_UPDATE, key), None))
-            out.append((encode_key(SHARE_SNAPSHOT, key), None))
-        return out
+        return [r for key in self.keys(group_id) for r in self.delete_key(key)]
+
+    def delete_key(self, key: SharePartitionKey) -> list[RecordBytes]:
+        """The two tombstones of one share-partition (update key, then snapshot key)."""
+        return [(encode_key(SHARE_UPDATE, key), None), (encode_key(SHARE_SNAPSHOT, key), None)]
 
     # -- the fold --
 
