@@ -220,8 +220,9 @@ class Broker:
         self._install_hook(self.faults is not None and self.faults.armed)
 
     def _start_groups(self) -> None:
-        """Load ``__consumer_offsets`` and ``__transaction_state`` in the background; /healthz says
-        "loading: groups" / "transactions" until each is done."""
+        """Load ``__consumer_offsets``, ``__transaction_state`` and ``__share_group_state`` in the
+        background; /healthz says "loading: groups" / "transactions" / "share state" until each is
+        done."""
         assert self.state is not None
         groups = self.state.groups
         if self.metrics is not None:
@@ -235,6 +236,10 @@ class Broker:
         if txn_load is not None:
             self.pending.add("transactions")
             txn_load.add_done_callback(lambda _: self.pending.discard("transactions"))
+        share_load = self.state.share_state.start_loading()
+        if share_load is not None:
+            self.pending.add("share state")
+            share_load.add_done_callback(lambda _: self.pending.discard("share state"))
 
     def _healthz(self, method: str, body: bytes) -> Response:
         if self.pending:
@@ -386,6 +391,8 @@ class Broker:
             self.state.log_limiter.flush()
         if self.state is not None and self.state.txn is not None:
             await self.state.txn.close()
+        if self.state is not None:
+            await self.state.share_state.close()
         if self.state is not None and self.state.groups is not None:
             await self.state.groups.close()
         if self.state is not None:  # produce batches still being inflated finish (their appends then fail)

@@ -143,6 +143,12 @@ BROKER_DEFAULTS: dict[str, str] = {
     "transaction.abort.timed.out.transaction.cleanup.interval.ms": "10000",
     "transactional.id.expiration.ms": "604800000",
     "transaction.remove.expired.transaction.cleanup.interval.ms": "3600000",
+    # the share coordinator's durable state (broker/share/): Kafka's names and defaults
+    "share.coordinator.state.topic.num.partitions": "50",
+    "share.coordinator.state.topic.segment.bytes": "104857600",
+    "share.coordinator.state.topic.replication.factor": "1",  # ours (Kafka: 3); one node can hold one replica
+    "share.coordinator.snapshot.update.records.per.snapshot": "500",
+    "share.coordinator.load.buffer.size": "5242880",
     # the log cleaner (broker/storage/cleaner/): Kafka's names and defaults
     "log.cleaner.enable": "true",
     "log.cleaner.threads": "1",
@@ -231,6 +237,11 @@ BROKER_TYPES: dict[str, tuple[str, int | None, int | None]] = {
     "transaction.abort.timed.out.transaction.cleanup.interval.ms": ("int", 1, None),
     "transactional.id.expiration.ms": ("int", 1, None),
     "transaction.remove.expired.transaction.cleanup.interval.ms": ("int", 1, None),
+    "share.coordinator.state.topic.num.partitions": ("int", 1, None),
+    "share.coordinator.state.topic.segment.bytes": ("int", 1, None),
+    "share.coordinator.state.topic.replication.factor": ("int", 1, 1),
+    "share.coordinator.snapshot.update.records.per.snapshot": ("int", 0, 500),
+    "share.coordinator.load.buffer.size": ("int", 1, None),
     "log.cleaner.enable": ("bool", None, None),
     "log.cleaner.threads": ("int", 0, None),
     "log.cleaner.dedupe.buffer.size": ("long", None, None),

@@ -348,6 +348,13 @@ _BROKER_DOCS = {
     "transaction.state.log.segment.bytes": "segment.bytes of __transaction_state.",
     "transaction.state.log.replication.factor": "Replicas of __transaction_state (one broker: 1).",
     "transaction.state.log.load.buffer.size": "Bytes read per chunk when __transaction_state is loaded at start-up.",
+    "share.coordinator.state.topic.num.partitions": "Partitions of __share_group_state (share groups' delivery"
+                                                    " state), fixed when it is created.",
+    "share.coordinator.state.topic.segment.bytes": "segment.bytes of __share_group_state.",
+    "share.coordinator.state.topic.replication.factor": "Replicas of __share_group_state (one broker: 1).",
+    "share.coordinator.snapshot.update.records.per.snapshot": "ShareUpdate records written for a share-partition"
+                                                              " between two ShareSnapshot records (0-500).",
+    "share.coordinator.load.buffer.size": "Bytes read per chunk when __share_group_state is loaded at start-up.",
     "transaction.max.timeout.ms": "The longest transaction.timeout.ms a producer may ask for.",
     "transaction.abort.timed.out.transaction.cleanup.interval.ms": "How often transactions open longer than their"
                                                                    " timeout are aborted.",

@@ -28,7 +28,8 @@ from .log_limiter import LogLimiter
 from .quota import ClientQuotaStore, QuotaManagers
 from .security.scram_credentials import ScramCredentialStore
 from .share.group import ShareGroupCoordinator
-from .share.manager import MemoryPersister, SharePartitionManager
+from .share.manager import RuntimePersister, SharePartitionManager
+from .share.runtime import ShareStateRuntime
 from .storage.fileutil import atomic_write
 from .storage.inflation import InflationLimits
 from .storage.log import Log
@@ -135,6 +136,9 @@ class BrokerState:
         #: the group coordinator bound to this state (broker/group/runtime.py); loads at Broker.start
         self.groups = GroupRuntime(self)
         self.groups.coordinator.consumer.enabled = lambda: self.features.level(GROUP_VERSION) >= 1
+        #: the share-partition state of share groups (broker/share/runtime.py, __share_group_state);
+        #: loads at Broker.start
+        self.share_state = ShareStateRuntime(self)
         #: share groups (KIP-932): their membership and their share-partitions (broker/share/)
         coordinator = self.groups.coordinator
         self.share_groups = ShareGroupCoordinator(
@@ -144,7 +148,7 @@ class BrokerState:
             is_other_group=lambda g: g in coordinator.groups and (bool(coordinator.groups[g].members)
                                                                   or coordinator.groups[g].consumer is not None))
         self.shares = SharePartitionManager(
-            self, MemoryPersister(), lock_duration_ms=config.int("group.share.record.lock.duration.ms"),
+            self, RuntimePersister(self.share_state), lock_duration_ms=config.int("group.share.record.lock.duration.ms"),
             delivery_count_limit=config.int("group.share.delivery.count.limit"),
             max_in_flight=config.int("group.share.partition.max.record.locks"),
             max_sessions=config.int("group.share.max.share.sessions"), is_member=self.share_groups.is_member)

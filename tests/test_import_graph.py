@@ -86,8 +86,9 @@ BROKER_LAYERS: list[set[str]] = [
     {"broker.config"},  # broker properties (topic configs are storage's)
     {"broker.dynamic_config", "broker.coordinator", "broker.features", "broker.fetch_session", "broker.http_listener",
      "broker.metrics", "broker.quota", "broker.testing"},
-    {"broker.group", "broker.schema_registry", "broker.share"},  # the group coordinator; the schema registry over _schemas; share groups
-    {"broker.txn"},  # the transaction coordinator (settles the groups' transactional offsets)
+    {"broker.group", "broker.schema_registry"},  # the group coordinator; the schema registry over _schemas
+    {"broker.txn", "broker.share"},  # the transaction coordinator (settles the groups' transactional offsets);
+    # the share groups' durable state (places share-partitions with the group hash)
     {"broker.state"},  # what handlers share, the coordinators bound to it
     {"broker.request_context"},
     {"broker.handlers"},  # one module per API

@@ -53,7 +53,7 @@ class InternalTopic:
     """One coordinator's internal topic on ``host`` (see the module docstring)."""
 
     def __init__(self, host: CoordinatorHost, name: str, num_partitions: int, segment_bytes: int,
-                 load_buffer_size: int, partitions_config: str) -> None:
+                 load_buffer_size: int, partitions_config: str, topic_configs: dict[str, str] | None = None) -> None:
         self.host = host
         self.name = name
         #: the partition count keys are placed by (the config, or the existing topic's)
@@ -62,6 +62,9 @@ class InternalTopic:
         self.load_buffer_size = load_buffer_size
         #: the config named in the log line when an existing topic's count differs
         self.partitions_config = partitions_config
+        #: the topic configs it is created with (default: compacted, ``segment_bytes``)
+        self.topic_configs = topic_configs if topic_configs is not None else {
+            "cleanup.policy": "compact", "segment.bytes": str(segment_bytes)}
 
     def ensure(self) -> None:
         """Create the topic unless it exists (a StorageError if it cannot)."""
@@ -69,8 +72,7 @@ class InternalTopic:
         if self.name in logs.partition_counts():
             return
         try:
-            logs.create_topic(self.name, self.num_partitions, {
-                "cleanup.policy": "compact", "segment.bytes": str(self.segment_bytes)})
+            logs.create_topic(self.name, self.num_partitions, dict(self.topic_configs))
         except TopicExistsError:
             pass
 

@@ -34,8 +34,13 @@ from typing import Any, Protocol
 
 from client.protocol.api import ErrorCode
 
+from ..errors import error_code_of
 from ..storage.log_manager import LogManager
-from .partition import AckError, SharePartition, StateBatch
+from .partition import AckError, SharePartition
+from .partition import StateBatch as Batch
+from .persister import ShareStateError
+from .runtime import ShareStateRuntime
+from .state_records import SharePartitionKey, StateBatch
 
 __all__ = ["SharePartitionManager", "StatePersister", "ShareKey", "StoredState"]
 
@@ -51,7 +56,7 @@ ShareKey = tuple[str, uuid.UUID, int]
 class StoredState:
     state_epoch: int
     start_offset: int
-    batches: list[StateBatch]
+    batches: list[Batch]
 
 
 class StatePersister(Protocol):
@@ -101,6 +106,26 @@ class MemoryPersister:
 class ShareSession:
     epoch: int = 0
     partitions: set[tuple[uuid.UUID, int]] = field(default_factory=set)
+
+
+class RuntimePersister:
+    """The StatePersister of ``__share_group_state`` (runtime.py)."""
+
+    def __init__(self, runtime: ShareStateRuntime) -> None:
+        self.runtime = runtime
+
+    def read(self, key: ShareKey) -> StoredState | None:
+        st = self.runtime.read_state(SharePartitionKey(key[0], key[1].bytes, key[2]))
+        if st is None:
+            return None
+        return StoredState(st.state_epoch, st.start_offset, [tuple(b) for b in st.batches])  # type: ignore[misc]
+
+    async def write(self, key: ShareKey, state: StoredState) -> None:
+        await self.runtime.write_state(SharePartitionKey(key[0], key[1].bytes, key[2]), state.state_epoch, 0,
+                                       state.start_offset, [StateBatch(*b) for b in state.batches])
+
+    async def delete_group(self, group_id: str) -> None:
+        await self.runtime.delete_group(group_id)
 
 
 class SharePartitionManager:
@@ -156,6 +181,21 @@ class SharePartitionManager:
         writes = [self.persister.write(k, self._stored(self.partitions[k])) for k in set(keys) if k in self.partitions]
         if writes:
             await asyncio.gather(*writes)
+
+    async def _persist_acks(self, changed: list[ShareKey],
+                            acks: dict[tuple[uuid.UUID, int], tuple[int, str | None]]) -> None:
+        """Persist, answering the acknowledgements of the partitions with the failure if any."""
+        if not changed:
+            return
+        try:
+            await self._persist(changed)
+        except Exception as e:  # noqa: BLE001 - the client is told, the state stays in memory
+            code = error_code_of(e)
+            logger.error("share group state not stored: %s", e)
+            for key in changed:
+                tp = (key[1], key[2])
+                if tp in acks and not acks[tp][0]:
+                    acks[tp] = (code, f"the acknowledgement could not be stored: {e}")
 
     def _arm_lock_timer(self, key: ShareKey) -> None:
         sp = self.partitions.get(key)
@@ -248,7 +288,11 @@ class SharePartitionManager:
                     continue
                 tp = (t["topic_id"], p["partition_index"])
                 key = (group_id, *tp)
-                sp = self.share_partition(key)
+                try:
+                    sp = self.share_partition(key)
+                except ShareStateError as e:
+                    results[tp] = (e.error_code, str(e))
+                    continue
                 if sp is None:
                     results[tp] = (int(E.UNKNOWN_TOPIC_OR_PARTITION), None)
                     continue
@@ -287,7 +331,7 @@ class SharePartitionManager:
         if epoch == -1:
             self._release_session(group_id, member_id)
             self.sessions.pop((group_id, member_id), None)
-            await self._persist(changed + [k for k in self.partitions if k[0] == group_id])
+            await self._persist_acks(changed + [k for k in self.partitions if k[0] == group_id], acks)
             return {**base, "responses": _responses(acks, {}, self.state.node_id)}
         session.partitions |= requested
         for f in req["forgotten_topics_data"]:
@@ -296,8 +340,7 @@ class SharePartitionManager:
         session.epoch = (session.epoch + 1) if epoch else 1
         if session.epoch > 2**31 - 1:
             session.epoch = 1
-        if changed:
-            await self._persist(changed)
+        await self._persist_acks(changed, acks)
         max_records = max(1, req.get("max_records") or 500)
         got = self._acquire(group_id, member_id, session, max_records)
         if not any(r for r, _, _ in got.values()) and req["max_wait_ms"] > 0:
@@ -312,7 +355,11 @@ class SharePartitionManager:
         now = self.state_clock()
         for tp in sorted(session.partitions):
             key = (group_id, *tp)
-            sp = self.share_partition(key)
+            try:
+                sp = self.share_partition(key)
+            except ShareStateError as e:
+                out[tp] = ([], b"", e.error_code)
+                continue
             topic = self._topic(tp[0])
             log = None if topic is None else self.state.logs.logs.get((topic, tp[1]))
             if sp is None or log is None:
@@ -382,8 +429,7 @@ class SharePartitionManager:
             changed += [k for k in self.partitions if k[0] == group_id]
         else:
             session.epoch += 1
-        if changed:
-            await self._persist(changed)
+        await self._persist_acks(changed, acks)
         out = []
         by_topic: dict[uuid.UUID, list[dict[str, Any]]] = {}
         for (tid, p), (c, msg) in sorted(acks.items()):

@@ -23,7 +23,8 @@ The output matches Kafka's line for line:
   ``--offsets-decoder`` (``__consumer_offsets``), keys and payloads are printed as JSON
   (broker/tools/offsets_decoder.py); with ``--transaction-log-decoder``
   (``__transaction_state``), as Kafka's transaction log parser prints them
-  (broker/tools/transaction_log_decoder.py).
+  (broker/tools/transaction_log_decoder.py); with ``--share-state-decoder``
+  (``__share_group_state``), as JSON (broker/tools/share_state_decoder.py).
 
 ``.index``: ``offset: O position: P`` per entry, or ``<file> is empty.``
 ``.timeindex``: ``timestamp: T offset: O`` per entry.
@@ -87,6 +88,7 @@ from broker.storage.segment import INDEX_FILE_SUFFIX, LOG_FILE_SUFFIX, TIME_INDE
 from broker.storage.time_index import TimeIndex
 from broker.storage.transaction_index import TXN_INDEX_FILE_SUFFIX, parse_entries
 from broker.tools.offsets_decoder import describe_offsets_record
+from broker.tools.share_state_decoder import describe_share_state_record
 from broker.tools.transaction_log_decoder import describe_transaction_log_record
 from client.cli import positive_int
 from client.records.batch import (
@@ -516,19 +518,23 @@ def dump_files(
     err: TextIO | None = None,
     offsets_decoder: bool = False,
     transaction_log_decoder: bool = False,
+    share_state_decoder: bool = False,
 ) -> int:
     """Dump each file as Kafka's DumpLogSegments does; return the exit status (see module doc).
 
     ``out`` and ``err`` default to ``sys.stdout`` and ``sys.stderr`` *at call time*.
     ``max_bytes`` limits how much of each ``.log`` is read (Kafka's ``--max-bytes``).
     ``offsets_decoder`` / ``transaction_log_decoder``: decode ``__consumer_offsets`` /
-    ``__transaction_state`` records (the first wins when both are given, as in Kafka).
+    ``__transaction_state`` records (the first wins when both are given, as in Kafka);
+    ``share_state_decoder``: ``__share_group_state`` records.
     """
     decoder: Decoder | None = None
     if offsets_decoder:
         decoder = describe_offsets_record
     elif transaction_log_decoder:
         decoder = describe_transaction_log_record
+    elif share_state_decoder:
+        decoder = describe_share_state_record
     dumper = _Dumper(
         deep_iteration=deep_iteration, print_data_log=print_data_log,
         verify_index_only=verify_index_only, index_sanity_check=index_sanity_check,
@@ -571,6 +577,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--transaction-log-decoder", action="store_true",
                         help="decode __transaction_state records (transactional id, producer id and epoch, state,"
                         " partitions); implies --print-data-log")
+    parser.add_argument("--share-state-decoder", action="store_true",
+                        help="decode __share_group_state records (share-partition snapshots and updates) as JSON;"
+                        " implies --print-data-log")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -584,4 +593,5 @@ def run(args: argparse.Namespace) -> int:
         max_bytes=args.max_bytes,
         offsets_decoder=args.offsets_decoder,
         transaction_log_decoder=args.transaction_log_decoder,
+        share_state_decoder=args.share_state_decoder,
     )

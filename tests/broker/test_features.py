@@ -42,12 +42,14 @@ def test_kafka_42s_supported_ranges_and_a_new_data_dirs_levels(tmp_path) -> None
                          "group.version": (0, 1), "eligible.leader.replicas.version": (0, 1),
                          "share.version": (0, 1), "streams.version": (0, 1)}
     store = FeatureStore(str(tmp_path), node_id=3)
-    assert store.finalized() == {ELR_VERSION: 1, KRAFT_VERSION: 1, METADATA_VERSION: 29, GROUP_VERSION: 1} == INITIAL
+    assert store.finalized() == {ELR_VERSION: 1, KRAFT_VERSION: 1, METADATA_VERSION: 29, GROUP_VERSION: 1,
+                                  SHARE_VERSION: 1} == INITIAL
     assert store.epoch == 0
     assert store.level(TRANSACTION_VERSION) == 0
     with open(tmp_path / FEATURES_FILE) as f:  # written at once: the data dir keeps these levels
         assert json.load(f) == {"version": 1, "epoch": 0, "features": {
-            "eligible.leader.replicas.version": 1, "group.version": 1, "kraft.version": 1, "metadata.version": 29}}
+            "eligible.leader.replicas.version": 1, "group.version": 1, "kraft.version": 1, "metadata.version": 29,
+            "share.version": 1}}
 
 
 def refusal(store: FeatureStore, *updates: FeatureUpdate) -> str | None:
@@ -76,11 +78,12 @@ def test_refusals_with_kafkas_messages(tmp_path) -> None:
     assert refusal(s, FeatureUpdate("no.such.version", 0)) == \
         "Invalid update version 0 for feature no.such.version. Feature no.such.version not found."
     # inside Kafka's range, above what this broker implements
-    assert refusal(s, FeatureUpdate(SHARE_VERSION, 1)) == (
-        "Invalid update version 1 for feature share.version. minibroker does not implement"
-        " share.version 1 yet: it implements levels up to 0.")
+    assert refusal(s, FeatureUpdate(STREAMS_VERSION, 1)) == (
+        "Invalid update version 1 for feature streams.version. minibroker does not implement"
+        " streams.version 1 yet: it implements levels up to 0.")
     assert refusal(s, FeatureUpdate(GROUP_VERSION, 1)) is None  # KIP-848 groups are implemented
-    for name in (SHARE_VERSION, STREAMS_VERSION):
+    assert refusal(s, FeatureUpdate(SHARE_VERSION, 1)) is None  # and share groups
+    for name in (STREAMS_VERSION,):
         assert "does not implement" in (refusal(s, FeatureUpdate(name, 1)) or "")
     assert refusal(s, FeatureUpdate(TRANSACTION_VERSION, 2)) is None  # transactions V2 are implemented
     assert refusal(s, FeatureUpdate(ELR_VERSION, 0)) == (
@@ -130,9 +133,9 @@ def test_changes_are_durable_and_validate_only_changes_nothing(tmp_path) -> None
     assert s.update([], validate_only=False) == (0, None)  # nothing to change: the epoch stays
     assert s.epoch == 0
     assert s.update([FeatureUpdate(ELR_VERSION, 0, SAFE_DOWNGRADE)], validate_only=False) == (0, None)
-    assert s.finalized() == {KRAFT_VERSION: 1, METADATA_VERSION: 29, GROUP_VERSION: 1} and s.epoch == 1
+    assert s.finalized() == {KRAFT_VERSION: 1, METADATA_VERSION: 29, GROUP_VERSION: 1, SHARE_VERSION: 1} and s.epoch == 1
     again = FeatureStore(str(tmp_path))
-    assert again.finalized() == {KRAFT_VERSION: 1, METADATA_VERSION: 29, GROUP_VERSION: 1} and again.epoch == 1
+    assert again.finalized() == {KRAFT_VERSION: 1, METADATA_VERSION: 29, GROUP_VERSION: 1, SHARE_VERSION: 1} and again.epoch == 1
     assert again.update([FeatureUpdate(ELR_VERSION, 1)], False) == (0, None)
     assert FeatureStore(str(tmp_path)).finalized() == INITIAL and FeatureStore(str(tmp_path)).epoch == 2
 
@@ -144,7 +147,7 @@ def test_changes_are_durable_and_validate_only_changes_nothing(tmp_path) -> None
     (b'{"version": 1, "epoch": 0, "features": {}}', "no metadata.version"),
     (b'{"version": 1, "epoch": 0, "features": {"metadata.version": 30}}', "outside the supported range 7-29"),
     (b'{"version": 1, "epoch": 0, "features": {"metadata.version": 29, "x.version": 1}}', "x.version is not a"),
-    (b'{"version": 1, "epoch": 0, "features": {"metadata.version": 29, "share.version": 1}}',
+    (b'{"version": 1, "epoch": 0, "features": {"metadata.version": 29, "streams.version": 1}}',
      "above what this broker implements"),
 ])
 def test_a_file_it_cannot_use_stops_the_start(tmp_path, content: bytes, why: str) -> None:
@@ -158,7 +161,7 @@ def test_a_torn_write_is_ignored_and_removed(tmp_path) -> None:
     FeatureStore(str(tmp_path)).update([FeatureUpdate(ELR_VERSION, 0, SAFE_DOWNGRADE)], False)
     (tmp_path / (FEATURES_FILE + ".tmp")).write_bytes(b'{"version": 1, "ep')
     s = FeatureStore(str(tmp_path))
-    assert s.finalized() == {KRAFT_VERSION: 1, METADATA_VERSION: 29, GROUP_VERSION: 1} and s.epoch == 1
+    assert s.finalized() == {KRAFT_VERSION: 1, METADATA_VERSION: 29, GROUP_VERSION: 1, SHARE_VERSION: 1} and s.epoch == 1
     assert not os.path.exists(tmp_path / (FEATURES_FILE + ".tmp"))
 
 
@@ -187,7 +190,8 @@ def test_api_versions_and_update_features_over_the_wire_and_a_restart(tmp_path) 
         supported, finalized, epoch = _features(c.call(ApiKey.API_VERSIONS, 4, hello))
         assert supported == SUPPORTED
         assert finalized == {"metadata.version": (29, 29), "kraft.version": (1, 1),
-                             "eligible.leader.replicas.version": (1, 1), "group.version": (1, 1)}
+                             "eligible.leader.replicas.version": (1, 1), "group.version": (1, 1),
+                             "share.version": (1, 1)}
         assert epoch == 0
         # v3: the features whose minimum is 0 are left out (KAFKA-17492), the finalized ones are not
         supported3, finalized3, _ = _features(c.call(ApiKey.API_VERSIONS, 3, hello))
@@ -215,4 +219,5 @@ def test_api_versions_and_update_features_over_the_wire_and_a_restart(tmp_path) 
         assert r["error_message"].endswith("Local controller 0 only supports versions 0-2")
     with InProcessBroker(data) as b, Conn(b.port) as c:  # kept across the restart
         _, finalized, epoch = _features(c.call(ApiKey.API_VERSIONS, 4, hello))
-        assert finalized == {"metadata.version": (29, 29), "kraft.version": (1, 1), "group.version": (1, 1)} and epoch == 3
+        assert finalized == {"metadata.version": (29, 29), "kraft.version": (1, 1), "group.version": (1, 1),
+                             "share.version": (1, 1)} and epoch == 3
