@@ -96,6 +96,7 @@ open(f"{work}/admin-client.properties", "w").write(
     "security.protocol=SASL_PLAINTEXT\nsasl.mechanism=SCRAM-SHA-256\nsasl.jaas.config="
     'org.apache.kafka.common.security.scram.ScramLoginModule required username="admin" password="admin-secret";\n')
 open(f"{work}/sasl_bootstrap", "w").write(f"127.0.0.1:{info['ports']['SASL_PLAINTEXT']}")
+open(f"{work}/plaintext_bootstrap", "w").write(f"127.0.0.1:{info['ports']['PLAINTEXT']}")
 EOF
 mkdir -p "$WORKDIR/kafka/bin"
 cat > "$WORKDIR/kafka/bin/kafka-acls.sh" <<EOF
@@ -112,15 +113,39 @@ cd "$ROOT" && exec "$PY" -m broker acls --bootstrap-server "\$(cat "$WORKDIR/sas
     --command-config "$WORKDIR/admin-client.properties" "\${args[@]}"
 EOF
 chmod +x "$WORKDIR/kafka/bin/kafka-acls.sh"
+cat > "$WORKDIR/kafka/bin/kafka-topics.sh" <<EOF
+#!/bin/bash
+# kafka-topics.sh for librdkafka's test_kafka_topics (0045, 0052, 0077): minibroker topics as
+# admin over SASL_PLAINTEXT (the caller's --bootstrap-server, \$BROKERS, is replaced).
+# kafka-topics.sh names the topic with --topic; minibroker topics takes it after the action.
+action=; topic=; args=(); skip=0; want_topic=0
+for a in "\$@"; do
+    if [ \$skip = 1 ]; then skip=0; continue; fi
+    if [ \$want_topic = 1 ]; then topic="\$a"; want_topic=0; continue; fi
+    case "\$a" in
+        --bootstrap-server|--zookeeper) skip=1;;
+        --bootstrap-server=*) ;;
+        --topic) want_topic=1;;
+        --topic=*) topic="\${a#--topic=}";;
+        --create|--delete|--alter|--describe|--list) action="\$a";;
+        *) args+=("\$a");;
+    esac
+done
+[ -n "\$action" ] || { echo "kafka-topics.sh (minibroker shim): no action" >&2; exit 1; }
+cd "$ROOT" && exec "$PY" -m broker topics "\$action" \${topic:+"\$topic"} \\
+    --bootstrap-server "\$(cat "$WORKDIR/sasl_bootstrap")" \\
+    --command-config "$WORKDIR/admin-client.properties" "\${args[@]}"
+EOF
+chmod +x "$WORKDIR/kafka/bin/kafka-topics.sh"
 
 failed=0
 for t in "${TESTS[@]}"; do
     conf=alice
-    # on PLAINTEXT: 0109 (its kafka-acls.sh cases) and 0016 (skipped over SASL or TLS); 0052 and
-    # 0077 skip themselves over SASL too, and on PLAINTEXT need kafka-topics.sh (not shimmed)
-    case "$t" in 0016|0109) conf=plaintext;; esac
+    # on PLAINTEXT: 0109 (its kafka-acls.sh cases), 0016, 0052 and 0077 (they skip themselves
+    # over SASL or TLS; 0052 and 0077 call kafka-topics.sh)
+    case "$t" in 0016|0052|0077|0109) conf=plaintext;; esac
     log="$WORKDIR/logs/$t-$conf.log"
-    if (cd "$RDK/tests" && KAFKA_PATH="$WORKDIR/kafka" RDKAFKA_TEST_CONF="$WORKDIR/test-$conf.conf" TESTS="$t" \
+    if (cd "$RDK/tests" && KAFKA_PATH="$WORKDIR/kafka" BROKERS="$(cat "$WORKDIR/plaintext_bootstrap")" RDKAFKA_TEST_CONF="$WORKDIR/test-$conf.conf" TESTS="$t" \
             TEST_KAFKA_VERSION=3.9.0 timeout 900 ./run-test.sh -p1 -L > "$log" 2>&1); then
         echo "$t ($conf): PASSED  $log"
     else
