@@ -22,13 +22,16 @@
 # SCRAM users alice and admin) runs with
 #   authorizer.class.name=...StandardAuthorizer  super.users=User:admin
 #   allow.everyone.if.no.acl.found=true          num.partitions=4
+#   group.initial.rebalance.delay.ms=3000 (Kafka's default, which broker.testing sets to 0)
 # which is what the suite assumes: its client is not a super user (0081 adds ACLs for its own
 # principal and expects its authorized operations to shrink to them) and may do what no ACL
-# governs. 0109 runs on the PLAINTEXT listener (it skips its kafka-acls.sh cases when the client
-# authenticates), as does 0016 (it skips itself over SASL or TLS); every other
-# test as alice over SASL_PLAINTEXT with SCRAM-SHA-256.
+# governs, and that consumers started together join one generation (0089). 0109 runs on the
+# PLAINTEXT listener (it skips its kafka-acls.sh cases when the client authenticates), as do
+# 0016, 0052 and 0077 (they skip themselves over SASL or TLS); every other test as alice over
+# SASL_PLAINTEXT with SCRAM-SHA-256.
 # kafka-acls.sh is a shim in $WORKDIR/kafka/bin (KAFKA_PATH) that runs `minibroker acls` with
-# the test's options, as admin over SASL_PLAINTEXT (--command-config).
+# the test's options, as admin over SASL_PLAINTEXT (--command-config); kafka-topics.sh likewise
+# runs `minibroker topics` (--create/--delete/--alter --topic NAME, --partitions, --config).
 #
 # Output: one line per test (PASSED / FAILED and its log), logs in $WORKDIR/logs, the broker's
 # log in $WORKDIR/broker.log. Exit status: the number of failed tests.
@@ -64,7 +67,8 @@ from broker.testing.secure import secure_broker
 
 work = sys.argv[1]
 b, s = secure_broker(f"{work}/broker", "authorizer.class.name=org.apache.kafka.metadata.authorizer.StandardAuthorizer",
-                     "super.users=User:admin", "allow.everyone.if.no.acl.found=true", "num.partitions=4")
+                     "super.users=User:admin", "allow.everyone.if.no.acl.found=true", "num.partitions=4",
+                     "group.initial.rebalance.delay.ms=3000")
 with open(f"{work}/broker.json", "w") as f:
     json.dump({"ports": b.listener_ports, "sasl": s.client_properties("SASL_PLAINTEXT", "SCRAM-SHA-256")}, f)
 stop = threading.Event()
