@@ -142,21 +142,47 @@ cd "$ROOT" && exec "$PY" -m broker topics "\$action" \${topic:+"\$topic"} \\
 EOF
 chmod +x "$WORKDIR/kafka/bin/kafka-topics.sh"
 
-failed=0
+# Tests not run, and why: each needs what a single minibroker deliberately lacks.
+not_run() {
+    case "$1" in
+        0103) echo "creates its topics with replication factor 3 (one broker: INVALID_REPLICATION_FACTOR)";;
+        *) return 1;;
+    esac
+}
+
+failed=0 skipped=0 passed=0
 for t in "${TESTS[@]}"; do
+    if reason="$(not_run "$t")"; then
+        echo "$t: NOT RUN  $reason"
+        skipped=$((skipped + 1))
+        continue
+    fi
     conf=alice
     # on PLAINTEXT: 0109 (its kafka-acls.sh cases), 0016, 0052 and 0077 (they skip themselves
     # over SASL or TLS; 0052 and 0077 call kafka-topics.sh)
     case "$t" in 0016|0052|0077|0109) conf=plaintext;; esac
     log="$WORKDIR/logs/$t-$conf.log"
-    if (cd "$RDK/tests" && KAFKA_PATH="$WORKDIR/kafka" BROKERS="$(cat "$WORKDIR/plaintext_bootstrap")" RDKAFKA_TEST_CONF="$WORKDIR/test-$conf.conf" TESTS="$t" \
-            TEST_KAFKA_VERSION=3.9.0 timeout 900 ./run-test.sh -p1 -L > "$log" 2>&1); then
-        echo "$t ($conf): PASSED  $log"
+    if (cd "$RDK/tests" && KAFKA_PATH="$WORKDIR/kafka" BROKERS="$(cat "$WORKDIR/plaintext_bootstrap")" \
+            RDKAFKA_TEST_CONF="$WORKDIR/test-$conf.conf" TESTS="$t" TEST_KAFKA_VERSION=3.9.0 \
+            timeout 900 ./run-test.sh -p1 -L > "$log" 2>&1); then
+        # the runner's summary table: a test that skipped itself (other than the local ones -L
+        # filters out) says so and why; it passes without having tested anything
+        table="$(sed 's/\x1b\[[0-9;]*m//g' "$log" | grep -a -E '^\| +0[0-9]{3}_' || true)"
+        self_skipped="$(grep -E '\| +SKIPPED \|' <<< "$table" | grep -v 'negative test flags' |
+            sed -E 's/^\| +([^ ]+) +\| +SKIPPED \|[^|]*\| *(.*)$/\1: \2/' || true)"
+        if [ -n "$self_skipped" ] && ! grep -qE '\| +PASSED \|' <<< "$table"; then
+            echo "$t ($conf): SKIPPED by the test  $log"
+            skipped=$((skipped + 1))
+        else
+            echo "$t ($conf): PASSED  $log"
+            passed=$((passed + 1))
+        fi
+        [ -z "$self_skipped" ] || sed 's/^/    skipped /' <<< "$self_skipped"
     else
         echo "$t ($conf): FAILED  $log"
         grep -a -A2 "### Test .* failed" "$log" | head -6 || true
         failed=$((failed + 1))
     fi
 done
-echo "librdkafka_suite: $((${#TESTS[@]} - failed)) passed, $failed failed of ${#TESTS[@]}"
+echo "librdkafka_suite: $passed passed, $skipped skipped, $failed failed of ${#TESTS[@]}"
 exit $failed
