@@ -26,9 +26,9 @@
 # which is what the suite assumes: its client is not a super user (0081 adds ACLs for its own
 # principal and expects its authorized operations to shrink to them) and may do what no ACL
 # governs, and that consumers started together join one generation (0089). 0109 runs on the
-# PLAINTEXT listener (it skips its kafka-acls.sh cases when the client authenticates), as do
-# 0016, 0052 and 0077 (they skip themselves over SASL or TLS); every other test as alice over
-# SASL_PLAINTEXT with SCRAM-SHA-256.
+# PLAINTEXT listener (it skips its kafka-acls.sh cases when the client authenticates), as do 0115
+# and 0119 (likewise), 0016, 0052 and 0077 (they skip themselves over SASL or TLS); every other
+# test as alice over SASL_PLAINTEXT with SCRAM-SHA-256.
 # kafka-acls.sh is a shim in $WORKDIR/kafka/bin (KAFKA_PATH) that runs `minibroker acls` with
 # the test's options, as admin over SASL_PLAINTEXT (--command-config); kafka-topics.sh likewise
 # runs `minibroker topics` (--create/--delete/--alter --topic NAME, --partitions, --config).
@@ -145,7 +145,7 @@ chmod +x "$WORKDIR/kafka/bin/kafka-topics.sh"
 # Tests not run, and why: each needs what a single minibroker deliberately lacks.
 not_run() {
     case "$1" in
-        0103) echo "creates its topics with replication factor 3 (one broker: INVALID_REPLICATION_FACTOR)";;
+        0103|0107|0111) echo "creates its topics with replication factor 3 (one broker: INVALID_REPLICATION_FACTOR)";;
         *) return 1;;
     esac
 }
@@ -158,9 +158,9 @@ for t in "${TESTS[@]}"; do
         continue
     fi
     conf=alice
-    # on PLAINTEXT: 0109 (its kafka-acls.sh cases), 0016, 0052 and 0077 (they skip themselves
-    # over SASL or TLS; 0052 and 0077 call kafka-topics.sh)
-    case "$t" in 0016|0052|0077|0109) conf=plaintext;; esac
+    # on PLAINTEXT: 0109, 0115 and 0119 (they skip their kafka-acls.sh cases over SASL), 0016,
+    # 0052 and 0077 (they skip themselves over SASL or TLS; 0052 and 0077 call kafka-topics.sh)
+    case "$t" in 0016|0052|0077|0109|0115|0119) conf=plaintext;; esac
     log="$WORKDIR/logs/$t-$conf.log"
     if (cd "$RDK/tests" && KAFKA_PATH="$WORKDIR/kafka" BROKERS="$(cat "$WORKDIR/plaintext_bootstrap")" \
             RDKAFKA_TEST_CONF="$WORKDIR/test-$conf.conf" TESTS="$t" TEST_KAFKA_VERSION=3.9.0 \
