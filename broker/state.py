@@ -23,6 +23,7 @@ from .config import BrokerConfig
 from .dynamic_config import DynamicBrokerConfig
 from .features import GROUP_VERSION, TRANSACTION_VERSION, FeatureStore
 from .fetch_session import FetchSessionCache
+from .group.group_configs import GroupConfigStore
 from .group.runtime import GroupRuntime
 from .log_limiter import LogLimiter
 from .quota import ClientQuotaStore, QuotaManagers
@@ -133,6 +134,9 @@ class BrokerState:
             logger.info("authorizer on (StandardAuthorizer): %d ACLs, super users %s, allow.everyone.if.no.acl.found=%s",
                         len(self.acls), ", ".join(sorted(self.authorizer.super_users)) or "none",
                         str(self.authorizer.allow_everyone_if_no_acl_found).lower())
+        #: per-group configs (KIP-848/KIP-932 group overrides): <log.dir>/group-configs.json;
+        #: GroupConfigError if that file is corrupt (the broker does not start)
+        self.group_configs = GroupConfigStore(logs.log_dir, config)
         #: the group coordinator bound to this state (broker/group/runtime.py); loads at Broker.start
         self.groups = GroupRuntime(self)
         self.groups.coordinator.consumer.enabled = lambda: self.features.level(GROUP_VERSION) >= 1
@@ -141,7 +145,7 @@ class BrokerState:
         self.share_state = ShareStateRuntime(self)
         #: share groups (KIP-932): their membership and their share-partitions (broker/share/)
         coordinator = self.groups.coordinator
-        self.share_groups = ShareGroupCoordinator(
+        self.share_groups = ShareGroupCoordinator(  # group configs override the timeouts per group
             logs, self.groups.timer, now_ms, session_timeout_ms=config.int("group.share.session.timeout.ms"),
             heartbeat_interval_ms=config.int("group.share.heartbeat.interval.ms"),
             max_size=config.int("group.share.max.size"),
@@ -151,8 +155,11 @@ class BrokerState:
             self, RuntimePersister(self.share_state), lock_duration_ms=config.int("group.share.record.lock.duration.ms"),
             delivery_count_limit=config.int("group.share.delivery.count.limit"),
             max_in_flight=config.int("group.share.partition.max.record.locks"),
-            max_sessions=config.int("group.share.max.share.sessions"), is_member=self.share_groups.is_member)
+            max_sessions=config.int("group.share.max.share.sessions"), is_member=self.share_groups.is_member,
+            group_config=self.group_configs.get)
         self.share_groups.on_member_gone = self.shares.release_member
+        self.share_groups.group_config = self.group_configs.get
+        self.groups.coordinator.consumer.group_config = self.group_configs.get
         #: the transaction coordinator (broker/txn/); loads at Broker.start. It reads the finalized
         #: transaction.version at each request (UpdateFeatures changes it at run time).
         features = self.features

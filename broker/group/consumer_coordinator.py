@@ -173,6 +173,9 @@ class ConsumerGroupCoordinator:
         #: whether ``group.version`` is finalized at 1 or more (the broker binds it to its
         #: feature store; UpdateFeatures may change it at run time)
         self.enabled: Callable[[], bool] = lambda: True
+        #: (group, key) -> the group's config (consumer.session.timeout.ms,
+        #: consumer.heartbeat.interval.ms: group_configs.py); None: the broker's settings
+        self.group_config: Callable[[str, str], str] | None = None
         #: classic members told to rejoin (REBALANCE_IN_PROGRESS), with a deadline running
         self._rejoin_deadlines: set[tuple[str, str, str]] = set()
 
@@ -195,8 +198,10 @@ class ConsumerGroupCoordinator:
     def _schedule_session(self, group_id: str, member_id: str, timeout_ms: int | None = None) -> None:
         """Restart a member's session timer: ``group.consumer.session.timeout.ms``, or a classic
         member's own session timeout."""
-        self.groups.timer.schedule(self._session_key(group_id, member_id),
-                                   self.config.consumer_session_timeout_ms if timeout_ms is None else timeout_ms,
+        if timeout_ms is None:
+            timeout_ms = self.config.consumer_session_timeout_ms if self.group_config is None else \
+                int(self.group_config(group_id, "consumer.session.timeout.ms"))
+        self.groups.timer.schedule(self._session_key(group_id, member_id), timeout_ms,
                                    lambda: self._session_expired(group_id, member_id))
 
     # ------------------------------------------------------------------ ConsumerGroupHeartbeat
@@ -341,7 +346,8 @@ class ConsumerGroupCoordinator:
         (``group.initial.rebalance.delay.ms``), its members come back after
         ``SETTLING_HEARTBEAT_INTERVAL_MS`` (2 ms per member at least), so that members started
         together share the partitions at once rather than after a whole interval."""
-        interval = self.config.consumer_heartbeat_interval_ms
+        interval = self.config.consumer_heartbeat_interval_ms if self.group_config is None else \
+            int(self.group_config(g.group_id, "consumer.heartbeat.interval.ms"))
         if m.state == MemberState.UNRELEASED_PARTITIONS:
             return min(interval, UNRELEASED_HEARTBEAT_INTERVAL_MS)
         if self.groups.clock() - g.active_since_ms < self.config.initial_rebalance_delay_ms:

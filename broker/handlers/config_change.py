@@ -22,6 +22,7 @@ from client.protocol.api import ErrorCode
 
 from ..dynamic_config import DynamicConfigError
 from ..errors import ApiError
+from ..group.group_configs import GroupConfigError
 from ..request_context import RequestContext
 from ..state import BrokerState
 from ..storage.errors import StorageError
@@ -31,7 +32,7 @@ from .metadata import INTERNAL_TOPICS
 
 logger = logging.getLogger("broker.handlers.configs")
 
-TOPIC, BROKER = 2, 4
+TOPIC, BROKER, GROUP = 2, 4, 32
 
 #: new configs of a resource from its current ones; raises RequestError
 Change = Callable[[dict[str, str], int], dict[str, str]]
@@ -69,6 +70,8 @@ def alter(request: dict[str, Any], ctx: RequestContext,
                 _alter_topic(state, rname, change, request["validate_only"])
             elif rtype == BROKER:
                 _alter_broker(state, rname, change, request["validate_only"])
+            elif rtype == GROUP:
+                _alter_group(state, rname, change, request["validate_only"])
             else:
                 raise RequestError(ErrorCode.INVALID_REQUEST, f"Unknown resource type {rtype}")
         except RequestError as e:
@@ -104,6 +107,17 @@ def _check_internal(state: BrokerState, name: str, overrides: dict[str, str]) ->
                            f"Internal topic {name} must keep cleanup.policy=compact (the change would make it"
                            f" {config.cleanup_policy!r}, whose retention.ms and retention.bytes delete committed"
                            " state).")
+
+
+def _alter_group(state: BrokerState, name: str, change: Change, validate_only: bool) -> None:
+    """A group's configs (broker/group/group_configs.py)."""
+    if not name:
+        raise RequestError(ErrorCode.INVALID_GROUP_ID, "The group id must not be empty.")
+    store = state.group_configs
+    try:
+        store.set(name, change(store.overrides(name), GROUP), validate_only)
+    except GroupConfigError as e:
+        raise RequestError(e.error_code, str(e)) from None
 
 
 def _alter_broker(state: BrokerState, name: str, change: Change, validate_only: bool) -> None:

@@ -1,4 +1,5 @@
-"""DescribeConfigs (32), v0-4, for topics (resource type 2) and this broker (type 4).
+"""DescribeConfigs (32), v0-4, for topics (resource type 2), this broker (type 4) and groups (32:
+every group config, the group's own with source GROUP_CONFIG, the others DEFAULT_CONFIG).
 
 Each config: its value, ``config_source`` (v1+) and, when asked for, its synonyms (v1+) and
 documentation (v3+), and its type (v3+), by Kafka's rules (dynamic_config.py says them). A
@@ -25,7 +26,8 @@ from .config_change import RequestError
 API_KEY = ApiKey.DESCRIBE_CONFIGS
 AUTHORIZATION = "DESCRIBE_CONFIGS on each topic (the cluster for the broker)"
 
-TOPIC, BROKER = 2, 4
+TOPIC, BROKER, GROUP = 2, 4, 32
+GROUP_CONFIG_SOURCE = 8  # Kafka's ConfigSource.GROUP_CONFIG
 PASSWORD = 9  # config_type of Kafka's sensitive configs
 
 
@@ -51,6 +53,10 @@ def _entries(state: BrokerState, rtype: int, rname: str) -> list[Entry]:
             raise RequestError(ErrorCode.INVALID_REQUEST,
                            f"Unexpected broker id, expected {state.node_id} or empty string, but received {rname}")
         return state.dynamic.describe_broker(bool(rname))
+    if rtype == GROUP:
+        return [Entry(k, v, GROUP_CONFIG_SOURCE if own else ConfigSourceId.DEFAULT, False, [],
+                      3 if k.endswith(".ms") else 2, "")
+                for k, v, own in state.group_configs.describe(rname)]
     raise RequestError(ErrorCode.INVALID_REQUEST, f"Unsupported resource type: {rtype}")
 
 

@@ -8,9 +8,10 @@ loggers, brokers, topics), each type's sorted by name.
 
 What this broker keeps: every topic (the coordinators' internal topics too, as Kafka's metadata
 cache lists them) and one broker, this node (``"<node id>"``), which DescribeConfigs describes.
-It keeps no group configs, no client-metrics subscriptions (KIP-714 telemetry is not served) and
-serves no broker loggers (DescribeConfigs answers INVALID_REQUEST for those types), so it lists
-none of them. Kafka differences: Kafka lists one broker-logger resource per broker.
+Groups: those with group configs set (broker/group/group_configs.py) and every KIP-848 consumer
+group and share group (the groups group configs apply to). It keeps no client-metrics
+subscriptions (KIP-714 telemetry is not served) and serves no broker loggers (DescribeConfigs
+answers INVALID_REQUEST for those types), so it lists none of them. Kafka differences: Kafka lists one broker-logger resource per broker.
 
 Authorization: DESCRIBE_CONFIGS on the cluster, for every type, as Kafka 4.1 and 4.2 ask
 (KAFKA-20144 proposes per-type rules); without it CLUSTER_AUTHORIZATION_FAILED, no resources."""
@@ -44,7 +45,12 @@ def handle(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
         return body
     state = ctx.state
     resources: list[dict[str, Any]] = []
-    # GROUP, CLIENT_METRICS, BROKER_LOGGER: none kept here (see the module docstring)
+    if GROUP in wanted:
+        coordinator = state.groups.coordinator
+        groups = set(state.group_configs.groups) | set(state.share_groups.groups)
+        groups |= {g for g, entry in coordinator.groups.items() if entry.consumer is not None}
+        resources += [{"resource_name": g, "resource_type": GROUP} for g in sorted(groups)]
+    # CLIENT_METRICS, BROKER_LOGGER: none kept here (see the module docstring)
     if BROKER in wanted:
         resources.append({"resource_name": str(state.node_id), "resource_type": BROKER})
     if TOPIC in wanted:

@@ -128,6 +128,12 @@ class ShareGroupCoordinator:
         self.is_other_group = is_other_group
         self.groups: dict[str, ShareGroup] = {}
         self.on_member_gone: Callable[[str, str], None] = lambda g, m: None
+        #: (group, key) -> the group's config (share.session.timeout.ms, share.heartbeat.interval.ms);
+        #: the broker binds it to its group configs
+        self.group_config: Callable[[str, str], str] | None = None
+
+    def _setting(self, group_id: str, key: str, default: int) -> int:
+        return default if self.group_config is None else int(self.group_config(group_id, key))
 
     def heartbeat(self, req: dict[str, Any], client_id: str, client_host: str) -> dict[str, Any]:
         try:
@@ -180,11 +186,13 @@ class ShareGroupCoordinator:
             self._assign(g)
         member = g.members[member_id] = replace(updated, member_epoch=g.assignment_epoch,
                                                 assignment=g.target.get(member_id, {}))
-        self.timer.schedule(("share-session", group_id, member_id), self.session_timeout_ms,
+        self.timer.schedule(("share-session", group_id, member_id),
+                            self._setting(group_id, "share.session.timeout.ms", self.session_timeout_ms),
                             lambda: self._expired(group_id, member_id))
         changed = member.assignment != updated.assignment or epoch == 0 or member.member_epoch != epoch
         return {"error_code": 0, "error_message": None, "member_id": member_id, "member_epoch": member.member_epoch,
-                "heartbeat_interval_ms": self.heartbeat_interval_ms,
+                "heartbeat_interval_ms": self._setting(group_id, "share.heartbeat.interval.ms",
+                                                       self.heartbeat_interval_ms),
                 "assignment": {"topic_partitions": [{"topic_id": t, "partitions": sorted(ps)}
                                                     for t, ps in sorted(member.assignment.items())]}
                 if changed else None}

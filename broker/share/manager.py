@@ -35,6 +35,7 @@ from typing import Any, Protocol
 from client.protocol.api import ErrorCode
 
 from ..errors import error_code_of
+from ..group.group_configs import duration_ms
 from ..storage.log_manager import LogManager
 from .partition import AckError, SharePartition
 from .partition import StateBatch as Batch
@@ -131,16 +132,18 @@ class RuntimePersister:
 class SharePartitionManager:
     def __init__(self, state: ShareHost, persister: StatePersister, *, lock_duration_ms: int = 30_000,
                  delivery_count_limit: int = 5, max_in_flight: int = 2000, max_sessions: int = 2000,
-                 auto_offset_reset: Callable[[str], str] = lambda group: "latest",
-                 is_member: Callable[[str, str], bool] = lambda g, m: True) -> None:
+                 is_member: Callable[[str, str], bool] = lambda g, m: True,
+                 group_config: Callable[[str, str], str] | None = None) -> None:
         self.state = state
         self.persister = persister
         self.lock_duration_ms = lock_duration_ms
         self.delivery_count_limit = delivery_count_limit
         self.max_in_flight = max_in_flight
         self.max_sessions = max_sessions
-        self.auto_offset_reset = auto_offset_reset
         self.is_member = is_member
+        #: (group, key) -> the group's config (broker/group/group_configs.py): share.auto.offset.reset,
+        #: share.record.lock.duration.ms, share.isolation.level
+        self.group_config = group_config
         self.partitions: dict[ShareKey, SharePartition] = {}
         self.sessions: dict[tuple[str, str], ShareSession] = {}
         self._lock_timers: dict[ShareKey, asyncio.TimerHandle] = {}
@@ -162,17 +165,40 @@ class SharePartitionManager:
         if log is None:
             return None
         limits = {"max_in_flight": self.max_in_flight, "delivery_count_limit": self.delivery_count_limit,
-                  "lock_duration_ms": self.lock_duration_ms}
+                  "lock_duration_ms": self._lock_duration(key[0])}
         stored = self.persister.read(key)
         if stored is not None:
             sp = SharePartition.load(max(stored.start_offset, log.log_start_offset), stored.batches, **limits)
             sp.state_epoch = stored.state_epoch
         else:
-            reset = self.auto_offset_reset(key[0])
-            start = log.log_start_offset if reset == "earliest" else log.log_end_offset
-            sp = SharePartition(start, **limits)
+            sp = SharePartition(self._initial_offset(key[0], log), **limits)
         self.partitions[key] = sp
         return sp
+
+    def _config(self, group_id: str, key: str, default: str) -> str:
+        return default if self.group_config is None else self.group_config(group_id, key)
+
+    def _lock_duration(self, group_id: str) -> int:
+        return int(self._config(group_id, "share.record.lock.duration.ms", str(self.lock_duration_ms)))
+
+    def _initial_offset(self, group_id: str, log: Any) -> int:
+        """Where a share-partition starts (``share.auto.offset.reset``): the log end (latest),
+        the log start (earliest), or the first record at or after now minus a duration."""
+        reset = self._config(group_id, "share.auto.offset.reset", "latest")
+        if reset == "earliest":
+            return int(log.log_start_offset)
+        ms = duration_ms(reset)
+        if ms is not None:
+            found = log.offset_for_timestamp(self.state_clock() - ms)
+            return int(log.log_end_offset) if found is None else int(found.offset)
+        return int(log.log_end_offset)
+
+    def _upper_bound(self, group_id: str, log: Any) -> int:
+        """Records are handed out below the high watermark, or the last stable offset with
+        ``share.isolation.level=read_committed``."""
+        if self._config(group_id, "share.isolation.level", "read_uncommitted") == "read_committed":
+            return int(log.last_stable_offset)
+        return int(log.high_watermark)
 
     def _stored(self, sp: SharePartition) -> StoredState:
         return StoredState(sp.state_epoch, sp.start_offset, sp.state_batches())
@@ -314,7 +340,7 @@ class SharePartitionManager:
     async def share_fetch(self, req: dict[str, Any], version: int) -> dict[str, Any]:
         group_id, member_id, epoch = req["group_id"] or "", req["member_id"] or "", req["share_session_epoch"]
         base: dict[str, Any] = {"error_code": 0, "error_message": None, "responses": [], "node_endpoints": [],
-                                "acquisition_lock_timeout_ms": self.lock_duration_ms}
+                                "acquisition_lock_timeout_ms": self._lock_duration(group_id)}
         if not group_id or not member_id:
             return {**base, "error_code": int(E.INVALID_REQUEST), "error_message": "GroupId and MemberId are required."}
         has_acks = any(p.get("acknowledgement_batches") for t in req["topics"] for p in t["partitions"])
@@ -370,7 +396,7 @@ class SharePartitionManager:
             if left <= 0:
                 out[tp] = ([], b"", 0)
                 continue
-            ranges = sp.acquire(member_id, left, log.high_watermark, now)
+            ranges = sp.acquire(member_id, left, self._upper_bound(group_id, log), now)
             if not ranges:
                 out[tp] = ([], b"", 0)
                 continue
