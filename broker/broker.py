@@ -143,7 +143,9 @@ class Broker:
         registry_at = cfg.schema_registry_listener
         if registry_at is not None:
             from .schema_registry import SchemaRegistry
-            self.schema_registry = SchemaRegistry(self.state, *registry_at)
+            basic = cfg.get("schema.registry.authentication").strip().lower() == "basic"
+            self.schema_registry = SchemaRegistry(self.state, *registry_at,
+                                                  credentials=self.state.scram_credentials if basic else None)
             await self.schema_registry.start()
         self._start_groups()
         self._periodic = [

@@ -167,6 +167,7 @@ BROKER_DEFAULTS: dict[str, str] = {
     "fault.injection.listener": "",  # http://127.0.0.1:PORT -> /faults (tests only; loopback only)
     # ours: the built-in schema registry (broker/schema_registry/), Confluent's REST API; empty = off
     "schema.registry.listeners": "",  # http://127.0.0.1:8081 (serve --schema-registry)
+    "schema.registry.authentication": "none",  # basic: HTTP Basic against the SCRAM users (schema_registry/auth.py)
 }
 _INT_MAX = 2**31 - 1
 _LONG_MAX = 2**63 - 1
@@ -298,6 +299,7 @@ def check_period_floor(key: str, value: str) -> None:
 #: Properties that take one of a few strings (Kafka's ValidString), checked at start-up too.
 BROKER_CHOICES: dict[str, tuple[str, ...]] = {
     "log.cleaner.mode": ("process", "thread"),
+    "schema.registry.authentication": ("none", "basic"),
     "ssl.client.auth": ("none", "requested", "required"),
     "group.consumer.migration.policy": ("disabled", "upgrade", "downgrade", "bidirectional"),
 }

@@ -306,6 +306,9 @@ _BROKER_DOCS = {
     "fault.injection.listener": "minibroker's own, for tests: where /faults is served; unset: off.",
     "schema.registry.listeners": "minibroker's own: where the built-in schema registry (Confluent's REST API,"
                                  " state in _schemas) is served, http://host:port; unset: off.",
+    "schema.registry.authentication": "minibroker's own: none, or basic: every registry request needs HTTP Basic"
+                                      " credentials of a SCRAM user of the broker (Confluent's"
+                                      " authentication.method=BASIC).",
     "message.max.decompressed.bytes": "minibroker's own: the most one compressed batch inflates to (and at most 64 x"
                                       " the topic's max.message.bytes); above it MESSAGE_TOO_LARGE.",
     "request.max.decompressed.bytes": "minibroker's own: the most the compressed batches of one Produce request"

@@ -12,7 +12,9 @@ API and keeping its state in ``_schemas`` in Confluent's format (``schema.regist
 - compatibility.py: the levels, over the checker of each type;
 - state.py: the registry's state and every request's decision, without I/O;
 - store.py: ``_schemas`` loaded at start-up and written with fsync'd appends;
-- rest.py: the REST API (aiohttp).
+- rest.py: the REST API (aiohttp);
+- auth.py: HTTP Basic authentication against the broker's SCRAM users
+  (``schema.registry.authentication=basic``).
 
 ``SchemaRegistry`` runs them on the broker's event loop: it loads ``_schemas`` first, then
 listens.
@@ -25,6 +27,7 @@ import logging
 from aiohttp import web
 
 from ..coordinator.internal_topic import CoordinatorHost
+from .auth import BasicAuthenticator, CredentialLookup
 from .rest import make_app
 from .store import SCHEMAS_TOPIC, SchemaStore
 
@@ -34,19 +37,23 @@ logger = logging.getLogger("broker.schema_registry")
 
 
 class SchemaRegistry:
-    """The registry on ``host:port`` (port 0: any free port, ``port`` once started)."""
+    """The registry on ``host:port`` (port 0: any free port, ``port`` once started);
+    ``credentials``: the SCRAM credentials HTTP Basic authentication checks (None: no
+    authentication)."""
 
     name = "schema registry"
 
-    def __init__(self, broker: CoordinatorHost, host: str, port: int) -> None:
+    def __init__(self, broker: CoordinatorHost, host: str, port: int,
+                 credentials: CredentialLookup | None = None) -> None:
         self.host = host
         self.port = port
         self.store = SchemaStore(broker)
+        self.authenticator = BasicAuthenticator(credentials) if credentials is not None else None
         self._runner: web.AppRunner | None = None
 
     async def start(self) -> None:
         await self.store.start()
-        runner = web.AppRunner(make_app(self.store), access_log=None, shutdown_timeout=5.0)
+        runner = web.AppRunner(make_app(self.store, self.authenticator), access_log=None, shutdown_timeout=5.0)
         await runner.setup()
         site = web.TCPSite(runner, self.host, self.port)
         try:

@@ -19,7 +19,9 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from aiohttp import web
+from aiohttp.typedefs import Middleware
 
+from .auth import REALM, BasicAuthenticator
 from .errors import ErrorCode, RegistryError
 from .protobuf import ProtobufSchema
 from .records import Reference, SchemaValue
@@ -33,8 +35,12 @@ MEDIA_TYPES = ("application/vnd.schemaregistry.v1+json", "application/vnd.schema
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
 
-def make_app(store: SchemaStore) -> web.Application:
-    app = web.Application(middlewares=[_errors])
+def make_app(store: SchemaStore, authenticator: BasicAuthenticator | None = None) -> web.Application:
+    """``authenticator``: HTTP Basic authentication of every request (auth.py); None: none."""
+    middlewares: list[Middleware] = [_errors]
+    if authenticator is not None:
+        middlewares.append(_basic_auth(authenticator))
+    app = web.Application(middlewares=middlewares)
     api = _Api(store)
     r = app.router
     r.add_get("/", api.root)
@@ -88,6 +94,18 @@ async def _errors(request: web.Request, handler: Handler) -> web.StreamResponse:
         if e.status < 400:
             raise
         return _json(request, {"error_code": e.status, "message": f"HTTP {e.status} {e.reason}"}, e.status)
+
+
+def _basic_auth(authenticator: BasicAuthenticator) -> Middleware:
+    @web.middleware
+    async def check(request: web.Request, handler: Handler) -> web.StreamResponse:
+        if await authenticator.authenticate(request.headers.get("Authorization")) is None:
+            response = _json(request, {"error_code": 401, "message": "Unauthorized"}, 401)
+            response.headers["WWW-Authenticate"] = f'Basic realm="{REALM}"'
+            return response
+        return await handler(request)
+
+    return check
 
 
 def _flag(request: web.Request, name: str) -> bool:

@@ -32,6 +32,9 @@ two fails the same way.
 - ``minPartitions``, ``maxRecordsPerPartition`` (positive ints; see ``client.spark.ranges``),
   ``failOnDataLoss`` (default true), ``includeHeaders`` (default false),
   ``kafkaConsumer.pollTimeoutMs`` (default 120000, Spark's).
+- ``valueFormat``/``keyFormat`` (``binary``, ``avro``, ``json``, ``protobuf``),
+  ``schema.registry.url``, ``valueSubject``, ``valueSchemaId``, ``mode``, ...: typed keys and
+  values (``client.spark.format_options``), in ``formats``.
 - streaming only (logged and ignored in batch, as by Spark): ``maxOffsetsPerTrigger``,
   ``minOffsetsPerTrigger`` (<= max), ``maxTriggerDelay`` (default ``15m``; units ms, s, m,
   min, h, d).
@@ -47,6 +50,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from client.security.properties import is_security_property, security_items, security_options
+from client.spark.format_options import FormatOptions, parse_format_options
 
 __all__ = ["SourceOptions", "Earliest", "Latest", "parse_options", "client_configs", "EARLIEST", "LATEST",
            "CONSUMER_CONFIGS"]
@@ -205,6 +209,13 @@ class SourceOptions:
     max_offsets_per_trigger: int | None = None
     min_offsets_per_trigger: int | None = None
     max_trigger_delay_ms: int = 15 * 60 * 1000
+    #: typed keys and values (valueFormat, keyFormat, schema.registry.url, ...)
+    formats: FormatOptions = field(default_factory=FormatOptions)
+
+    @property
+    def topic_names(self) -> tuple[str, ...]:
+        """The topics named by ``subscribe`` or ``assign`` (none for a pattern)."""
+        return self.topics if self.strategy == "subscribe" else tuple(dict.fromkeys(t for t, _ in self.assign))
 
     @property
     def isolation_level(self) -> str:
@@ -420,4 +431,4 @@ def parse_options(options: Mapping[str, str], streaming: bool = False) -> Source
         max_offsets_per_trigger=max_trigger if streaming else None,
         min_offsets_per_trigger=min_trigger if streaming else None,
         max_trigger_delay_ms=_duration_ms(opts, "maxtriggerdelay", "maxTriggerDelay", 15 * 60 * 1000),
-        **kw)
+        formats=parse_format_options(opts), **kw)

@@ -59,6 +59,7 @@ from client.admin import Admin
 from client.consumer import Consumer
 from client.consumer_records import ColumnBatch
 from client.errors import OffsetOutOfRangeError
+from client.spark.format_options import CORRUPT_COLUMN
 from client.spark.options import (
     EARLIEST,
     LATEST,
@@ -234,11 +235,14 @@ class ArrowBatcher:
     the one column built from Python objects.
     """
 
-    def __init__(self, sch: Any, topic: str, partition: int) -> None:
+    def __init__(self, sch: Any, topic: str, partition: int, decoders: dict[str, Any] | None = None) -> None:
         self.sch = sch
         self.topic = topic
         self.partition = partition
-        self.with_headers = len(sch) > 7
+        self.with_headers = "headers" in sch.names
+        #: "key"/"value" -> a registry_codec.Decoder turning the binary column into the typed one
+        self.decoders = decoders or {}
+        self.with_corrupt = CORRUPT_COLUMN in sch.names
         self._clear()
 
     def _clear(self) -> None:
@@ -292,6 +296,14 @@ class ArrowBatcher:
                                      type=htype))
             else:
                 cols.append(pa.nulls(n, htype))
+        if self.decoders:
+            corrupt: list[str | None] | None = [None] * n if self.with_corrupt else None
+            for i, which in ((0, "key"), (1, "value")):
+                dec = self.decoders.get(which)
+                if dec is not None:
+                    cols[i] = dec.decode(cols[i], cols[4], self.topic, self.partition, corrupt)
+            if corrupt is not None:
+                cols.append(pa.array(corrupt, pa.string()))
         self._clear()
         return pa.RecordBatch.from_arrays(cols, schema=sch)
 
@@ -317,8 +329,18 @@ def report_data_loss(message: str, fail: bool, tp: tuple[str, int] | None = None
     logger.warning("%s%s %s", message, where, INSTRUCTION_FAIL_FALSE)
 
 
-def read_range(r: RangePartition, o: SourceOptions, sch: Any) -> Iterator[Any]:
-    """The records of ``r`` as pyarrow RecordBatches of schema ``sch``."""
+def _decoders(o: SourceOptions, resolved: dict[str, Any] | None) -> dict[str, Any]:
+    if not resolved:
+        return {}
+    from client.spark.registry_codec import Decoder
+
+    return {which: Decoder(o.formats, which, r) for which, r in resolved.items()}
+
+
+def read_range(r: RangePartition, o: SourceOptions, sch: Any, resolved: dict[str, Any] | None = None) -> Iterator[Any]:
+    """The records of ``r`` as pyarrow RecordBatches of schema ``sch`` (``resolved``: the
+    reader schemas of typed keys and values, ``registry_codec.ResolvedSchema`` by "key"/"value")."""
+    decoders = _decoders(o, resolved)
     lt, c = _cached_consumer(o)
     tp = (r.topic, r.partition)
 
@@ -332,7 +354,7 @@ def read_range(r: RangePartition, o: SourceOptions, sch: Any) -> Iterator[Any]:
     try:
         lt.run(seek(r.start))
         pos = r.start
-        out = ArrowBatcher(sch, r.topic, r.partition)
+        out = ArrowBatcher(sch, r.topic, r.partition, decoders)
         while pos < r.end:
             try:
                 cbs = lt.run(c.getbatches(tp, timeout_ms=o.poll_timeout_ms, max_records=r.end - pos))
@@ -378,9 +400,10 @@ def read_range(r: RangePartition, o: SourceOptions, sch: Any) -> Iterator[Any]:
 # ---------------------------------------------------------------------------- the reader
 
 class MinibrokerBatchReader(DataSourceReader):
-    def __init__(self, schema: StructType, options: SourceOptions) -> None:
+    def __init__(self, schema: StructType, options: SourceOptions, resolved: dict[str, Any] | None = None) -> None:
         self.schema = schema
         self.options = options
+        self.resolved = resolved
 
     def partitions(self) -> list[InputPartition]:
         return [RangePartition(r.topic, r.partition, r.start, r.end) for r in plan_ranges(self.options)]
@@ -390,4 +413,4 @@ class MinibrokerBatchReader(DataSourceReader):
             return iter(())
         from pyspark.sql.pandas.types import to_arrow_schema
 
-        return read_range(partition, self.options, to_arrow_schema(self.schema, timezone="UTC"))
+        return read_range(partition, self.options, to_arrow_schema(self.schema, timezone="UTC"), self.resolved)

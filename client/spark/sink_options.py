@@ -18,6 +18,11 @@ Options:
   (``client.spark.options``, ``client.security.properties``): checked here, carried as strings
   in ``security``, made into the clients' options where they are made.
   Anything else is logged as Kafka's "supplied but isn't a known config" warning.
+- ``valueFormat``/``keyFormat`` = ``avro`` | ``json`` | ``protobuf`` with ``schema.registry.url``
+  (client/spark/format_options.py): the ``value`` (``key``) column, of any type (a struct for a
+  record), is encoded with the latest version of ``valueSubject`` (default ``<topic>-value``,
+  which needs the ``topic`` option) in Confluent's framing. The subject must exist: the sink
+  does not register schemas.
 - ``kafka.transactional.id``: the **exactly-once option** (client/spark/writer.py): a prefix;
   each task writes in one transaction with the transactional id ``<prefix>-<partition id>``.
   It needs ``acks=all`` and idempotence (the defaults then), so other values are refused.
@@ -44,6 +49,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from client.security.properties import is_security_property, security_items, security_options
+from client.spark.format_options import FormatOptions, parse_format_options
 from client.spark.options import CLIENT_CONFIGS, Parse, _kafka_bool, _kafka_int
 
 __all__ = ["SinkOptions", "parse_sink_options", "check_schema", "PRODUCER_CONFIGS", "HEADERS_TYPE"]
@@ -110,6 +116,10 @@ class SinkOptions:
     transactional_id_prefix: str | None = None
     #: the ``kafka.`` security properties (prefix removed), checked, as sorted string pairs
     security: tuple[tuple[str, str], ...] = ()
+    #: typed keys and values (valueFormat, keyFormat, schema.registry.url, ...)
+    formats: FormatOptions = FormatOptions()
+    #: their writer schemas, resolved on the driver: (("value", registry_codec.ResolvedSchema), ...)
+    resolved: tuple[tuple[str, Any], ...] = ()
 
     def security_options(self) -> dict[str, Any]:
         """The clients' security options (reads the TLS stores: call where the client is made)."""
@@ -149,7 +159,7 @@ def parse_sink_options(options: Mapping[str, str]) -> SinkOptions:
     topic = opts.get("topic")
     return SinkOptions(bootstrap_servers=servers, topic=topic.strip() if topic is not None else None,
                        producer_config=tuple(sorted(config.items())), transactional_id_prefix=prefix,
-                       security=security)
+                       security=security, formats=parse_format_options(opts, source=False))
 
 
 class _Field(Protocol):
@@ -170,10 +180,11 @@ _TYPES: dict[str, tuple[str, ...]] = {
 }
 
 
-def check_schema(fields: Sequence[_Field], topic: str | None) -> dict[str, str]:
+def check_schema(fields: Sequence[_Field], topic: str | None, typed: Sequence[str] = ()) -> dict[str, str]:
     """Check the input columns (pyspark ``StructField``s) as Spark's ``KafkaWriter.validateQuery``
     does, in its order (topic, key, value, headers, partition); return {column: type} of the
-    columns the sink uses. ``ValueError`` with Spark's message otherwise."""
+    columns the sink uses. ``ValueError`` with Spark's message otherwise. The columns in
+    ``typed`` ("key", "value" with a format) may be of any type: the schema's encoder checks them."""
     by_name = {f.name: f.dataType.simpleString() for f in fields}
     used: dict[str, str] = {}
     for col in ("topic", "key", "value", "headers", "partition", "timestamp"):
@@ -187,7 +198,7 @@ def check_schema(fields: Sequence[_Field], topic: str | None) -> dict[str, str]:
             if col == "value":
                 raise ValueError("Required attribute 'value' not found")
             continue
-        if t not in _TYPES[col]:
+        if t not in _TYPES[col] and col not in typed:
             raise ValueError(f"{col} attribute unsupported type {t}. {col} must be a(n) {' or '.join(_TYPES[col])}")
         used[col] = t
     return used

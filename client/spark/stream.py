@@ -72,9 +72,10 @@ def from_json(obj: dict[str, dict[str, int]]) -> Offsets:
 
 
 class MinibrokerStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
-    def __init__(self, schema: StructType, options: SourceOptions) -> None:
+    def __init__(self, schema: StructType, options: SourceOptions, resolved: dict[str, Any] | None = None) -> None:
         self.schema = schema
         self.options = options
+        self.resolved = resolved  # the reader schemas of typed keys and values (fixed for the query's life)
         self._lt: LoopThread | None = None
         self._admin: Admin | None = None
         self._target: Offsets | None = None      # Trigger.AvailableNow: never read past these
@@ -218,5 +219,5 @@ class MinibrokerStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
             return iter(())
         from pyspark.sql.pandas.types import to_arrow_schema
 
-        return read_range(partition, self.options, to_arrow_schema(self.schema, timezone="UTC"))
+        return read_range(partition, self.options, to_arrow_schema(self.schema, timezone="UTC"), self.resolved)
 

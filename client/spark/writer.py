@@ -24,6 +24,9 @@ message. The first failed record's ``KafkaError`` (the broker's error code and m
 the task, and so the job. A null ``topic`` with no ``topic`` option fails the task with Spark's
 message.
 
+**Typed keys and values** (``valueFormat``...): each Arrow batch's ``value`` (``key``) column
+is encoded first (``registry_codec.Encoder``, with the writer schema resolved on the driver).
+
 **The commit message** counts what the task wrote: rows, key + value bytes, rows per topic, and
 in streaming the micro-batch id (the ``streaming.sql.batchId`` local property Spark sets on
 every task of a micro-batch). The driver's ``commit`` logs the totals at INFO.
@@ -241,6 +244,8 @@ def write_task(batches: Iterator[Any], o: SinkOptions, columns: frozenset[str],
             raise
         return _Task(p, o, columns)
 
+    if o.resolved:
+        batches = _encoded(batches, o)
     task = lt.run(start())
     if task is None:
         return SinkCommitMessage(batch_id=batch_id, replayed=True)
@@ -262,6 +267,19 @@ def write_task(batches: Iterator[Any], o: SinkOptions, columns: frozenset[str],
             except Exception:  # the error being raised is the one to report
                 logger.debug("closing the failed task's producer", exc_info=True)
     return SinkCommitMessage(rows=task.rows, bytes=task.bytes, topics=dict(task.topics), batch_id=batch_id)
+
+
+def _encoded(batches: Iterator[Any], o: SinkOptions) -> Iterator[Any]:
+    """``batches`` with the typed key and value columns encoded (Confluent-framed binary)."""
+    from client.spark.registry_codec import Encoder
+
+    encoders = [(which, Encoder(r)) for which, r in o.resolved]
+    for rb in batches:
+        for which, enc in encoders:
+            i = rb.schema.get_field_index(which)
+            if i >= 0:
+                rb = rb.set_column(i, which, enc.encode(rb.column(i)))
+        yield rb
 
 
 async def _committed_batch(o: SinkOptions, prefix: str, partition_id: int) -> int:
