@@ -400,11 +400,16 @@ class SharePartitionManager:
             if not ranges:
                 out[tp] = ([], b"", 0)
                 continue
-            left -= sum(last - first + 1 for first, last, _ in ranges)
             first = min(r[0] for r in ranges)
             last = max(r[1] for r in ranges)
             data = _read_range(log, first, last)
-            out[tp] = (ranges, data, 0)
+            read_committed = self._config(group_id, "share.isolation.level", "read_uncommitted") == "read_committed"
+            skip = _not_delivered(data, log.collect_aborted_transactions(first, last + 1) if read_committed else [])
+            if skip:
+                sp.archive(member_id, skip)
+                ranges = _without(ranges, skip)
+            left -= sum(la - f + 1 for f, la, _ in ranges)
+            out[tp] = (ranges, data if ranges else b"", 0)
             self._arm_lock_timer(key)
         return out
 
@@ -502,6 +507,41 @@ def _read_range(log: Any, first: int, last: int) -> bytes:
             break
         offset = end_offset
     return bytes(out)
+
+
+def _not_delivered(data: bytes, aborted: list[Any]) -> set[int]:
+    """Offsets of ``data``'s batches that are not records to deliver: control batches
+    (transaction markers), and batches of transactions in ``aborted`` (AbortedTxn: producer id,
+    first offset, the marker's offset)."""
+    out: set[int] = set()
+    pos = 0
+    while pos + 61 <= len(data):
+        base = int.from_bytes(data[pos:pos + 8], "big", signed=True)
+        length = int.from_bytes(data[pos + 8:pos + 12], "big", signed=True)
+        attributes = int.from_bytes(data[pos + 21:pos + 23], "big")
+        last = base + int.from_bytes(data[pos + 23:pos + 27], "big", signed=True)
+        producer_id = int.from_bytes(data[pos + 43:pos + 51], "big", signed=True)
+        if attributes & 0x20 or (attributes & 0x10 and any(
+                a.producer_id == producer_id and a.first_offset <= base <= a.last_offset for a in aborted)):
+            out.update(range(base, last + 1))
+        pos += 12 + length
+    return out
+
+
+def _without(ranges: list[tuple[int, int, int]], skip: set[int]) -> list[tuple[int, int, int]]:
+    out: list[tuple[int, int, int]] = []
+    for first, last, count in ranges:
+        run: int | None = None
+        for o in range(first, last + 1):
+            if o in skip:
+                if run is not None:
+                    out.append((run, o - 1, count))
+                    run = None
+            elif run is None:
+                run = o
+        if run is not None:
+            out.append((run, last, count))
+    return out
 
 
 def _responses(acks: dict[tuple[uuid.UUID, int], tuple[int, str | None]],

@@ -177,6 +177,16 @@ class SharePartition:
         r.member = ""
         r.state = RecordState.ARCHIVED if r.delivery_count >= self.delivery_count_limit else RecordState.AVAILABLE
 
+    def archive(self, member: str, offsets: Iterable[int]) -> None:
+        """Offsets ``member`` just acquired that are not records to deliver (transaction markers,
+        records of aborted transactions under read_committed): archived at once."""
+        for offset in offsets:
+            r = self.records.get(offset)
+            if r is not None and r.state == RecordState.ACQUIRED and r.member == member:
+                r.state, r.member = RecordState.ARCHIVED, ""
+        self.version += 1
+        self._advance()
+
     def release_member(self, member: str) -> int:
         """The member is gone: what it held is available again (or archived at the limit)."""
         n = 0

@@ -191,3 +191,30 @@ def test_broker_sigkilled_during_acknowledgements_five_times(
                     owner, i = done_at[int(f[0])]
                     assert not (owner is other and j > i), f"offset {f[0]} delivered again after its ack was stored"
     assert committed() == sent  # nothing lost
+
+
+def test_read_committed_share_group_gets_committed_records_only(
+        broker: BrokerProcess, tmp_path: Path, workers: list[ShareWorker]) -> None:
+    from confluent_kafka import Producer
+    bs, topic, group = broker.bootstrap_servers, "txn", "sg-txn"
+    create_topic(bs, topic, 1)
+    earliest(bs, group)
+    admin = AdminClient({"bootstrap.servers": bs})
+    r = ConfigResource(ResourceType.GROUP, group, incremental_configs=[
+        ConfigEntry("share.isolation.level", "read_committed", incremental_operation=AlterConfigOpType.SET)])
+    admin.incremental_alter_configs([r])[r].result(10)
+    p = Producer({"bootstrap.servers": bs, "transactional.id": "share-txn"})
+    p.init_transactions(10)
+    for commit in (True, False, True):
+        p.begin_transaction()
+        for i in range(3):
+            p.produce(topic, b"ok" if commit else b"aborted")
+        p.flush(10)
+        (p.commit_transaction if commit else p.abort_transaction)(10)
+    # the log: 0-2 committed, 3 marker, 4-6 aborted, 7 marker, 8-10 committed, 11 marker
+    w = ShareWorker(tmp_path, bs, topic, group, "rc")
+    workers.append(w)
+    wait_for(lambda: len(w.deliveries()) >= 6, 30, "the committed records")
+    time.sleep(1)
+    w.stop()
+    assert sorted(o for o, _, _ in w.deliveries()) == [0, 1, 2, 8, 9, 10]
