@@ -192,6 +192,10 @@ class BrokerConnection:
         self._can_write.set()
         self._write_lock = asyncio.Lock()
         self._closed_exc: KafkaError | None = None
+        #: KIP-219: a response's ``throttle_time_ms`` says the broker throttled this client; no
+        #: request goes out before this loop time (the broker would only hold it: it mutes the
+        #: connection for that long)
+        self.throttled_until = 0.0
         # Set by connect: asyncio.get_running_loop() per request costs a getpid() system call.
         self._loop: asyncio.AbstractEventLoop | None = None
         self.api_versions: dict[int, tuple[int, int]] = {}
@@ -357,6 +361,10 @@ class BrokerConnection:
             async with self._write_lock:
                 if not self._can_write.is_set():
                     await self._can_write.wait()
+                if self.throttled_until:
+                    wait = self.throttled_until - (self._loop or asyncio.get_running_loop()).time()
+                    if wait > 0:
+                        await asyncio.sleep(wait)
                 if self._closed_exc is not None or self._transport is None:
                     raise self._closed_exc or KafkaConnectionError("not connected")
                 _, data = self.state.encode_request(api_key, version, body, expect_response)
@@ -389,7 +397,8 @@ class BrokerConnection:
         closed: the caller then awaits ``request`` instead."""
         transport = self._transport
         if self._closed_exc is not None or transport is None or self._free_slots <= 0 or self._slot_waiters \
-                or not self._can_write.is_set() or self._write_lock.locked():
+                or not self._can_write.is_set() or self._write_lock.locked() \
+                or (self.throttled_until and self.throttled_until > (self._loop or asyncio.get_running_loop()).time()):
             return False
         _, data = self.state.encode_request(api_key, version, body, True)
         self._free_slots -= 1
@@ -408,6 +417,9 @@ class BrokerConnection:
     def _on_data(self, data: bytes) -> None:
         try:
             for _, body in self.state.receive(data):
+                throttle = body.get("throttle_time_ms") if type(body) is dict else None
+                if throttle:
+                    self.throttled_until = (self._loop or asyncio.get_running_loop()).time() + throttle / 1000
                 fut = self._futures.popleft()
                 if not fut.done():
                     fut.set_result(body)

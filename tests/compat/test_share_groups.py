@@ -207,7 +207,7 @@ def test_read_committed_share_group_gets_committed_records_only(
     p.init_transactions(10)
     for commit in (True, False, True):
         p.begin_transaction()
-        for i in range(3):
+        for _ in range(3):
             p.produce(topic, b"ok" if commit else b"aborted")
         p.flush(10)
         (p.commit_transaction if commit else p.abort_transaction)(10)

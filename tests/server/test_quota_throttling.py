@@ -336,3 +336,23 @@ def test_a_consumer_is_capped_by_consumer_byte_rate(tmp_path) -> None:
         marks = asyncio.run(read(9.0))
         rate = slope(marks, t0 + 3.0, 6.0)
         assert 0.7 * quota <= rate <= 1.3 * quota, rate / quota
+
+
+async def test_our_client_holds_its_next_request_for_the_throttle_time(ib) -> None:
+    """KIP-219 on the client side: after a response carrying throttle_time_ms, our connection
+    sends nothing to that broker before the time is over."""
+    from client.conn import BrokerConnection
+
+    set_quotas(ib.port, {"client-id": "throttled"}, request_percentage=0.001)
+    conn = await BrokerConnection.connect("127.0.0.1", ib.port, client_id="throttled")
+    try:
+        body = {"topics": None, "allow_auto_topic_creation": False, "include_topic_authorized_operations": False}
+        first = await conn.request(ApiKey.METADATA, 12, body)
+        assert first["throttle_time_ms"] > 0
+        loop = asyncio.get_running_loop()
+        assert conn.throttled_until > loop.time()
+        t0 = loop.time()
+        await conn.request(ApiKey.METADATA, 12, body)
+        assert loop.time() - t0 >= first["throttle_time_ms"] / 1000 - 0.05
+    finally:
+        await conn.close()
