@@ -48,8 +48,8 @@ def test_describe_and_update_features(kp_admin: Any) -> None:
     assert "finalized" not in features[elr] and features["metadata.version"]["finalized_epoch"] == 1
     with pytest.raises(InvalidUpdateVersionError, match="only supports versions 7-29"):
         kp_admin.update_features({"metadata.version": 30})
-    with pytest.raises(InvalidUpdateVersionError, match="does not implement group.version 1"):
-        kp_admin.update_features({"group.version": 1})
+    with pytest.raises(InvalidUpdateVersionError, match="does not implement streams.version 1"):
+        kp_admin.update_features({"streams.version": 1})
     # transactions V2 (KIP-890) are implemented: an operator turns them on, and off again
     assert kp_admin.update_features({"transaction.version": 2}) == {"transaction.version": "OK"}
     assert kp_admin.describe_features()["transaction.version"]["finalized"] == (2, 2)
