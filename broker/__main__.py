@@ -28,6 +28,7 @@ SUBCOMMANDS: dict[str, str] = {
     "delete-records": "client.cli.delete_records",
     "log-dirs": "client.cli.log_dirs",
     "groups": "client.cli.groups",
+    "share-groups": "client.cli.share_groups",
     "transactions": "client.cli.transactions",
     "users": "client.cli.users",
     "acls": "client.cli.acls",

@@ -75,6 +75,7 @@ from client.cluster import Cluster, TopicMetadata
 from client.conn import BrokerConnection
 from client.errors import KafkaConnectionError, KafkaError, error_for_code
 from client.group.admin import GroupAdmin, GroupDescription, GroupListing, GroupOffset, MemberDescription
+from client.group.share_admin import ShareGroupAdmin, ShareGroupDescription, ShareGroupOffset
 from client.protocol.api import ApiKey, ErrorCode, error_name
 from client.security.config import SecurityConfig, TokenProvider
 from client.structs import OffsetAndTimestamp, OffsetSpec, TopicPartition
@@ -83,7 +84,8 @@ __all__ = ["Admin", "NewTopic", "TopicDescription", "PartitionInfo", "ConfigEntr
            "ConfigSource", "ConfigSynonym", "AlterConfigOp", "AlterConfigOpType", "OffsetSpec", "OffsetAndTimestamp",
            "TopicPartition", "BrokerInfo", "ClusterDescription", "LogDirDescription", "ReplicaInfo",
            "PartitionReassignment", "ProducerState", "EpochEndOffset", "ElectionType",
-           "GroupListing", "GroupDescription", "MemberDescription", "GroupOffset", "TransactionListing",
+           "GroupListing", "GroupDescription", "MemberDescription", "GroupOffset", "ShareGroupDescription",
+           "ShareGroupOffset", "TransactionListing",
            "TransactionDescription", "ScramMechanism", "ScramCredentialInfo", "UserScramCredentialsDescription",
            "UserScramCredentialUpsertion", "UserScramCredentialDeletion", "ResourceType", "PatternType", "AclOperation",
            "AclPermissionType", "ResourcePattern", "ResourcePatternFilter", "AccessControlEntry",
@@ -190,7 +192,7 @@ def _resource(resource_type: ConfigResourceType | int | str, name: str | int) ->
     return ConfigResourceType(resource_type), str(name)
 
 
-class Admin(ClusterAdmin, GroupAdmin, TransactionAdmin, ScramAdmin, AclAdmin, QuotaAdmin):
+class Admin(ClusterAdmin, ShareGroupAdmin, GroupAdmin, TransactionAdmin, ScramAdmin, AclAdmin, QuotaAdmin):
     """Asyncio admin client. Options: ``client_id``, ``request_timeout_ms`` (default 30000),
     ``connect_timeout_ms`` (10000), ``retry_backoff_ms`` (100)."""
 

@@ -1,6 +1,8 @@
 """DeleteGroups (42), v0-2: delete Empty groups and their committed offsets (NON_EMPTY_GROUP
 while members remain, GROUP_ID_NOT_FOUND for an unknown group). Answered once the tombstones
-are durable. Each group needs DELETE (else GROUP_AUTHORIZATION_FAILED for it)."""
+are durable. Each group needs DELETE (else GROUP_AUTHORIZATION_FAILED for it). A share group
+(KIP-932) is deleted with every share-partition state it has in ``__share_group_state``
+(broker/share/offsets.py)."""
 
 from __future__ import annotations
 
@@ -12,6 +14,7 @@ from client.protocol.api import ApiKey, ErrorCode
 
 from ..authorizer.acl import AclOperation, ResourceType
 from ..request_context import RequestContext
+from ..share.offsets import delete_share_group, is_share_group
 
 API_KEY = ApiKey.DELETE_GROUPS
 AUTHORIZATION = "DELETE on each group"
@@ -38,6 +41,11 @@ def handle(ctx: RequestContext, request: dict[str, Any]) -> Any:
     for group_id in request["groups_names"]:
         if not ctx.authorize(AclOperation.DELETE, ResourceType.GROUP, group_id):
             results.append({"group_id": group_id, "error_code": int(ErrorCode.GROUP_AUTHORIZATION_FAILED)})
+            continue
+        if is_share_group(state, group_id):
+            task = asyncio.ensure_future(delete_share_group(state, group_id))
+            waits.append(task)
+            results.append({"group_id": group_id, "error_code": 0})
             continue
         fut: asyncio.Future[int] = loop.create_future()
         code = coordinator.delete_group(group_id, functools.partial(_settle, fut))

@@ -1,7 +1,9 @@
 """DescribeGroups (15), v0-6: state, protocol and members of each group. An unknown group is
 described as "Dead" with no error up to v5 and answered GROUP_ID_NOT_FOUND ("Group g not
 found.") from v6 (KIP-1043). Member metadata and assignments are filled in Stable only (as
-Kafka). ``authorized_operations`` is computed when the request asks for it."""
+Kafka). ``authorized_operations`` is computed when the request asks for it. A consumer (KIP-848)
+or share (KIP-932) group answers GROUP_ID_NOT_FOUND, "Group g is not a classic group.", as
+Kafka does."""
 
 from __future__ import annotations
 
@@ -11,6 +13,7 @@ from client.protocol.api import ApiKey, ErrorCode
 
 from ..authorizer.acl import AclOperation, ResourceType
 from ..request_context import RequestContext
+from ..share.offsets import is_share_group
 
 API_KEY = ApiKey.DESCRIBE_GROUPS
 AUTHORIZATION = "DESCRIBE on each group (its authorized operations when asked)"
@@ -24,6 +27,9 @@ def handle(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
             groups.append(_empty(g, ErrorCode.GROUP_AUTHORIZATION_FAILED))
             continue
         d = coordinator.describe_group(g)
+        if d["error_code"] == 0 and d["group_state"] == "Dead" and is_share_group(ctx.state, g):
+            groups.append({**_empty(g, ErrorCode.GROUP_ID_NOT_FOUND), "error_message": f"Group {g} is not a classic group."})
+            continue
         if ctx.api_version >= 6 and d["error_code"] == 0 and d["group_state"] == "Dead":
             groups.append({**_empty(g, ErrorCode.GROUP_ID_NOT_FOUND), "error_message": f"Group {g} not found."})
             continue

@@ -483,6 +483,15 @@ class SharePartitionManager:
             if timer is not None:
                 timer.cancel()
 
+    def drop_share_partitions(self, keys: Iterable[ShareKey]) -> None:
+        """Forget these share-partitions (AlterShareGroupOffsets, DeleteShareGroupOffsets changed
+        their stored state); the next use loads them again from the store."""
+        for k in keys:
+            self.partitions.pop(k, None)
+            timer = self._lock_timers.pop(k, None)
+            if timer is not None:
+                timer.cancel()
+
 
 def _read_range(log: Any, first: int, last: int) -> bytes:
     """The log batches holding offsets ``first``..``last`` (whole batches, as a fetch returns them)."""
@@ -562,3 +571,4 @@ def _responses(acks: dict[tuple[uuid.UUID, int], tuple[int, str | None]],
 def _log_failure(task: asyncio.Future[Any]) -> None:
     if not task.cancelled() and task.exception() is not None:
         logger.error("storing share-partition state failed: %s", task.exception())
+

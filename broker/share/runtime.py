@@ -122,6 +122,19 @@ class ShareStateRuntime:
         await asyncio.gather(*waits)
         return len(keys)
 
+    async def delete_keys(self, keys: Iterable[SharePartitionKey]) -> int:
+        """Delete these share-partitions' states (DeleteShareGroupOffsets); how many existed,
+        once the tombstones are fsync'd. Raises ShareStateError while a partition loads."""
+        by_partition: dict[int, list[SharePartitionKey]] = {}
+        for key in keys:
+            if self.store.read(key) is not None:
+                by_partition.setdefault(self.partition_for(key), []).append(key)
+        for partition in by_partition:
+            self._check_loaded(partition)
+        await asyncio.gather(*(self._append(partition, [r for k in pkeys for r in self.store.delete_key(k)])
+                               for partition, pkeys in by_partition.items()))
+        return sum(len(k) for k in by_partition.values())
+
     async def _append(self, partition: int, records: list[RecordBytes]) -> None:
         log, info = self.topic.append(partition, build_batch(records))
         for k, v in records:

@@ -157,3 +157,36 @@ def minibroker_factory(pytestconfig: pytest.Config, tmp_path_factory: pytest.Tem
             errors.append(e)
     if errors:
         raise errors[0]
+
+
+@pytest.fixture
+def minibroker_share_consumer(minibroker: Any) -> Callable[..., Any]:
+    """``minibroker_share_consumer(topics, group_id=None, **options)``: an async context manager
+    giving a started ``client.share_consumer.ShareConsumer`` of the session broker, subscribed
+    to ``topics``, in a share group (a fresh one unless ``group_id`` is given) whose start
+    offsets were first set to each partition's log start, so that records produced before it
+    are delivered (a share group otherwise starts at the log end: share.auto.offset.reset
+    latest). Closed (acknowledgements sent, the group left) when the block ends::
+
+        async with minibroker_share_consumer([minibroker_topic]) as consumer:
+            records = await consumer.poll(timeout_ms=5000)
+    """
+    import contextlib
+    from collections.abc import AsyncIterator
+
+    @contextlib.asynccontextmanager
+    async def factory(topics: list[str], group_id: str | None = None, **options: Any) -> AsyncIterator[Any]:
+        import uuid
+
+        from client.admin import Admin
+        from client.share_consumer import ShareConsumer
+        group = group_id or f"share-{uuid.uuid4().hex[:12]}"
+        async with Admin(minibroker.bootstrap_servers) as admin:
+            described = await admin.describe_topics(list(topics), include_configs=False)
+            tps = [(t, p.partition) for t in topics for p in described[t].partitions]
+            await admin.reset_share_group_offsets(group, tps, to_earliest=True)
+        async with ShareConsumer(minibroker.bootstrap_servers, group_id=group, **options) as consumer:
+            consumer.subscribe(topics)
+            yield consumer
+
+    return factory

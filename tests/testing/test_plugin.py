@@ -19,7 +19,7 @@ import pytest
 SAMPLE = Path(__file__).parent / "sample_project"
 TESTING_PAGE = Path(__file__).resolve().parents[2] / "docs" / "pages" / "testing.md"
 #: tests in the sample project (test_kafka_python.py runs twice: two partition counts)
-SAMPLE_TESTS = 10
+SAMPLE_TESTS = 11
 
 
 def run_sample(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
