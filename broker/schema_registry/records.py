@@ -17,6 +17,16 @@ One partition, ``cleanup.policy=compact``: the last value of a key is the state,
   each version with its own SCHEMA record instead).
 - ``{"keytype":"NOOP","magic":0}``: written by Confluent's registry to find the end of the topic;
   skipped.
+- ``{"keytype":"MAX_ID","magic":0}`` -> ``{"id":N}``: this registry's own keytype, the largest
+  id ever allocated, written beside the tombstones of a permanent delete that removes the last
+  holder of that id. Confluent allocates the largest id *seen in the topic* + 1, so once the
+  cleaner has removed a deleted schema's record and its tombstone, the id would be handed out
+  again to a different schema (and a consumer holding old framed records would decode them with
+  the wrong schema). This one key, rewritten only by such deletes, survives compaction as its
+  latest value, so the high-water mark does too. Cost: a Confluent registry reading this topic
+  does not know the keytype; it fails to deserialise that key, logs it and goes on (as this
+  registry does with Confluent keytypes it does not know) — so it works, with Confluent's own
+  reuse risk.
 
 Unknown keytypes (``CLEAR_SUBJECT``, ``CONTEXT``, ...) are skipped on load.
 """
@@ -27,7 +37,8 @@ import json
 from typing import Any, NamedTuple
 
 __all__ = ["Reference", "SchemaValue", "StoreRecord", "decode", "encode_config", "encode_mode",
-           "encode_schema", "encode_schema_tombstone", "config_key", "mode_key", "schema_key"]
+           "encode_schema", "encode_schema_tombstone", "encode_max_id", "config_key", "mode_key", "schema_key",
+           "max_id_key"]
 
 #: Confluent's schema key has magic 1, the others 0
 SCHEMA_KEY_MAGIC = 1
@@ -63,7 +74,8 @@ class SchemaValue(NamedTuple):
 
 class StoreRecord(NamedTuple):
     """One decoded record: its keytype, the subject (None: global), the version (SCHEMA and
-    DELETE_SUBJECT) and the value (None: a tombstone): a SchemaValue, a level or mode string."""
+    DELETE_SUBJECT) and the value (None: a tombstone): a SchemaValue, a level or mode string,
+    DELETE_SUBJECT's version or MAX_ID's id."""
     keytype: str
     subject: str | None
     version: int | None
@@ -84,6 +96,14 @@ def config_key(subject: str | None) -> bytes:
 
 def mode_key(subject: str | None) -> bytes:
     return _dump({"keytype": "MODE", "subject": subject, "magic": 0})
+
+
+def max_id_key() -> bytes:
+    return _dump({"keytype": "MAX_ID", "magic": 0})
+
+
+def encode_max_id(max_id: int) -> tuple[bytes, bytes]:
+    return max_id_key(), _dump({"id": max_id})
 
 
 def encode_schema(value: SchemaValue) -> tuple[bytes, bytes]:
@@ -135,4 +155,6 @@ def decode(key: bytes, value: bytes | None) -> StoreRecord | None:
         if subject is None:
             raise ValueError("a DELETE_SUBJECT key without a subject")
         return StoreRecord(keytype, subject, None, None if v is None else int(v["version"]))
+    if keytype == "MAX_ID":
+        return StoreRecord(keytype, None, None, None if v is None else int(v["id"]))
     return None

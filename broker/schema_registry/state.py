@@ -8,8 +8,13 @@ records. So the state is always what a restart would rebuild from the topic.
 
 Ids as Confluent allocates them: a schema already known (same type, stored form and
 references), under any subject and even soft-deleted, keeps its id; a new one gets the largest
-id seen + 1. The largest id never goes down while the registry runs, also when the schemas
-holding it are permanently deleted. Versions of a subject: the largest version present + 1.
+id seen + 1. An id is never reused, also after a permanent delete: Confluent's rule alone (the
+largest id *in the topic* + 1) would hand a permanently deleted largest id out again once the
+log cleaner has removed its record and tombstone, and after a restart — so a permanent delete
+that removes the last holder of the largest id also writes a ``MAX_ID`` record (records.py),
+one key that compaction keeps, and replay takes the largest id of both. Versions of a subject:
+the largest version present + 1 (a permanently deleted last version can be reused, as in
+Confluent: versions name a subject's history, ids name bytes on the wire).
 
 Deletes as Confluent's: a soft delete rewrites the SCHEMA record with ``deleted: true`` (the
 id stays resolvable); a permanent delete, allowed only after a soft delete, writes a
@@ -27,6 +32,7 @@ from .records import (
     SchemaValue,
     StoreRecord,
     encode_config,
+    encode_max_id,
     encode_mode,
     encode_schema,
     encode_schema_tombstone,
@@ -73,6 +79,8 @@ class RegistryState:
             _set(self.configs, rec.subject, rec.value)
         elif rec.keytype == "MODE":
             _set(self.modes, rec.subject, rec.value)
+        elif rec.keytype == "MAX_ID" and isinstance(rec.value, int):
+            self.max_id = max(self.max_id, rec.value)
         elif rec.keytype == "DELETE_SUBJECT" and rec.subject is not None and isinstance(rec.value, int):
             for version, v in self.subjects.get(rec.subject, {}).items():
                 if version <= rec.value:
@@ -236,7 +244,7 @@ class RegistryState:
         if permanent:
             if not target.deleted:
                 raise RegistryError.version_not_soft_deleted(subject, target.version)
-            return [encode_schema_tombstone(subject, target.version)], target.version
+            return [*self._keep_max_id([target]), encode_schema_tombstone(subject, target.version)], target.version
         if target.deleted:
             raise RegistryError.version_soft_deleted(subject, target.version)
         self._refuse_referenced([target])
@@ -250,7 +258,7 @@ class RegistryState:
         if permanent:
             if live:
                 raise RegistryError.subject_not_soft_deleted(subject)
-            plan: Plan = [encode_schema_tombstone(subject, v.version) for v in versions]
+            plan: Plan = [*self._keep_max_id(versions), *(encode_schema_tombstone(subject, v.version) for v in versions)]
             if subject in self.configs:
                 plan.append(encode_config(subject, None))
             if subject in self.modes:
@@ -260,6 +268,14 @@ class RegistryState:
             raise RegistryError.subject_soft_deleted(subject)
         self._refuse_referenced(live)
         return [encode_schema(v._replace(deleted=True)) for v in live], [v.version for v in live]
+
+    def _keep_max_id(self, targets: list[SchemaValue]) -> Plan:
+        """The MAX_ID record when permanently deleting ``targets`` removes every holder of the
+        largest id (then nothing else in the topic would remember it once compacted)."""
+        holders = self.id_holders.get(self.max_id, set())
+        if holders and holders <= {(t.subject, t.version) for t in targets}:
+            return [encode_max_id(self.max_id)]
+        return []
 
     def _refuse_referenced(self, targets: Iterable[SchemaValue]) -> None:
         for t in targets:

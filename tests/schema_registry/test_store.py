@@ -4,10 +4,11 @@ independent JSON parse; and a registry restarted after SIGKILL on the same data 
 from __future__ import annotations
 
 import json
+import time
 
 import pytest
 from confluent_kafka import Consumer, TopicPartition
-from confluent_kafka.admin import AdminClient, ConfigResource
+from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource
 
 from broker.testing import BrokerProcess
 
@@ -26,10 +27,11 @@ def read_schemas_topic(bootstrap: str) -> list[tuple[dict, dict | None]]:
     try:
         consumer.assign([TopicPartition("_schemas", 0, 0)])
         _, high = consumer.get_watermark_offsets(TopicPartition("_schemas", 0), timeout=10)
-        out = []
-        while len(out) < high:
+        out, last = [], -1
+        while last < high - 1:  # by offset: a compacted topic has gaps
             msg = consumer.poll(10)
             assert msg is not None and msg.error() is None
+            last = msg.offset()
             out.append((json.loads(msg.key()), None if msg.value() is None else json.loads(msg.value())))
         return out
     finally:
@@ -86,3 +88,47 @@ def test_restart_after_sigkill_restores_every_schema_and_id(tmp_path) -> None:
             assert registry.get(f"/subjects/{subject}/versions/{version}?deleted=true")[1]["id"] == sid
         new = registry.register("new-value", json.dumps({"type": "fixed", "name": "F", "size": 16}))
         assert new == max(ids.values()) + 1
+
+
+def test_ids_never_reused_after_permanent_delete_compaction_and_sigkill(tmp_path) -> None:
+    """The largest id, permanently deleted, then its record and tombstone compacted away: a
+    restart after SIGKILL still allocates above it (the MAX_ID record survives compaction)."""
+    data = str(tmp_path / "data")
+    cleaner = ["log.cleaner.backoff.ms=50"]
+    b = BrokerProcess(data, cleaner, schema_registry=True).start()
+    try:
+        registry = Registry(b.schema_registry_url)
+        keep = registry.register("keep-value", V1)
+        doomed = registry.register("doomed-value", OTHER)
+        assert doomed == keep + 1
+        assert registry.delete("/subjects/doomed-value")[0] == 200
+        assert registry.delete("/subjects/doomed-value?permanent=true")[0] == 200
+        # Make the cleaner take everything but the active segment, and drop tombstones at once;
+        # a later write rolls the segment (segment.ms) so the deletes become cleanable.
+        admin = AdminClient({"bootstrap.servers": b.bootstrap})
+        # (incremental: a plain AlterConfigs would replace the topic's configs, compact included)
+        resource = ConfigResource(ConfigResource.Type.TOPIC, "_schemas", incremental_configs=[
+            ConfigEntry(name, value, incremental_operation=AlterConfigOpType.SET) for name, value in (
+                ("segment.ms", "100"), ("min.cleanable.dirty.ratio", "0.01"), ("delete.retention.ms", "0"))])
+        [future] = admin.incremental_alter_configs([resource]).values()
+        future.result(10)
+        deadline = time.monotonic() + 30
+        while True:
+            time.sleep(0.3)
+            registry.put("/config/keep-value", {"compatibility": "NONE"})  # rolls the aged segment
+            records = read_schemas_topic(b.bootstrap)
+            doomed_left = [k for k, _ in records if k.get("subject") == "doomed-value"]
+            if not doomed_left:
+                break
+            assert time.monotonic() < deadline, f"not compacted: {records}"
+        assert ({"keytype": "MAX_ID", "magic": 0}, {"id": doomed}) in records
+        assert all(v is None or v["id"] != doomed for k, v in records if k["keytype"] == "SCHEMA")  # no schema record left
+    finally:
+        b.kill()
+    with BrokerProcess(data, cleaner, schema_registry=True) as b:
+        registry = Registry(b.schema_registry_url)
+        assert registry.get(f"/schemas/ids/{doomed}")[1]["error_code"] == 40403
+        assert registry.get(f"/schemas/ids/{keep}")[0] == 200
+        assert registry.register("new-value", json.dumps({"type": "fixed", "name": "F", "size": 16})) == doomed + 1
+        # the same bytes as the deleted schema are a new schema too: a new id, not the old one
+        assert registry.register("doomed-value", OTHER) == doomed + 2
