@@ -197,5 +197,6 @@ async def test_a_group_shared_with_confluent_kafka(broker: BrokerProcess, name: 
         if ck.poll() is None:
             ck.kill()
     theirs = [int(x) for x in out.split()]
+    # every record once, whichever member got it (how they split depends on who fetches first:
+    # librdkafka acquires up to 500 records per ShareFetch, this test's member 5)
     assert sorted(ours + theirs) == list(range(300)), err[-2000:]
-    assert ours and theirs
