@@ -49,9 +49,9 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from client.cluster import Cluster
-from client.conn import BrokerConnection
-from client.errors import KafkaConnectionError, KafkaError, error_for_code
+from client.errors import KafkaError, error_for_code
 from client.group.coordinator import ConsumerRebalanceListener
+from client.group.coordinator_link import CoordinatorLink
 from client.group.offsets import GroupOffsets
 from client.protocol.api import ApiKey, ErrorCode, error_name
 from client.structs import TopicPartition
@@ -65,7 +65,7 @@ _COORDINATOR_GONE = {E.COORDINATOR_NOT_AVAILABLE, E.NOT_COORDINATOR}
 _FENCED = {E.UNKNOWN_MEMBER_ID, E.FENCED_MEMBER_EPOCH}
 
 
-class ConsumerGroupMember(GroupOffsets):
+class ConsumerGroupMember(CoordinatorLink, GroupOffsets):
     """One member of a KIP-848 consumer group; the same interface to ``Consumer`` as the
     classic ``ConsumerCoordinator``. ``generation`` is the member epoch (-1 outside the group)."""
 
@@ -173,30 +173,6 @@ class ConsumerGroupMember(GroupOffsets):
             self.request_rejoin()
         if self.error is not None:
             raise self.error
-
-    # ------------------------------------------------------------ the coordinator
-
-    async def _connection(self) -> BrokerConnection:
-        if self._coordinator is None:
-            self._coordinator = await self.cluster.find_coordinator(self.group_id, 0)
-        node, host, port = self._coordinator
-        try:
-            return await self.cluster.coordinator_connection(node, host, port)
-        except KafkaConnectionError:
-            self._coordinator = None
-            raise
-
-    async def _request(self, key: ApiKey, body: dict[str, Any], timeout: float | None = None,
-                       max_version: int | None = None) -> tuple[int, dict[str, Any]]:
-        conn = await self._connection()
-        v = conn.pick_version(key)
-        if max_version is not None and v > max_version:
-            v = max_version
-        try:
-            return v, await conn.request(key, v, body, timeout=timeout)
-        except KafkaConnectionError:
-            self._coordinator = None
-            raise
 
     # ------------------------------------------------------------ heartbeats
 

@@ -71,6 +71,7 @@ from client.cluster import Cluster
 from client.conn import BrokerConnection
 from client.errors import KafkaConnectionError, KafkaError, error_for_code
 from client.group.assignors import ASSIGNORS, MemberSubscription, PartitionAssignor
+from client.group.coordinator_link import CoordinatorLink
 from client.group.offsets import CommitFailedError, GroupOffsets
 from client.group.protocol import (
     CONSUMER_PROTOCOL_TYPE,
@@ -116,7 +117,7 @@ class _Rejoin(Exception):
     """Start the join again (after the backoff)."""
 
 
-class ConsumerCoordinator(GroupOffsets):
+class ConsumerCoordinator(CoordinatorLink, GroupOffsets):
     """One group member. ``apply_assignment(partitions, positions)`` is the consumer's: it
     replaces what the consumer fetches and sets the given positions; ``positions()`` gives the
     consumer's current positions (what auto-commit commits)."""
@@ -279,20 +280,6 @@ class ConsumerCoordinator(GroupOffsets):
         node, host, port = await self.cluster.find_coordinator(self.group_id, 0)
         self._coordinator = (node, host, port)
         logger.debug("group %s: coordinator is node %d at %s:%d", self.group_id, node, host, port)
-
-    async def _request(self, key: ApiKey, body: dict[str, Any], timeout: float | None = None,
-                       max_version: int | None = None) -> tuple[int, dict[str, Any]]:
-        """(version, response) from the coordinator, at the highest common version (at most
-        ``max_version``); a broken connection forgets it."""
-        conn = await self._connection()
-        v = conn.pick_version(key)
-        if max_version is not None and v > max_version:
-            v = max_version
-        try:
-            return v, await conn.request(key, v, body, timeout=timeout)
-        except KafkaConnectionError:
-            self._coordinator = None
-            raise
 
     # ------------------------------------------------------------ join and sync
 

@@ -26,8 +26,8 @@ from collections.abc import Callable
 from typing import Any
 
 from client.cluster import Cluster
-from client.conn import BrokerConnection
-from client.errors import KafkaConnectionError, KafkaError, error_for_code
+from client.errors import KafkaError, error_for_code
+from client.group.coordinator_link import CoordinatorLink
 from client.protocol.api import ApiKey, ErrorCode, error_name
 from client.structs import TopicPartition
 
@@ -40,7 +40,7 @@ _COORDINATOR_GONE = {E.COORDINATOR_NOT_AVAILABLE, E.NOT_COORDINATOR}
 _FENCED = {E.UNKNOWN_MEMBER_ID, E.FENCED_MEMBER_EPOCH}
 
 
-class ShareGroupMember:
+class ShareGroupMember(CoordinatorLink):
     """One member of a share group: its id, epoch, subscription and assignment."""
 
     def __init__(self, cluster: Cluster, *, group_id: str, retry_backoff_ms: int, request_timeout_ms: int,
@@ -86,7 +86,7 @@ class ShareGroupMember:
                 pass
         if self.member_epoch > 0:
             try:
-                await self._request({"group_id": self.group_id, "member_id": self.member_id, "member_epoch": -1,
+                await self._heartbeat_request({"group_id": self.group_id, "member_id": self.member_id, "member_epoch": -1,
                                      "rack_id": None, "subscribed_topic_names": None})
             except KafkaError as e:
                 logger.info("share group %s: leaving: %s", self.group_id, e)
@@ -102,24 +102,11 @@ class ShareGroupMember:
 
     # -- the coordinator --
 
-    async def _connection(self) -> BrokerConnection:
-        if self._coordinator is None:
-            self._coordinator = await self.cluster.find_coordinator(self.group_id, 0)
-        try:
-            return await self.cluster.coordinator_connection(*self._coordinator)
-        except KafkaConnectionError:
-            self._coordinator = None
-            raise
-
-    async def _request(self, body: dict[str, Any]) -> dict[str, Any]:
-        conn = await self._connection()
-        try:
-            return await conn.request(ApiKey.SHARE_GROUP_HEARTBEAT, 1, body, timeout=self.request_timeout_ms / 1000)
-        except KafkaConnectionError:
-            self._coordinator = None
-            raise
-
     # -- heartbeats --
+
+    async def _heartbeat_request(self, body: dict[str, Any]) -> dict[str, Any]:
+        _, resp = await self._request(ApiKey.SHARE_GROUP_HEARTBEAT, body, self.request_timeout_ms / 1000, 1)
+        return resp
 
     async def _run(self) -> None:
         backoff = self.retry_backoff_ms / 1000
@@ -150,7 +137,7 @@ class ShareGroupMember:
         """One heartbeat; True to send the next one at once."""
         send_sub = self._send_subscription or self.member_epoch == 0
         self._send_subscription = False
-        resp = await self._request({"group_id": self.group_id, "member_id": self.member_id,
+        resp = await self._heartbeat_request({"group_id": self.group_id, "member_id": self.member_id,
                                     "member_epoch": self.member_epoch, "rack_id": None,
                                     "subscribed_topic_names": sorted(self.topics) if send_sub else None})
         code = resp["error_code"]
