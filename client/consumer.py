@@ -488,13 +488,18 @@ class Consumer:
                 return rows[0]
 
     async def getbatches(self, *partitions: tuple[str, int], timeout_ms: int = 0,
-                         max_records: int | None = None, max_batches: int | None = None) -> list[ColumnBatch]:
+                         max_records: int | None = None, max_batches: int | None = None,
+                         coalesce: bool = False) -> list[ColumnBatch]:
         """Bulk mode: the buffered records as ColumnBatches, one per RecordBatch (cut to keep
         within ``max_records`` in all; at most ``max_batches``); waits up to ``timeout_ms`` when
-        nothing is buffered. Positions move past what is returned."""
+        nothing is buffered. Positions move past what is returned. ``coalesce``: a run of
+        consecutive plain RecordBatches of one fetch response (uncompressed, not control, one
+        timestamp type) comes as one ColumnBatch, decoded in one call of the C extension (without
+        it, or for other batches, one per RecordBatch as before)."""
         limit = max_records if max_records is not None else 1 << 62
         nb = max_batches if max_batches is not None else 1 << 62
         deadline = time.monotonic() + timeout_ms / 1000
+        take = self._fetcher.take_column_run if coalesce else self._fetcher.take_columns
         await _yield()
         while True:
             self._polled()
@@ -503,7 +508,7 @@ class Consumer:
             out: list[ColumnBatch] = []
             for p in parts:
                 while limit > 0 and len(out) < nb:
-                    cb = self._fetcher.take_columns(p, limit)
+                    cb = take(p, limit)
                     if cb is None:
                         break
                     out.append(cb)

@@ -53,6 +53,7 @@ from client.consumer_records import (
     batch_next_offset,
     decode_batch_columns,
     decode_batch_rows,
+    decode_run_columns,
     whole_batches,
 )
 from client.errors import KafkaError, error_for_code
@@ -534,6 +535,36 @@ class Fetcher:
                 part.position = rest[j - 1][2] + 1
                 limit = 0
         return out
+
+    def take_column_run(self, part: PartitionState, limit: int) -> ColumnBatch | None:
+        """As ``take_columns``, but a run of plain batches of one chunk comes as one ColumnBatch
+        (``decode_run_columns``); batch by batch where a run cannot start (a chunk of a
+        read_committed answer listing aborted transactions, a compressed or control batch, the
+        first batch straddling the position or the limit, records left over from a partial
+        take, a corrupt batch: reported by the batch-by-batch path, where it is)."""
+        chunks = part.chunks
+        while part.rest is None and part.rest_cols is None and chunks:
+            chunk = chunks[0]
+            if chunk.pos >= chunk.end:
+                chunks.popleft()
+                self._launch()
+                continue
+            if chunk.aborted is not None:
+                break
+            try:
+                got = decode_run_columns(chunk.buf, chunk.pos, chunk.end, part.tp.topic, part.tp.partition,
+                                         part.position or 0, limit, self.check_crcs)
+            except RecordError:
+                break
+            if got is None:
+                break
+            cb, chunk.pos = got
+            if chunk.pos >= chunk.end:
+                chunks.popleft()
+                self._launch()  # as _decode_next: the next range is requested while this one is used
+            part.position = cb.next_offset
+            return cb
+        return self.take_columns(part, limit)
 
     def take_columns(self, part: PartitionState, limit: int) -> ColumnBatch | None:
         cb: ColumnBatch | None

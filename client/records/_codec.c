@@ -582,6 +582,207 @@ fail:
     return NULL;
 }
 
+/* ---------------------------------------------------------------- decode_columns_run */
+
+/* Big-endian readers for the 61-byte batch header (client.records.batch.HEADER_STRUCT). */
+static inline int64_t be64(const unsigned char *p)
+{
+    uint64_t v = 0;
+    for (int k = 0; k < 8; k++)
+        v = (v << 8) | p[k];
+    return (int64_t)v;
+}
+
+static inline int32_t be32(const unsigned char *p)
+{
+    return (int32_t)(((uint32_t)p[0] << 24) | ((uint32_t)p[1] << 16) | ((uint32_t)p[2] << 8) | (uint32_t)p[3]);
+}
+
+PyDoc_STRVAR(decode_columns_run_doc,
+"decode_columns_run(buf, pos, end, position, max_records, crc=None)\n"
+"--\n\n"
+"Decode a run of whole RecordBatch v2 batches of ``buf[pos:end]`` into one set of column\n"
+"buffers, as decode_columns does for one batch. The run is the longest prefix of batches that\n"
+"are plain (magic 2, uncompressed, not control, recordsCount >= 1, all of one timestamp type),\n"
+"start at or after ``position`` and hold at most ``max_records`` records in all. Returns None\n"
+"when the first batch does not qualify, else ``(end_pos, batches, next_offset, timestamp_type,\n"
+"offsets, timestamps, key_data, key_offsets, key_validity, key_nulls, value_data,\n"
+"value_offsets, value_validity, value_nulls, headers)``: ``end_pos`` is where the run ends in\n"
+"``buf``, ``next_offset`` the last batch's baseOffset + lastOffsetDelta + 1, the rest as\n"
+"decode_columns (LogAppendTime batches give each record the batch's maxTimestamp). ``crc``:\n"
+"a function of a memoryview giving its CRC-32C, checked over each batch's [21, end); None\n"
+"skips the check. Any bad batch in the run (CRC, lengths, records) raises CorruptRecordError\n"
+"and consumes nothing: the caller decodes batch by batch to report it where it is.");
+
+static PyObject *
+decode_columns_run(PyObject *self, PyObject *args, PyObject *kwargs)
+{
+    static char *kwlist[] = {"buf", "pos", "end", "position", "max_records", "crc", NULL};
+    Py_buffer buf;
+    Py_ssize_t pos, end, max_records;
+    long long position_ll;
+    PyObject *crc_fn = Py_None;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "y*nnLn|O:decode_columns_run", kwlist, &buf, &pos, &end,
+                                     &position_ll, &max_records, &crc_fn))
+        return NULL;
+    const int64_t position = position_ll;
+    const unsigned char *b = (const unsigned char *)buf.buf;
+    PyObject *ods = NULL, *tss = NULL, *kdata = NULL, *koffs = NULL, *kvalid = NULL, *vdata = NULL,
+             *voffs = NULL, *vvalid = NULL, *hdrs = NULL, *empty = NULL, *o;
+    if (pos < 0 || end > buf.len || pos > end) {
+        PyErr_SetString(PyExc_ValueError, "decode_columns_run: pos/end outside the buffer");
+        goto fail;
+    }
+
+    /* Pass 1, headers only: how far the run goes. */
+    Py_ssize_t q = pos, total = 0, nbatches = 0;
+    int ttype = -1;
+    int64_t next_offset = 0;
+    while (end - q >= 61) {
+        const unsigned char *h = b + q;
+        int32_t length = be32(h + 8);
+        int attributes = (h[21] << 8) | h[22];
+        int32_t last_delta = be32(h + 23), count = be32(h + 57);
+        int64_t base = be64(h);
+        int tt = (attributes & 0x08) ? 1 : 0;
+        if (h[16] != 2 || length < 49 || (Py_ssize_t)length + 12 > end - q || (attributes & 0x27) || count < 1 ||
+            last_delta < 0 || base < position || base > INT64_MAX - last_delta - 1 || (ttype >= 0 && tt != ttype) ||
+            count > max_records - total || count > ((Py_ssize_t)length + 12 - 61) / 7)
+            break;
+        ttype = tt;
+        total += count;
+        nbatches++;
+        next_offset = base + last_delta + 1;
+        q += (Py_ssize_t)length + 12;
+    }
+    if (nbatches == 0 || q - pos > INT32_MAX) {
+        PyBuffer_Release(&buf);
+        Py_RETURN_NONE;
+    }
+    const Py_ssize_t run_end = q, vbytes = (total + 7) >> 3;
+    if (!(ods = PyBytes_FromStringAndSize(NULL, 8 * total)) || !(tss = PyBytes_FromStringAndSize(NULL, 8 * total)) ||
+        !(kdata = PyBytes_FromStringAndSize(NULL, run_end - pos)) ||
+        !(vdata = PyBytes_FromStringAndSize(NULL, run_end - pos)) ||
+        !(koffs = PyBytes_FromStringAndSize(NULL, 4 * (total + 1))) ||
+        !(voffs = PyBytes_FromStringAndSize(NULL, 4 * (total + 1))) ||
+        !(kvalid = PyBytes_FromStringAndSize(NULL, vbytes)) || !(vvalid = PyBytes_FromStringAndSize(NULL, vbytes)))
+        goto fail;
+    int64_t *od_out = (int64_t *)PyBytes_AS_STRING(ods), *ts_out = (int64_t *)PyBytes_AS_STRING(tss);
+    int32_t *ko = (int32_t *)PyBytes_AS_STRING(koffs), *vo = (int32_t *)PyBytes_AS_STRING(voffs);
+    unsigned char *kv = (unsigned char *)PyBytes_AS_STRING(kvalid), *vv = (unsigned char *)PyBytes_AS_STRING(vvalid);
+    char *kd = PyBytes_AS_STRING(kdata), *vd = PyBytes_AS_STRING(vdata);
+    Py_ssize_t i = 0, kused = 0, vused = 0, knulls = 0, vnulls = 0;
+    memset(kv, 0xff, (size_t)vbytes);
+    memset(vv, 0xff, (size_t)vbytes);
+    if (total & 7)
+        kv[vbytes - 1] = vv[vbytes - 1] = (unsigned char)((1u << (total & 7)) - 1);
+    ko[0] = vo[0] = 0;
+
+    /* Pass 2: check and decode each batch of the run. */
+    for (q = pos; q < run_end;) {
+        const unsigned char *h = b + q;
+        const Py_ssize_t bend = q + (Py_ssize_t)be32(h + 8) + 12;
+        const int64_t bo = be64(h), maxts = be64(h + 35);
+        const int64_t bt = ttype ? 0 : be64(h + 27);
+        const int32_t count = be32(h + 57);
+        if (crc_fn != Py_None) {
+            PyObject *mv = PyMemoryView_FromMemory((char *)h + 21, bend - q - 21, PyBUF_READ);
+            PyObject *got = mv ? PyObject_CallOneArg(crc_fn, mv) : NULL;
+            Py_XDECREF(mv);
+            if (got == NULL)
+                goto fail;
+            unsigned long actual = PyLong_AsUnsignedLong(got);
+            Py_DECREF(got);
+            if (actual == (unsigned long)-1 && PyErr_Occurred())
+                goto fail;
+            if (actual != (unsigned long)(uint32_t)be32(h + 17)) {
+                PyErr_SetString(CorruptRecordError, "record batch CRC mismatch");
+                goto fail;
+            }
+        }
+        const unsigned char *d = h + 61;
+        const Py_ssize_t n = bend - q - 61;
+        Py_ssize_t p = 0;
+        for (int32_t r = 0; r < count; r++, i++) {
+            int64_t len, tsd, od;
+            if (read_varint(d, n, &p, &len) || len < 0 || len > n - p) {
+                PyErr_SetString(CorruptRecordError, "corrupt record: bad length");
+                goto fail;
+            }
+            const Py_ssize_t rend = p + (Py_ssize_t)len;
+            p++; /* attributes */
+            if (read_varint(d, rend, &p, &tsd) || read_varint(d, rend, &p, &od)) {
+                PyErr_SetString(CorruptRecordError, "records section ends inside a record");
+                goto fail;
+            }
+            if ((tsd > 0 && bt > INT64_MAX - tsd) || (tsd < 0 && bt < INT64_MIN - tsd) ||
+                (od > 0 && bo > INT64_MAX - od) || (od < 0 && bo < INT64_MIN - od)) {
+                PyErr_SetString(CorruptRecordError, "record offset or timestamp overflows int64");
+                goto fail;
+            }
+            ts_out[i] = ttype ? maxts : bt + tsd;
+            od_out[i] = bo + od;
+            if (read_into_column(d, rend, &p, "key", kd, &kused, ko, kv, &knulls, i) ||
+                read_into_column(d, rend, &p, "value", vd, &vused, vo, vv, &vnulls, i))
+                goto fail;
+            if (p + 1 == rend && d[p] == 0) { /* no headers */
+                p = rend;
+                if (hdrs != NULL)
+                    PyList_SET_ITEM(hdrs, i, Py_NewRef(empty));
+            } else {
+                if (p >= rend) {
+                    PyErr_SetString(CorruptRecordError, "corrupt record: fields run past the record length");
+                    goto fail;
+                }
+                if (hdrs == NULL) {
+                    if (!(empty = PyTuple_New(0)) || !(hdrs = PyList_New(total)))
+                        goto fail;
+                    for (Py_ssize_t j = 0; j < i; j++)
+                        PyList_SET_ITEM(hdrs, j, Py_NewRef(empty));
+                }
+                if (!(o = read_headers(d, rend, &p)))
+                    goto fail;
+                PyList_SET_ITEM(hdrs, i, o);
+                if (p != rend) {
+                    PyErr_SetString(CorruptRecordError, "corrupt record: record length does not match its fields");
+                    goto fail;
+                }
+            }
+        }
+        if (p != n) {
+            PyErr_Format(CorruptRecordError, "%zd bytes left over after %d records", n - p, (int)count);
+            goto fail;
+        }
+        q = bend;
+    }
+    if (_PyBytes_Resize(&kdata, kused) || _PyBytes_Resize(&vdata, vused))
+        goto fail;
+    if (knulls == 0)
+        Py_SETREF(kvalid, Py_NewRef(Py_None));
+    if (vnulls == 0)
+        Py_SETREF(vvalid, Py_NewRef(Py_None));
+    if (hdrs == NULL)
+        hdrs = Py_NewRef(Py_None);
+    Py_XDECREF(empty);
+    PyBuffer_Release(&buf);
+    return Py_BuildValue("(nnLiNNNNNnNNNnN)", run_end, nbatches, (long long)next_offset, ttype, ods, tss, kdata,
+                         koffs, kvalid, knulls, vdata, voffs, vvalid, vnulls, hdrs);
+
+fail:
+    Py_XDECREF(ods);
+    Py_XDECREF(tss);
+    Py_XDECREF(kdata);
+    Py_XDECREF(koffs);
+    Py_XDECREF(kvalid);
+    Py_XDECREF(vdata);
+    Py_XDECREF(voffs);
+    Py_XDECREF(vvalid);
+    Py_XDECREF(hdrs);
+    Py_XDECREF(empty);
+    PyBuffer_Release(&buf);
+    return NULL;
+}
+
 /* ---------------------------------------------------------------- append_record (producer) */
 
 /* Zigzag varint of v into out; returns the bytes written (at most 10). */
@@ -674,6 +875,8 @@ static PyMethodDef methods[] = {
     {"decode_lists", (PyCFunction)(void (*)(void))decode_lists, METH_VARARGS | METH_KEYWORDS, decode_lists_doc},
     {"decode_columns", (PyCFunction)(void (*)(void))decode_columns, METH_VARARGS | METH_KEYWORDS,
      decode_columns_doc},
+    {"decode_columns_run", (PyCFunction)(void (*)(void))decode_columns_run, METH_VARARGS | METH_KEYWORDS,
+     decode_columns_run_doc},
     {"decode_records", (PyCFunction)(void (*)(void))decode_records, METH_VARARGS | METH_KEYWORDS,
      decode_records_doc},
     {"append_record", (PyCFunction)(void (*)(void))append_record, METH_FASTCALL, append_record_doc},

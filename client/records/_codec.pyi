@@ -8,6 +8,10 @@ def decode_lists(data: bytes | memoryview, count: int, base_offset: int = 0, bas
 def decode_columns(data: bytes | memoryview, count: int, base_offset: int = 0, base_timestamp: int = 0
                    ) -> tuple[bytes, bytes, bytes, bytes, bytes | None, int, bytes, bytes, bytes | None, int,
                               list[tuple[Header, ...]] | None]: ...
+def decode_columns_run(buf: bytes | bytearray | memoryview, pos: int, end: int, position: int, max_records: int,
+                       crc: Any = None) -> tuple[int, int, int, int, bytes, bytes, bytes, bytes, bytes | None, int,
+                                                 bytes, bytes, bytes | None, int,
+                                                 list[tuple[Header, ...]] | None] | None: ...
 def decode_records(data: bytes | memoryview, count: int, cls: type, topic: str, partition: int, timestamp_type: int,
                    base_offset: int, base_timestamp: int, position: int,
                    fixed_timestamp: int | None = None) -> list[Any]: ...

@@ -30,7 +30,7 @@ from .codec import C_CODEC as C_DECODER
 from .codec import decode_lists
 from .record import _NO_HEADERS, Header
 
-__all__ = ["BinaryColumn", "decode_lists", "decode_columns", "decode_columns_py",
+__all__ = ["BinaryColumn", "decode_lists", "decode_columns", "decode_columns_py", "decode_columns_run",
            "decode_records", "decode_records_py", "Header", "C_DECODER"]
 
 
@@ -217,7 +217,16 @@ except ImportError:
     pass
 decode_columns = decode_columns_py
 decode_records = decode_records_py
+#: the C ``decode_columns_run`` (a run of plain batches in one call; its docstring in _codec.c),
+#: None with the pure-Python codec: callers then decode batch by batch
+decode_columns_run: Any = None
 if C_DECODER:
     from ._codec import decode_records
 
     decode_columns = decode_columns_c
+    try:
+        from ._codec import decode_columns_run as _c_decode_columns_run
+    except ImportError:  # an extension built before it existed: batch by batch
+        pass
+    else:
+        decode_columns_run = _c_decode_columns_run
