@@ -494,26 +494,26 @@ class SharePartitionManager:
 
 
 def _read_range(log: Any, first: int, last: int) -> bytes:
-    """The log batches holding offsets ``first``..``last`` (whole batches, as a fetch returns them)."""
+    """The log batches holding offsets ``first``..``last``: whole batches only, as a fetch
+    returns them (a read stops at its byte budget, possibly inside a batch: that partial batch
+    is left out and read whole by the next read)."""
     out = bytearray()
     offset = first
     while offset <= last:
-        chunk = log.read_bytes(offset, 1 << 20, True)
-        if not chunk:
-            break
-        out += chunk
-        # find where the chunk ends: the last batch's base offset + last offset delta + 1
+        chunk = log.read_bytes(offset, 1 << 20, True)  # the first batch always whole
         pos, end_offset = 0, offset
-        while pos + 12 <= len(chunk):
-            base = int.from_bytes(chunk[pos:pos + 8], "big", signed=True)
+        while pos + 61 <= len(chunk):
             length = int.from_bytes(chunk[pos + 8:pos + 12], "big", signed=True)
-            if pos + 12 + length > len(chunk) or length < 49:
+            if length < 49 or pos + 12 + length > len(chunk):
                 break
-            delta = int.from_bytes(chunk[pos + 23:pos + 27], "big", signed=True)
-            end_offset = base + delta + 1
+            base = int.from_bytes(chunk[pos:pos + 8], "big", signed=True)
+            end_offset = base + int.from_bytes(chunk[pos + 23:pos + 27], "big", signed=True) + 1
             pos += 12 + length
-        if end_offset <= offset:
+            if end_offset > last:
+                break
+        if pos == 0 or end_offset <= offset:
             break
+        out += chunk[:pos]
         offset = end_offset
     return bytes(out)
 
@@ -527,6 +527,8 @@ def _not_delivered(data: bytes, aborted: list[Any]) -> set[int]:
     while pos + 61 <= len(data):
         base = int.from_bytes(data[pos:pos + 8], "big", signed=True)
         length = int.from_bytes(data[pos + 8:pos + 12], "big", signed=True)
+        if length < 49 or pos + 12 + length > len(data):
+            break  # whole batches only (_read_range): nothing else to look at
         attributes = int.from_bytes(data[pos + 21:pos + 23], "big")
         last = base + int.from_bytes(data[pos + 23:pos + 27], "big", signed=True)
         producer_id = int.from_bytes(data[pos + 43:pos + 51], "big", signed=True)
