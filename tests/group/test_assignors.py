@@ -1,0 +1,55 @@
+"""The KIP-848 server-side assignors (broker/group/assignors.py): every subscribed partition
+assigned once, balance, stickiness, determinism."""
+
+from __future__ import annotations
+
+import uuid
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from broker.group.assignors import range_assign, uniform
+
+T = [uuid.UUID(int=i + 1) for i in range(4)]
+
+
+def flat(a: dict[str, dict[uuid.UUID, frozenset[int]]]) -> list[tuple[uuid.UUID, int]]:
+    return [(t, p) for m in a.values() for t, ps in m.items() for p in ps]
+
+
+@given(st.integers(1, 30), st.lists(st.integers(0, 40), min_size=1, max_size=4))
+def test_uniform_homogeneous_is_balanced_and_sticky(members: int, counts: list[int]) -> None:
+    topics = dict(zip(T, counts))
+    subs = {f"m{i:02d}": (frozenset(topics), f"m{i:02d}") for i in range(members)}
+    a = uniform(subs, topics, {})
+    got = flat(a)
+    assert sorted(got) == sorted((t, p) for t, n in topics.items() for p in range(n))  # each once
+    sizes = [sum(len(ps) for ps in m.values()) for m in a.values()]
+    assert max(sizes) - min(sizes) <= 1
+    assert uniform(subs, topics, a) == a  # nothing moves when nothing changed
+    subs["new"] = (frozenset(topics), "new")
+    b = uniform(subs, topics, a)
+    total = sum(topics.values())
+    moved = sum(len(a[m].get(t, frozenset()) - b[m].get(t, frozenset())) for m in a for t in a[m])
+    assert moved <= -(-total // (members + 1)) + 1  # only what the newcomer needs moves
+
+
+@given(st.lists(st.sets(st.sampled_from(T), min_size=1), min_size=1, max_size=8),
+       st.lists(st.integers(0, 12), min_size=4, max_size=4))
+def test_uniform_heterogeneous_assigns_each_partition_to_a_subscriber(subscriptions: list[set[uuid.UUID]],
+                                                                        counts: list[int]) -> None:
+    topics = dict(zip(T, counts))
+    subs = {f"m{i}": (frozenset(s), f"m{i}") for i, s in enumerate(subscriptions)}
+    a = uniform(subs, topics, {})
+    wanted = {(t, p) for t, n in topics.items() if any(t in s for s in subscriptions) for p in range(n)}
+    assert sorted(flat(a)) == sorted(wanted)
+    for m, parts in a.items():
+        assert set(parts) <= subs[m][0]
+
+
+def test_range_lines_up_co_partitioned_topics() -> None:
+    topics = {T[0]: 6, T[1]: 6}
+    subs = {m: (frozenset(topics), m) for m in ("b", "a", "c")}
+    a = range_assign(subs, topics, {})
+    assert a["a"] == {T[0]: frozenset({0, 1}), T[1]: frozenset({0, 1})}
+    assert a["c"] == {T[0]: frozenset({4, 5}), T[1]: frozenset({4, 5})}
