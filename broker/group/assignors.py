@@ -4,7 +4,7 @@ members' ``ServerAssignor``.
 
 ``assign(members, topics, current)`` takes each member's subscribed topic ids, the topics'
 partition counts and the current target assignment, and returns each member's new target.
-Both are deterministic (same input, same output) and sticky across epochs:
+Both are deterministic (same input, same output); only ``uniform`` is sticky across epochs:
 
 - **uniform** spreads every subscribed partition so that any two members subscribed to a
   topic differ by at most one partition in count where the subscriptions allow it. A member
@@ -15,7 +15,9 @@ Both are deterministic (same input, same output) and sticky across epochs:
 - **range** assigns each topic on its own: its subscribers sorted by member id (instance id
   for static members, so a restarted static member gets its range back), partitions split into
   contiguous ranges, the first ``partitions % members`` ranges one larger. Members with the same
-  subscriptions therefore get the same partition numbers of co-partitioned topics.
+  subscriptions therefore get the same partition numbers of co-partitioned topics. As Kafka's
+  range assignor, it ignores the current assignment: a member joining shifts the ranges of
+  the members sorted after it (static members keep theirs across restarts).
 
 Cost: with identical subscriptions (the usual case) O(P + M log M) for P partitions and M
 members (1,000 members and 10,000 partitions: about 15 ms here); otherwise a greedy fill and

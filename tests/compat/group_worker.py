@@ -49,7 +49,7 @@ def run_confluent(a: argparse.Namespace, sink: Sink) -> None:
             conf["group.remote.assignor"] = a.assignor
     else:
         conf.update({"session.timeout.ms": a.session_ms, "heartbeat.interval.ms": 500,
-                     "partition.assignment.strategy": a.assignor})
+                     "partition.assignment.strategy": a.assignor or "range"})
     if a.instance:
         conf["group.instance.id"] = a.instance
     c = Consumer(conf)
@@ -85,7 +85,7 @@ def run_kafka_python(a: argparse.Namespace, sink: Sink) -> None:
     from kafka.coordinator.assignors.range import RangePartitionAssignor
     from kafka.coordinator.assignors.roundrobin import RoundRobinPartitionAssignor
 
-    assignor = {"range": RangePartitionAssignor, "roundrobin": RoundRobinPartitionAssignor}[a.assignor]
+    assignor = {"range": RangePartitionAssignor, "roundrobin": RoundRobinPartitionAssignor}[a.assignor or "range"]
     c = KafkaConsumer(bootstrap_servers=a.bootstrap, group_id=a.group, auto_offset_reset="earliest",
                       enable_auto_commit=False, session_timeout_ms=a.session_ms, heartbeat_interval_ms=500,
                       client_id=a.name, partition_assignment_strategy=[assignor], request_timeout_ms=30000)
@@ -115,7 +115,7 @@ async def run_aiokafka(a: argparse.Namespace, sink: Sink) -> None:
     from aiokafka.coordinator.assignors.range import RangePartitionAssignor
     from aiokafka.coordinator.assignors.roundrobin import RoundRobinPartitionAssignor
 
-    assignor = {"range": RangePartitionAssignor, "roundrobin": RoundRobinPartitionAssignor}[a.assignor]
+    assignor = {"range": RangePartitionAssignor, "roundrobin": RoundRobinPartitionAssignor}[a.assignor or "range"]
     c = AIOKafkaConsumer(bootstrap_servers=a.bootstrap, group_id=a.group, auto_offset_reset="earliest",
                          enable_auto_commit=False, session_timeout_ms=a.session_ms, heartbeat_interval_ms=500,
                          client_id=a.name, partition_assignment_strategy=[assignor])
@@ -154,7 +154,9 @@ def main() -> None:
     p.add_argument("--name", default="worker")
     p.add_argument("--instance", default=None)
     p.add_argument("--session-ms", type=int, default=6000)
-    p.add_argument("--assignor", default="range")
+    # classic members: the client-side assignor (range by default, as the clients' own default);
+    # KIP-848 members: group.remote.assignor when given, else the broker's default (uniform)
+    p.add_argument("--assignor", default=None)
     p.add_argument("--protocol", default="classic", choices=("classic", "consumer"))
     a = p.parse_args()
     # The group protocol's steps (join, sync, heartbeat errors) go to the worker's log, which

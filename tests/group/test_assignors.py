@@ -53,3 +53,34 @@ def test_range_lines_up_co_partitioned_topics() -> None:
     a = range_assign(subs, topics, {})
     assert a["a"] == {T[0]: frozenset({0, 1}), T[1]: frozenset({0, 1})}
     assert a["c"] == {T[0]: frozenset({4, 5}), T[1]: frozenset({4, 5})}
+
+
+@given(st.integers(1, 12), st.integers(1, 60), st.integers(0, 12))
+def test_uniform_join_only_takes_from_others_wherever_the_newcomer_sorts(members: int, partitions: int,
+                                                                          slot: int) -> None:
+    """A newcomer whose member id sorts before, between or after the others: the others only
+    give partitions away, and exactly what the newcomer needs moves."""
+    topics = {T[0]: partitions}
+    ids = [f"m{2 * i + 1:03d}" for i in range(members)]
+    subs = {m: (frozenset(topics), m) for m in ids}
+    a = uniform(subs, topics, {})
+    newcomer = f"m{2 * min(slot, members):03d}"  # m000 sorts first, m002 between m001 and m003...
+    subs[newcomer] = (frozenset(topics), newcomer)
+    b = uniform(subs, topics, a)
+    for m in ids:
+        assert b[m].get(T[0], frozenset()) <= a[m].get(T[0], frozenset())
+    moved = sum(len(a[m].get(T[0], frozenset()) - b[m].get(T[0], frozenset())) for m in ids)
+    assert moved == len(b[newcomer].get(T[0], frozenset())) == partitions // (members + 1)
+
+
+def test_a_fourth_member_joining_three_on_six_partitions() -> None:
+    """The case seen with librdkafka members: ``uniform`` moves one partition; ``range``, as
+    Kafka's, is not sticky and shifts the ranges sorted after the newcomer (three move)."""
+    topics = {T[0]: 6}
+    subs = {m: (frozenset(topics), m) for m in ("b", "d", "f")}
+    before = {name: assignor(subs, topics, {}) for name, assignor in (("uniform", uniform), ("range", range_assign))}
+    subs["c"] = (frozenset(topics), "c")
+    for name, assignor in (("uniform", uniform), ("range", range_assign)):
+        after = assignor(subs, topics, before[name])
+        moved = sum(len(before[name][m][T[0]] - after[m].get(T[0], frozenset())) for m in ("b", "d", "f"))
+        assert moved == (1 if name == "uniform" else 3), (name, before[name], after)
