@@ -126,6 +126,8 @@ BROKER_DEFAULTS: dict[str, str] = {
     "group.consumer.max.size": "2147483647",
     "group.consumer.assignors": "uniform,range",
     "group.consumer.migration.policy": "bidirectional",
+    # minibroker's own: groups this large run their assignor off the request path
+    "group.consumer.assignment.offload.min.members": "100",
     # share groups (broker/share/)
     "group.share.session.timeout.ms": "45000",
     "group.share.heartbeat.interval.ms": "5000",
@@ -223,6 +225,7 @@ BROKER_TYPES: dict[str, tuple[str, int | None, int | None]] = {
     "group.consumer.min.heartbeat.interval.ms": ("int", 1, None),
     "group.consumer.max.heartbeat.interval.ms": ("int", 1, None),
     "group.consumer.max.size": ("int", 1, None),
+    "group.consumer.assignment.offload.min.members": ("int", 1, None),
     "group.share.session.timeout.ms": ("int", 1, None),
     "group.share.heartbeat.interval.ms": ("int", 1, None),
     "group.share.max.size": ("int", 1, 1000),

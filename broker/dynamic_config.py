@@ -337,6 +337,8 @@ _BROKER_DOCS = {
     "group.consumer.max.heartbeat.interval.ms": "The highest group.consumer.heartbeat.interval.ms allowed.",
     "group.consumer.max.size": "The most members a KIP-848 consumer group may have.",
     "group.consumer.assignors": "The server-side assignors (uniform, range); the first is the default.",
+    "group.consumer.assignment.offload.min.members": "minibroker's own: a KIP-848 group with this many members"
+    " or more computes its target assignment in a worker thread instead of in the heartbeat that needs it.",
     "group.share.session.timeout.ms": "A share-group member not heard from for this long is removed.",
     "group.share.heartbeat.interval.ms": "How often share-group members are told to heartbeat.",
     "group.share.max.size": "The most members a share group may have.",

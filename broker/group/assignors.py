@@ -9,9 +9,11 @@ Both are deterministic (same input, same output); only ``uniform`` is sticky acr
 - **uniform** spreads every subscribed partition so that any two members subscribed to a
   topic differ by at most one partition in count where the subscriptions allow it. A member
   keeps the partitions it had (up to its fair share); what is left over or new goes to the
-  eligible member with the fewest, ties broken by member id; then, while a member eligible for
-  a partition has two fewer than its owner, the partition moves. With identical subscriptions
-  this is the balanced assignment that moves the fewest partitions.
+  eligible member with the fewest (the topics with the fewest subscribers first), ties broken
+  by member id; then, while a member can reach a member with two partitions more through a
+  chain of members each able to take a partition of the next, one partition moves along each
+  link of the shortest such chain. With identical subscriptions this is the balanced
+  assignment that moves the fewest partitions.
 - **range** assigns each topic on its own: its subscribers sorted by member id (instance id
   for static members, so a restarted static member gets its range back), partitions split into
   contiguous ranges, the first ``partitions % members`` ranges one larger. Members with the same
@@ -20,8 +22,9 @@ Both are deterministic (same input, same output); only ``uniform`` is sticky acr
   the members sorted after it (static members keep theirs across restarts).
 
 Cost: with identical subscriptions (the usual case) O(P + M log M) for P partitions and M
-members (1,000 members and 10,000 partitions: about 15 ms here); otherwise a greedy fill and
-a balancing pass, O(P * M) per pass, meant for the small groups that mix subscriptions.
+members (1,000 members and 10,000 partitions: about 15 ms here); otherwise a greedy fill, then
+O(P + M * T) per chain for T topics (large groups run their assignor off the request path:
+``assignment_offload.py``).
 """
 
 from __future__ import annotations
@@ -64,8 +67,9 @@ def uniform(members: Mapping[str, MemberSubscription], topics: Mapping[uuid.UUID
                 if p < topics[t] and (t, p) not in owner and counts[member_id] < share:
                     owner[(t, p)] = member_id
                     counts[member_id] += 1
-    # 2. the rest to the eligible member with the fewest
-    for t in sorted(subscribers):
+    # 2. the rest to the eligible member with the fewest, the topics with the fewest subscribers
+    # first (their partitions have the fewest places to go)
+    for t in sorted(subscribers, key=lambda t: (len(subscribers[t]), t)):
         heap = [(counts[m], m) for m in subscribers[t]]
         heapq.heapify(heap)
         for p in range(topics[t]):
@@ -78,22 +82,71 @@ def uniform(members: Mapping[str, MemberSubscription], topics: Mapping[uuid.UUID
             owner[(t, p)] = m
             counts[m] += 1
             heapq.heappush(heap, (counts[m], m))
-    # 3. balance: move a partition to an eligible member with at least two fewer
-    moved = True
-    while moved:
-        moved = False
-        for tp, m in sorted(owner.items()):
-            eligible = subscribers[tp[0]]
-            least = min(eligible, key=lambda x: (counts[x], x))
-            if counts[least] + 1 < counts[m]:
-                owner[tp] = least
-                counts[m] -= 1
-                counts[least] += 1
-                moved = True
+    # 3. balance
+    _balance(owner, counts, {m: sub & subscribers.keys() for m, (sub, _) in members.items()})
     out: dict[str, dict[uuid.UUID, set[int]]] = {m: {} for m in members}
     for (t, p), m in owner.items():
         out[m].setdefault(t, set()).add(p)
     return {m: {t: frozenset(ps) for t, ps in a.items()} for m, a in out.items()}
+
+
+def _balance(owner: dict[tuple[uuid.UUID, int], str], counts: dict[str, int],
+             subscribed: Mapping[str, frozenset[uuid.UUID]]) -> None:
+    """Even out ``owner`` (partition -> member) in place, so that no member has two partitions
+    fewer than another unless the subscriptions forbid it: while a member ``u`` with the fewest
+    partitions can reach, through a chain "u can take a partition x owns, x can take one y
+    owns, ...", a member ``v`` with at least two more, each takes one partition along the chain
+    (``u`` gains one, ``v`` loses one, the members between keep their counts). Chains are
+    found breadth-first (shortest first: the fewest partitions move), each topic expanded once
+    per search: O(P + M * T) per chain for P partitions, M members, T topics."""
+    held: dict[uuid.UUID, dict[str, set[int]]] = {}  # topic -> member -> its partitions of the topic
+    for (t, p), m in owner.items():
+        held.setdefault(t, {}).setdefault(m, set()).add(p)
+    while True:
+        for u in sorted(counts, key=lambda m: (counts[m], m)):
+            if counts[u] + 2 > max(counts.values()):
+                return  # every member left is within one of the most loaded
+            chain = _chain(u, counts[u] + 2, counts, subscribed, held)
+            if chain:
+                break
+        else:
+            return  # no chain from anyone: as balanced as the subscriptions allow
+        counts[u] += 1
+        counts[chain[-1][1]] -= 1
+        for taker, giver, (t, p) in chain:
+            owner[(t, p)] = taker
+            held[t][giver].discard(p)
+            held[t].setdefault(taker, set()).add(p)
+
+
+def _chain(start: str, at_least: int, counts: Mapping[str, int], subscribed: Mapping[str, frozenset[uuid.UUID]],
+           held: Mapping[uuid.UUID, Mapping[str, set[int]]]) -> list[tuple[str, str, tuple[uuid.UUID, int]]]:
+    """The shortest chain from ``start`` to a member holding ``at_least`` partitions: a list of
+    (taker, giver, partition the giver hands over) from ``start``'s step on; [] if none."""
+    parent: dict[str, tuple[str, tuple[uuid.UUID, int]]] = {}
+    seen: set[str] = {start}
+    expanded: set[uuid.UUID] = set()
+    frontier = [start]
+    while frontier:
+        nxt = []
+        for a in frontier:
+            for t in sorted(subscribed[a] - expanded):
+                expanded.add(t)
+                for b, ps in sorted(held.get(t, {}).items()):
+                    if b in seen or not ps:
+                        continue
+                    seen.add(b)
+                    parent[b] = (a, (t, min(ps)))
+                    if counts[b] >= at_least:
+                        steps = []
+                        while b != start:
+                            a2, tp = parent[b]
+                            steps.append((a2, b, tp))
+                            b = a2
+                        return steps[::-1]
+                    nxt.append(b)
+        frontier = nxt
+    return []
 
 
 def _uniform_homogeneous(members: Mapping[str, MemberSubscription], topics: Mapping[uuid.UUID, int],

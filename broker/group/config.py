@@ -28,6 +28,8 @@ class GroupConfig(NamedTuple):
     consumer_max_size: int = 2**31 - 1  # group.consumer.max.size
     consumer_assignors: tuple[str, ...] = ("uniform", "range")  # group.consumer.assignors
     migration_policy: str = "bidirectional"  # group.consumer.migration.policy
+    #: minibroker's own: groups this large compute assignments off the request path
+    consumer_assignment_offload_min_members: int = 100  # group.consumer.assignment.offload.min.members
 
 
 def group_config(cfg: BrokerConfig) -> GroupConfig:
@@ -47,4 +49,5 @@ def group_config(cfg: BrokerConfig) -> GroupConfig:
         consumer_assignors=tuple(dict.fromkeys(CONSUMER_ASSIGNORS[a.strip()] for a in
                                                cfg.get("group.consumer.assignors").split(",") if a.strip())),
         migration_policy=cfg.get("group.consumer.migration.policy").strip().lower(),
+        consumer_assignment_offload_min_members=cfg.int("group.consumer.assignment.offload.min.members"),
     )

@@ -26,7 +26,10 @@ A heartbeat, in the order Kafka's coordinator applies the rules:
    looked (a subscribed topic created, deleted or grown; a regular expression matching another
    set of topics) bumps the group epoch.
 5. A group epoch ahead of the assignment epoch: the target assignment is computed by the
-   group's assignor (``assignors.py``) and stored.
+   group's assignor (``assignors.py``) and stored; for a group of
+   ``group.consumer.assignment.offload.min.members`` or more, off the request path
+   (``assignment_offload.py``): the group is Assigning until the result is installed, and its
+   members come back after 2 ms per member (at least 20 ms) meanwhile.
 6. The member is reconciled towards its target (``reconciliation.py``); a member left with
    partitions to revoke must do so within its rebalance timeout or it is fenced.
 7. The records are appended, and the response — member id, epoch, heartbeat interval, and the
@@ -50,6 +53,7 @@ Replaying them (``replay``) rebuilds every group at its epochs after a restart.
 from __future__ import annotations
 
 import logging
+import time
 import uuid
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
@@ -61,6 +65,7 @@ from client.protocol.primitives import DecodeError
 
 from ..regex import InvalidRegularExpression, compile_pattern
 from . import consumer_records as cr
+from .assignment_offload import Offload
 from .assignors import MemberSubscription, assign
 from .config import GroupConfig
 from .consumer_group import (
@@ -178,6 +183,11 @@ class ConsumerGroupCoordinator:
         self.group_config: Callable[[str, str], str] | None = None
         #: classic members told to rejoin (REBALANCE_IN_PROGRESS), with a deadline running
         self._rejoin_deadlines: set[tuple[str, str, str]] = set()
+        #: where large groups' assignors run (the runtime sets a ThreadOffload); None: always
+        #: in the heartbeat that needs the assignment
+        self.offload: Offload | None = None
+        #: group id -> the group whose assignor run is in flight (at most one per group)
+        self._assigning: dict[str, ConsumerGroup] = {}
 
     @property
     def config(self) -> GroupConfig:
@@ -326,8 +336,7 @@ class ConsumerGroupCoordinator:
             g.group_epoch += 1
             records.append(_group_epoch_record(group_id, g.group_epoch))
             logger.info("group %s: group epoch bumped to %d", group_id, g.group_epoch)
-        if g.group_epoch > g.assignment_epoch:
-            self._update_target_assignment(g, records)
+        self._assign(g, records)
         reconciled = self._reconcile(g, g.members[member_id], owned, records)
         self._schedule_session(group_id, member_id)
         full = epoch == 0 or (req["rebalance_timeout_ms"] != -1 and names is not None and owned is not None)
@@ -350,6 +359,8 @@ class ConsumerGroupCoordinator:
             int(self.group_config(g.group_id, "consumer.heartbeat.interval.ms"))
         if m.state == MemberState.UNRELEASED_PARTITIONS:
             return min(interval, UNRELEASED_HEARTBEAT_INTERVAL_MS)
+        if g.group_epoch > g.assignment_epoch:  # an assignor run in flight (large groups)
+            return min(interval, max(UNRELEASED_HEARTBEAT_INTERVAL_MS, 2 * len(g.members)))
         if self.groups.clock() - g.active_since_ms < self.config.initial_rebalance_delay_ms:
             return min(interval, max(SETTLING_HEARTBEAT_INTERVAL_MS, 2 * len(g.members)))
         return interval
@@ -437,19 +448,89 @@ class ConsumerGroupCoordinator:
             return max(wanted, key=lambda a: (wanted[a], -order.index(a) if a in order else -99))
         return str(self.config.consumer_assignors[0])
 
-    def _update_target_assignment(self, g: ConsumerGroup, records: list[Record]) -> None:
+    def _assign(self, g: ConsumerGroup, records: list[Record]) -> None:
+        """Give the group a target assignment for its group epoch, unless it has one: computed
+        now, or for a group of ``group.consumer.assignment.offload.min.members`` or more,
+        started off the request path (a run already in flight is followed by another)."""
+        if g.group_epoch <= g.assignment_epoch:
+            return
+        if self.offload is None or len(g.members) < self.config.consumer_assignment_offload_min_members:
+            self._update_target_assignment(g, records)
+        elif self._assigning.get(g.group_id) is not g:
+            self._start_assignment(g)
+
+    def _assignment_input(self, g: ConsumerGroup) -> tuple[str, dict[str, MemberSubscription],
+                                                           dict[uuid.UUID, int], dict[str, Assignment]]:
+        """The assignor's input, copied from the group: (assignor, members, topics, current target)."""
         ids = {name: tid for name, (tid, _) in g.subscription_metadata.items()}
         topics = {tid: n for tid, n in g.subscription_metadata.values()}
         members: dict[str, MemberSubscription] = {
             m.member_id: (frozenset(ids[t] for t in g.member_topics(m) if t in ids), m.instance_id or m.member_id)
             for m in g.members.values()}
-        new = assign(self._assignor(g), members, topics, g.target)
+        return self._assignor(g), members, topics, dict(g.target)
+
+    def _update_target_assignment(self, g: ConsumerGroup, records: list[Record]) -> None:
+        name, members, topics, current = self._assignment_input(g)
+        self._install_target(g, assign(name, members, topics, current), g.group_epoch, records)
+
+    def _install_target(self, g: ConsumerGroup, new: Mapping[str, Assignment], epoch: int,
+                        records: list[Record]) -> None:
         for member_id, target in sorted(new.items()):
             if g.target.get(member_id) != target:
                 records.append(_target_member_record(g.group_id, member_id, target))
         g.target = dict(new)
-        g.assignment_epoch = g.group_epoch
+        g.assignment_epoch = epoch
         records.append(_target_metadata_record(g.group_id, g.assignment_epoch))
+
+    def _start_assignment(self, g: ConsumerGroup) -> None:
+        """Run the group's assignor on a snapshot through ``offload``; its result becomes the
+        target of the epoch it was started at, unless the group moved past that meanwhile."""
+        assert self.offload is not None
+        name, members, topics, current = self._assignment_input(g)
+        epoch, started = g.group_epoch, time.monotonic()
+        self._assigning[g.group_id] = g
+
+        def done(outcome: Any) -> None:
+            if self._assigning.get(g.group_id) is g:
+                del self._assigning[g.group_id]
+            if self.group(g.group_id) is not g:
+                return  # deleted, downgraded or replaced meanwhile
+            if isinstance(outcome, BaseException):
+                logger.error("group %s: the %s assignor failed for epoch %d; the group stays at assignment "
+                             "epoch %d until its next epoch bump", g.group_id, name, epoch, g.assignment_epoch,
+                             exc_info=outcome)
+                return
+            records: list[Record] = []
+            if g.assignment_epoch < epoch:
+                logger.info("group %s: target assignment for epoch %d computed off the request path in %.1f ms "
+                            "(%d members)", g.group_id, epoch, (time.monotonic() - started) * 1000, len(members))
+                self._install_target(g, self._carried_over(g, outcome, members), epoch, records)
+            self._assign(g, records)  # epochs bumped during the run: the next run
+            if records:
+                code = self.groups.write(g.group_id, records, log_write_failure(g.group_id, "a target assignment"))
+                if code:
+                    logger.error("group %s: the target assignment of epoch %d was not stored (error %d)",
+                                 g.group_id, epoch, code)
+
+        self.offload.submit(lambda: assign(name, members, topics, current), done)
+
+    @staticmethod
+    def _carried_over(g: ConsumerGroup, result: Mapping[str, Assignment],
+                      members: Mapping[str, MemberSubscription]) -> dict[str, Assignment]:
+        """An assignment computed from a snapshot, fitted to the group as it is now: a static
+        member replaced meanwhile (same instance id) takes its predecessor's target, a member
+        gone drops out, topics a member no longer subscribes to are left out; members that
+        joined meanwhile get nothing until the next run (their joining bumped the epoch)."""
+        static = {m.instance_id: m.member_id for m in g.members.values() if m.instance_id is not None}
+        ids = {name: tid for name, (tid, _) in g.subscription_metadata.items()}
+        out: dict[str, Assignment] = {}
+        for member_id, target in result.items():
+            now = member_id if member_id in g.members else static.get(members[member_id][1])
+            if now is None:
+                continue
+            subscribed = {ids[t] for t in g.member_topics(g.members[now]) if t in ids}
+            out[now] = {t: ps for t, ps in target.items() if t in subscribed}
+        return out
 
     def _reconcile(self, g: ConsumerGroup, member: ConsumerGroupMember,
                    owned: list[tuple[uuid.UUID, list[int]]] | None, records: list[Record]) -> ConsumerGroupMember:
@@ -519,7 +600,7 @@ class ConsumerGroupCoordinator:
         g.group_epoch += 1
         records.append(_group_epoch_record(g.group_id, g.group_epoch))
         if g.members:
-            self._update_target_assignment(g, records)
+            self._assign(g, records)
         else:
             g.target = {}
             g.assignment_epoch = g.group_epoch

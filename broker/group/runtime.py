@@ -40,6 +40,7 @@ from ..coordinator.internal_topic import CoordinatorHost, InternalTopic
 from ..errors import error_code_of
 from ..storage.record_reader import LoggedRecord
 from . import consumer_records as cr
+from .assignment_offload import ThreadOffload
 from .config import group_config
 from .consumer_records import ConsumerGroupValue
 from .consumer_records import decode_value as decode_consumer_group_value
@@ -140,6 +141,7 @@ class GroupRuntime:
         cfg = host.config
         self.timer = AsyncioTimer()
         self.coordinator = GroupCoordinator(group_config(cfg), self.timer, self._write, now_ms, host.logs)
+        self.coordinator.consumer.offload = ThreadOffload()
         self.topic = InternalTopic(host, CONSUMER_OFFSETS, self.coordinator.config.num_partitions,
                                    cfg.int("offsets.topic.segment.bytes"), cfg.int("offsets.load.buffer.size"),
                                    "offsets.topic.num.partitions")
@@ -232,6 +234,8 @@ class GroupRuntime:
         if self.load_task is not None:
             self.load_task.cancel()
         self.timer.close()
+        if self.coordinator.consumer.offload is not None:
+            self.coordinator.consumer.offload.close()
         if self._durable_tasks:
             await asyncio.wait(list(self._durable_tasks), timeout=5)
 

@@ -84,3 +84,29 @@ def test_a_fourth_member_joining_three_on_six_partitions() -> None:
         after = assignor(subs, topics, before[name])
         moved = sum(len(before[name][m][T[0]] - after[m].get(T[0], frozenset())) for m in ("b", "d", "f"))
         assert moved == (1 if name == "uniform" else 3), (name, before[name], after)
+
+
+def test_uniform_mixed_subscriptions_balance_through_chains() -> None:
+    """Half the members subscribe to one topic, half to two: every member gets two partitions,
+    from scratch and after a member joins with stale counts (a member holding only partitions
+    of the second topic gives one up through a member of both)."""
+    topics = {T[0]: 300, T[1]: 300}
+    subs = {f"m{i:03d}": (frozenset({T[0]} if i % 2 else {T[0], T[1]}), f"m{i:03d}") for i in range(300)}
+    a = uniform(subs, topics, {})
+    assert {sum(len(ps) for ps in m.values()) for m in a.values()} == {2}
+    # a lopsided current assignment: the two-topic members hold all of T[1] three at a time
+    two = [m for m in subs if len(subs[m][0]) == 2]
+    current = {m: {T[1]: frozenset(range(3 * i, min(3 * i + 3, 300)))} for i, m in enumerate(two[:100])}
+    b = uniform(subs, topics, current)
+    sizes = [sum(len(ps) for ps in m.values()) for m in b.values()]
+    assert max(sizes) - min(sizes) <= 1
+    assert sorted(flat(b)) == sorted((t, p) for t, n in topics.items() for p in range(n))
+
+
+def test_uniform_a_member_without_topics_does_not_stop_the_others_balancing() -> None:
+    topics = {T[0]: 4, T[1]: 4}
+    subs = {"a": (frozenset({T[0]}), "a"), "b": (frozenset({T[0], T[1]}), "b"), "idle": (frozenset({T[2]}), "idle")}
+    current = {"b": {T[0]: frozenset(range(4)), T[1]: frozenset(range(4))}}
+    out = uniform(subs, topics, current)
+    assert out["idle"] == {}
+    assert sorted(sum(len(ps) for ps in out[m].values()) for m in ("a", "b")) == [4, 4]
