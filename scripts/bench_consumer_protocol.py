@@ -14,6 +14,13 @@ with the broker's defaults for both protocols (``group.consumer.heartbeat.interv
   for the partitions that move, the gap until their new owner consumes.
 - **heartbeat CPU**: 200 KIP-848 members heartbeating over one raw connection (no client
   library in the way): broker CPU (user + system, /proc) per ConsumerGroupHeartbeat.
+- **large group** (``--large``): 1,000 raw-wire members, half subscribed to one topic and half
+  to two (1,000 partitions each: the uniform assignor's mixed-subscription path), join at once
+  (pipelined full heartbeats) and reconcile as clients do, heartbeating every 50 ms, until the
+  group is Stable; on a broker that runs the assignor off the request path (the default,
+  ``group.consumer.assignment.offload.min.members=100``) and one that runs it in every
+  heartbeat that bumps the epoch (the setting at its maximum). Printed: seconds to Stable,
+  broker CPU seconds, and the longest an ApiVersions of another client waited meanwhile.
 
 Medians of ``--repeats`` runs; the command line is printed with the figures.
 
@@ -194,14 +201,70 @@ def heartbeat_cpu(b: BrokerProcess, topic: str, members: int = 200, rounds: int 
     return cpu / n * 1e6
 
 
+def large_join(data: str, offload: bool, members: int = 1000, partitions: int = 1000) -> tuple[float, float, float]:
+    """(seconds until Stable, broker CPU seconds, another client's longest wait in seconds)."""
+    from broker.testing.wire import pinger
+    threshold = "100" if offload else "2147483647"
+    b = BrokerProcess(os.path.join(data, f"large-{offload}-{uuid.uuid4().hex[:6]}"),
+                      overrides=[f"group.consumer.assignment.offload.min.members={threshold}"]).start()
+    try:
+        create_topic(b.bootstrap_servers, "la", partitions)
+        create_topic(b.bootstrap_servers, "lb", partitions)
+        subs = {str(uuid.uuid4()): (["la"] if i % 2 else ["la", "lb"]) for i in range(members)}
+        epochs = dict.fromkeys(subs, 0)
+        owned: dict[str, list[dict[str, object]]] = {m: [] for m in subs}
+        cpu0, t0 = proc_cpu_s(b.pid), time.monotonic()
+        with pinger(b.port) as pings, Conn(b.port, timeout=120) as conn:
+            while time.monotonic() - t0 < 300:
+                for m, topics in subs.items():
+                    conn.send(ApiKey.CONSUMER_GROUP_HEARTBEAT, 1, {
+                        "group_id": "large", "member_id": m, "member_epoch": epochs[m], "instance_id": None,
+                        "rack_id": None, "rebalance_timeout_ms": 60000 if epochs[m] == 0 else -1,
+                        "subscribed_topic_names": topics if epochs[m] == 0 else None, "subscribed_topic_regex": None,
+                        "server_assignor": None, "topic_partitions": owned[m]})
+                for m in subs:
+                    _, r = conn.recv(ApiKey.CONSUMER_GROUP_HEARTBEAT, 1)
+                    assert r["error_code"] == 0, r
+                    epochs[m] = r["member_epoch"]
+                    if r["assignment"] is not None:
+                        owned[m] = r["assignment"]["topic_partitions"]
+                d = conn.call(ApiKey.CONSUMER_GROUP_DESCRIBE, 1, {"group_ids": ["large"],
+                                                                 "include_authorized_operations": False})["groups"][0]
+                if d["group_state"] == "Stable" and set(epochs.values()) == {d["group_epoch"]}:
+                    break
+                time.sleep(0.05)
+            else:
+                raise AssertionError("the large group did not become Stable in 300 s")
+            took = time.monotonic() - t0
+        return took, proc_cpu_s(b.pid) - cpu0, pings.worst
+    finally:
+        b.stop()
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--repeats", type=int, default=3, help="runs of each measurement (default 3)")
     ap.add_argument("--skip-pause", action="store_true", help="only the join and heartbeat figures")
+    ap.add_argument("--large", action="store_true", help="only the large-group figures (offload vs inline)")
     args = ap.parse_args()
     print(command_line())
     print(machine_line())
     data = tempfile.mkdtemp(prefix="minibroker-cgp-")
+    if args.large:
+        try:
+            res = {True: [], False: []}  # type: dict[bool, list[tuple[float, float, float]]]
+            for _ in range(args.repeats):
+                for offload in (True, False):  # alternating: machine noise hits both alike
+                    res[offload].append(large_join(data, offload))
+            for offload, rs in res.items():
+                print(f"1,000 members (mixed subscriptions, 2,000 partitions) join, assignor "
+                      f"{'off the request path' if offload else 'in the heartbeat':>21}: Stable after median "
+                      f"{statistics.median(r[0] for r in rs):5.1f} s, broker CPU {statistics.median(r[1] for r in rs):5.1f} s,"
+                      f" another client's longest wait {statistics.median(r[2] for r in rs) * 1000:5.0f} ms"
+                      f" (runs: {'; '.join(f'{r[0]:.1f}/{r[1]:.1f}/{r[2] * 1000:.0f}' for r in rs)})")
+        finally:
+            shutil.rmtree(data, ignore_errors=True)
+        return 0
     # Kafka's defaults for both protocols (the test harness would set the initial delay to 0)
     b = BrokerProcess(os.path.join(data, "d"), overrides=["group.initial.rebalance.delay.ms=3000"]).start()
     try:

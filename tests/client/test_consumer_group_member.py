@@ -139,7 +139,7 @@ async def test_a_group_shared_with_confluent_kafka(broker: BrokerProcess, name: 
         assert parts(ours) | {tp.partition for tp in theirs.assignment()} == set(range(4))
         assert not parts(ours) & {tp.partition for tp in theirs.assignment()}
         assert set().union(*seen.values()) == {(p, o) for p in range(4) for o in range(5)}
-        assert sum(len(v) for v in seen.values()) == 20  # nobody read a record the other read
+        assert sum(len(v) for v in seen.values()) == 20, seen  # nobody read a record the other read
     finally:
         await ours.close()
         await asyncio.to_thread(theirs.close)
