@@ -143,9 +143,50 @@ async def run_aiokafka(a: argparse.Namespace, sink: Sink) -> None:
         await c.stop()
 
 
+async def run_minibroker(a: argparse.Namespace, sink: Sink) -> None:
+    """Our client (client.Consumer); with --protocol consumer its KIP-848 member, whose listener
+    hears each incremental change."""
+    from client.consumer import Consumer
+    from client.group.coordinator import ConsumerRebalanceListener
+
+    current: set[int] = set()
+
+    class Listener(ConsumerRebalanceListener):
+        def on_partitions_revoked(self, revoked: Any) -> None:
+            current.difference_update(tp.partition for tp in revoked)
+            sink.assignment(sorted(current), revoked=bool(revoked))
+
+        def on_partitions_assigned(self, assigned: Any) -> None:
+            if a.protocol != "consumer":
+                current.clear()
+            current.update(tp.partition for tp in assigned)
+            sink.assignment(sorted(current))
+
+    opts: dict[str, Any] = {"group_protocol": a.protocol} if a.protocol == "consumer" else \
+        {"session_timeout_ms": a.session_ms, "heartbeat_interval_ms": 500}
+    if a.protocol == "consumer" and a.assignor in ("uniform", "range"):
+        opts["group_remote_assignor"] = a.assignor
+    c = Consumer(a.bootstrap, group_id=a.group, auto_offset_reset="earliest", enable_auto_commit=False,
+                 client_id=a.name, fetch_max_wait_ms=100, group_instance_id=a.instance, **opts)
+    await c.start()
+    c.subscribe([a.topic], listener=Listener())
+    try:
+        while not os.path.exists(a.stop):
+            batch = await c.getmany(timeout_ms=200)
+            n = 0
+            for records in batch.values():
+                for r in records:
+                    sink.record(r.partition, r.offset)
+                    n += 1
+            if n:
+                await c.commit()
+    finally:
+        await c.close()
+
+
 def main() -> None:
     p = argparse.ArgumentParser()
-    p.add_argument("client", choices=("confluent", "kafka-python", "aiokafka"))
+    p.add_argument("client", choices=("confluent", "kafka-python", "aiokafka", "minibroker"))
     p.add_argument("bootstrap")
     p.add_argument("topic")
     p.add_argument("group")
@@ -172,6 +213,8 @@ def main() -> None:
         run_confluent(a, sink)
     elif a.client == "kafka-python":
         run_kafka_python(a, sink)
+    elif a.client == "minibroker":
+        asyncio.run(run_minibroker(a, sink))
     else:
         asyncio.run(run_aiokafka(a, sink))
     sink.f.write(f"# closed after {time.time() - t0:.1f} s\n")

@@ -1,5 +1,6 @@
-"""KIP-848 consumer groups with a real client: confluent-kafka (librdkafka) members with
-``group.protocol=consumer``, each in its own process (tests/compat/group_worker.py). The broker
+"""KIP-848 consumer groups with real clients: confluent-kafka (librdkafka) members with
+``group.protocol=consumer``, our client's with ``group_protocol="consumer"``, and groups mixing
+both, each member in its own process (tests/compat/group_worker.py). The broker
 assigns; a member joining moves only the partitions that must move, and the others never stop
 consuming theirs; a member leaving or SIGKILLed gives its partitions away; commits survive a
 broker SIGKILL; a regular-expression subscription picks up a topic created later."""
@@ -43,14 +44,20 @@ def workers() -> Iterator[list[Worker]]:
             w.kill()
 
 
+#: the client of each member a..f: confluent-kafka's, ours, or a mix of both
+CLIENTS = {"confluent": "cccccc", "minibroker": "mmmmmm", "mixed": "cmcmcm"}
+
+
+@pytest.mark.parametrize("clients", list(CLIENTS))
 def test_members_join_leave_die_and_commits_survive_a_broker_sigkill(
-        broker: BrokerProcess, tmp_path: Path, workers: list[Worker]) -> None:
+        broker: BrokerProcess, tmp_path: Path, workers: list[Worker], clients: str) -> None:
     bs, topic, group = broker.bootstrap_servers, "cg", "g-cg"
     create_topic(bs, topic, 6)
     sent = produce(bs, topic, 60)
 
     def start(name: str) -> Worker:
-        w = Worker(tmp_path, "confluent", bs, topic, group, name, protocol="consumer")
+        client = {"c": "confluent", "m": "minibroker"}[CLIENTS[clients]["abcdef".index(name)]]
+        w = Worker(tmp_path, client, bs, topic, group, name, protocol="consumer")
         workers.append(w)
         return w
 
