@@ -419,3 +419,38 @@ def test_primitive_keys_both_ways(spark: Any, registry_broker: BrokerProcess, fm
     msgs = confluent_consume(b, target, len(keys))
     assert [(kdes(m.key(), kctx(target)), m.value()) for m in msgs] == [(k, f"v{i}".encode())
                                                                         for i, k in enumerate(keys)]
+
+
+def test_avro_schema_references_both_ways(spark: Any, registry_broker: BrokerProcess) -> None:
+    """An Avro schema using a named type of another subject (Confluent's schema references):
+    the source types and decodes it, the sink encodes with it, confluent-kafka reads it back."""
+    b = registry_broker
+    topic = f"refs-{uuid.uuid4().hex[:6]}"
+    client = sr.SchemaRegistryClient({"url": b.schema_registry_url})
+    customer = {"type": "record", "name": "Customer", "namespace": "shop", "fields": [
+        {"name": "name", "type": "string"}, {"name": "tier", "type": {"type": "enum", "name": "Tier",
+                                                                     "symbols": ["GOLD", "BASIC"]}}]}
+    client.register_schema(f"shop.Customer-{topic}", sr.Schema(json.dumps(customer), "AVRO"))
+    ref = sr.SchemaReference("shop.Customer", f"shop.Customer-{topic}", 1)
+    sale = {"type": "record", "name": "Sale", "namespace": "shop", "fields": [
+        {"name": "id", "type": "long"}, {"name": "buyer", "type": "shop.Customer"},
+        {"name": "seller", "type": ["null", "Customer"], "default": None}]}
+    schema = sr.Schema(json.dumps(sale), "AVRO", [ref])
+    for t in (topic, f"{topic}-out"):
+        client.register_schema(f"{t}-value", schema)
+    ser = AvroSerializer(client, schema, conf={"auto.register.schemas": False, "use.latest.version": True})
+    sales = [{"id": i, "buyer": {"name": f"b{i}", "tier": "GOLD" if i % 2 else "BASIC"},
+              "seller": {"name": f"s{i}", "tier": "BASIC"} if i % 3 else None} for i in range(6)]
+    produce(b, topic, [ser(s, ctx(topic)) for s in sales])
+    df = read(spark, b, topic, valueFormat="avro")
+    assert df.schema["value"].dataType.simpleString() == (
+        "struct<id:bigint,buyer:struct<name:string,tier:string>,seller:struct<name:string,tier:string>>")
+    assert [r.value.asDict(recursive=True) for r in df.orderBy("offset").select("value").collect()] == sales
+
+    target = f"{topic}-out"
+    produce(b, target, [])
+    (df.orderBy("offset").select("value").coalesce(1).write.format("minibroker").mode("append")
+     .option("kafka.bootstrap.servers", b.bootstrap).option("topic", target).option("valueFormat", "avro")
+     .option("schema.registry.url", b.schema_registry_url).save())
+    des = AvroDeserializer(client)
+    assert [des(m.value(), ctx(target)) for m in confluent_consume(b, target, 6)] == sales
