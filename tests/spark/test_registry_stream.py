@@ -162,7 +162,7 @@ def test_stream_typed_columns_per_micro_batch(spark: Any, registry_broker: Broke
     assert [_local_to_utc(r["value"]) for r in rows] == want
 
 
-@pytest.mark.parametrize("fmt", ["avro", "json"])
+@pytest.mark.parametrize("fmt", ["avro", "json", "protobuf"])
 def test_stream_schema_evolves_mid_stream(spark: Any, registry_broker: BrokerProcess, fmt: str,
                                           tmp_path: Any) -> None:
     """A version registered while the query runs: the reader schema stays the one resolved when
@@ -181,7 +181,7 @@ def test_stream_schema_evolves_mid_stream(spark: Any, registry_broker: BrokerPro
         def want(i: int, version: int, reader: int) -> Any:
             got = _local_to_utc(order(i))
             return got if reader == 1 else {**got, "score": 1.5 if version == 1 else i / 4}
-    else:
+    elif fmt == "json":
         v1 = JSONSerializer(json.dumps(USER_JSON_V1), client)
         v2 = JSONSerializer(json.dumps(USER_JSON_V2), client)
 
@@ -191,6 +191,18 @@ def test_stream_schema_evolves_mid_stream(spark: Any, registry_broker: BrokerPro
         def want(i: int, version: int, reader: int) -> Any:
             got = {"name": f"u{i}", "age": i, "address": None, "tags": None}
             return got if reader == 1 else {**got, "score": None if version == 1 else i / 4}
+    else:
+        V1, V2 = _proto_classes()
+        conf = {"use.deprecated.format": False}
+        v1, v2 = ProtobufSerializer(V1, client, conf), ProtobufSerializer(V2, client, conf)
+
+        def rec(i: int, version: int) -> Any:
+            return V1(id=i, name=f"o{i}") if version == 1 else V2(id=i, name=f"o{i}", note=f"n{i}", codes=[i])
+
+        def want(i: int, version: int, reader: int) -> Any:  # missing fields: proto3 defaults
+            got = {"id": i, "name": f"o{i}", "lines": [], "kind": "RETAIL", "at": None}
+            return got if reader == 1 else {**got, "note": "" if version == 1 else f"n{i}",
+                                            "codes": [] if version == 1 else [i]}
 
     def send(ids: range, version: int) -> None:
         ser = v1 if version == 1 else v2
@@ -208,7 +220,8 @@ def test_stream_schema_evolves_mid_stream(spark: Any, registry_broker: BrokerPro
         wait_for(lambda: len(sink.rows()) >= 10, q)
     finally:
         q.stop()
-    assert all("score" not in schema for _, schema, _ in sink.got)
+    added = "note:string" if fmt == "protobuf" else "score:double"
+    assert all(added not in schema for _, schema, _ in sink.got)
     assert [r["offset"] for r in sink.rows()] == list(range(10))
     assert [_local_to_utc(r["value"]) for r in sink.rows()] == [want(i, 1 if i < 5 else 2, 1) for i in range(10)]
 
@@ -217,7 +230,7 @@ def test_stream_schema_evolves_mid_stream(spark: Any, registry_broker: BrokerPro
     send(range(12, 14), 2)
     sink = Batches(["offset", "value"])
     run_available_now(stream(spark, b, topic, valueFormat=fmt), sink, chk)
-    assert all("score:double" in schema for _, schema, _ in sink.got)
+    assert all(added in schema for _, schema, _ in sink.got)
     assert [r["offset"] for r in sink.rows()] == list(range(10, 14))
     assert [_local_to_utc(r["value"]) for r in sink.rows()] == [want(i, 1 if i < 12 else 2, 2)
                                                                 for i in range(10, 14)]
@@ -260,3 +273,41 @@ def test_stream_bad_records_failfast_and_permissive(spark: Any, registry_broker:
         f"value of {topic}-0 at offset 2: not Confluent-framed (magic byte 0x01, expected 0x00)",
         f"value of {topic}-0 at offset 3: schema id {0x7fff} is not in the registry {b.schema_registry_url}",
         None]
+
+
+def test_stream_pipeline_typed_keys_and_values(spark: Any, registry_broker: BrokerProcess, tmp_path: Any) -> None:
+    """readStream with keyFormat/valueFormat=avro into writeStream with the same formats (the
+    target's subjects): confluent-kafka's AvroDeserializer reads every key and value back as it
+    was produced, once."""
+    from confluent_kafka.schema_registry.avro import AvroDeserializer
+
+    from tests.spark.test_registry_formats import confluent_consume
+
+    b = registry_broker
+    source, target = f"st-pipe-src-{uuid.uuid4().hex[:6]}", f"st-pipe-dst-{uuid.uuid4().hex[:6]}"
+    client = sr.SchemaRegistryClient({"url": b.schema_registry_url})
+    kser, vser = AvroSerializer(client, json.dumps(KEY_AVRO)), AvroSerializer(client, json.dumps(ORDER_V2))
+    keys = [{"region": f"r{i % 3}", "id": i} for i in range(10)]
+    values = [{**order(i), "score": i / 8} for i in range(10)]
+    confluent_produce(b, source, [(kser(k, kctx(source)), vser(v, ctx(source))) for k, v in zip(keys, values,
+                                                                                                  strict=True)])
+    produce(b, target, [])  # creates the target topic
+    client.register_schema(f"{target}-key", sr.Schema(json.dumps(KEY_AVRO), "AVRO"))
+    client.register_schema(f"{target}-value", sr.Schema(json.dumps(ORDER_V2), "AVRO"))
+    df = stream(spark, b, source, keyFormat="avro", valueFormat="avro", maxOffsetsPerTrigger="4").select("key",
+                                                                                                           "value")
+    q = (df.writeStream.format("minibroker").option("kafka.bootstrap.servers", b.bootstrap).option("topic", target)
+         .option("keyFormat", "avro").option("valueFormat", "avro").option("schema.registry.url", b.schema_registry_url)
+         .option("checkpointLocation", str(tmp_path / "chk")).trigger(availableNow=True).start())
+    try:
+        assert q.awaitTermination(180), "the query did not end"
+        assert q.exception() is None, q.exception()
+    finally:
+        q.stop()
+    assert [p.numInputRows for p in q.recentProgress if p.numInputRows] == [4, 4, 2]
+    des = AvroDeserializer(client)
+    msgs = confluent_consume(b, target, 10)
+    assert (spark.read.format("minibroker").option("kafka.bootstrap.servers", b.bootstrap).option("subscribe", target)
+            .load().count()) == 10  # nothing written twice
+    assert [(des(m.key(), kctx(target)), des(m.value(), ctx(target))) for m in msgs] == list(zip(keys, values,
+                                                                                                  strict=True))
