@@ -4,7 +4,10 @@ batches at a time, with the writer schemas fetched from a schema registry by id.
 **Reader schema** (the source): resolved once, on the driver (``resolve``): the latest version of
 the subject (``valueSubject``, default ``<topic>-value``) or the schema ``valueSchemaId``; it
 gives the column's type (client/spark/schemas.py) and travels to the workers in the plan, so
-every task of a read decodes to the same type even if a version is registered meanwhile.
+every task of a read decodes to the same type even if a version is registered meanwhile. An
+Avro schema's references (named types registered under other subjects, as confluent-kafka's
+serializers use them) are fetched with it, dependencies first, and parsed before it: reader,
+writer and sink schemas alike.
 
 **Each record** (``Decoder``): magic byte 0 and the 4-byte schema id, checked; the writer schema
 fetched by id (once per worker process: an id names one schema forever) and checked to be of
@@ -208,10 +211,12 @@ class ResolvedSchema:
     #: PROTOBUF: the serialized files, dependencies first, and the message's full name
     files: tuple[bytes, ...] = ()
     message: str = ""
+    #: AVRO: the schemas it references (named types of other subjects), dependencies first
+    refs: tuple[str, ...] = ()
 
     def arrow_type(self) -> pa.DataType:
         if self.schema_type == "AVRO":
-            return avro_type(json.loads(self.schema))
+            return avro_type(json.loads(self.schema), [json.loads(r) for r in self.refs])
         if self.schema_type == "JSON":
             return json_type(json.loads(self.schema))
         return protobuf_type(self.message_descriptor())
@@ -220,10 +225,35 @@ class ResolvedSchema:
         return _pool(self.files).FindMessageTypeByName(self.message)
 
 
+def _avro_refs(reg: SyncRegistry, answer: Any, out: list[tuple[str, str]]) -> list[tuple[str, str]]:
+    """Append the (name, schema text) of the Avro schemas ``answer`` references, dependencies
+    first (Confluent's schema references: named types registered under other subjects)."""
+    for ref in answer.get("references") or ():
+        if any(n == ref["name"] for n, _ in out):
+            continue
+        dep = reg.version(ref["subject"], ref["version"])
+        _avro_refs(reg, dep, out)
+        out.append((ref["name"], dep["schema"]))
+    return out
+
+
+def _avro_parsed(schema: str, refs: tuple[str, ...]) -> Any:
+    """``schema`` parsed by fastavro, with the named types of ``refs`` (dependencies first)."""
+    import fastavro
+
+    named: dict[str, Any] = {}
+    for ref in refs:
+        fastavro.parse_schema(json.loads(ref), named_schemas=named)
+    return fastavro.parse_schema(json.loads(schema), named_schemas=named)
+
+
 def _resolved(reg: SyncRegistry, answer: Any, schema_id: int, side: SideOptions, where: str) -> ResolvedSchema:
     schema_type = answer.get("schemaType", "AVRO")
     if schema_type != side.schema_type:
         raise ValueError(f"{where} is a {schema_type} schema, not {side.schema_type} ({side.format} format)")
+    if schema_type == "AVRO":
+        return ResolvedSchema(schema_id, schema_type, answer["schema"],
+                              refs=tuple(text for _, text in _avro_refs(reg, answer, [])))
     if schema_type != "PROTOBUF":
         return ResolvedSchema(schema_id, schema_type, answer["schema"])
     files: list[tuple[str, bytes]] = []
@@ -448,7 +478,7 @@ class Decoder:
             import fastavro
 
             self._fastavro = fastavro
-            self._reader_avro = fastavro.parse_schema(json.loads(reader.schema))
+            self._reader_avro = _avro_parsed(reader.schema, reader.refs)
             self._one = self._avro
         elif fmt == "JSON":
             self._one = self._json
@@ -469,7 +499,8 @@ class Decoder:
         if got != self.reader.schema_type:
             raise _Bad(f"schema id {schema_id} is a {got} schema, not {self.reader.schema_type}")
         if got == "AVRO":
-            return self._fastavro.parse_schema(json.loads(answer["schema"]))
+            refs = tuple(text for _, text in _avro_refs(self._registry, answer, []))
+            return _avro_parsed(answer["schema"], refs)
         if got == "PROTOBUF":
             files: list[tuple[str, bytes]] = []
             _protobuf_files(self._registry, self._registry.by_id(schema_id, "serialized"), None, files)
@@ -575,7 +606,7 @@ class Encoder:
             import fastavro
 
             self._fastavro = fastavro
-            self._avro_schema = fastavro.parse_schema(json.loads(writer.schema))
+            self._avro_schema = _avro_parsed(writer.schema, writer.refs)
         elif fmt == "PROTOBUF":
             from google.protobuf import message_factory
 

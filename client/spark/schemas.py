@@ -64,9 +64,13 @@ _AVRO_LOGICAL = {"date": pa.date32(), "timestamp-millis": TIMESTAMP, "timestamp-
                  "time-millis": pa.int32(), "time-micros": pa.int64(), "uuid": pa.string()}
 
 
-def avro_type(schema: Any) -> pa.DataType:
-    """The Arrow type of a parsed (JSON) Avro schema; named types resolve within it."""
-    return _avro(schema, {}, ())
+def avro_type(schema: Any, refs: Any = ()) -> pa.DataType:
+    """The Arrow type of a parsed (JSON) Avro schema; named types resolve within it or in
+    ``refs`` (the parsed schemas it references, dependencies first)."""
+    named: dict[str, Any] = {}
+    for ref in refs:
+        _avro(ref, named, ())
+    return _avro(schema, named, ())
 
 
 def _avro(s: Any, named: dict[str, Any], stack: tuple[str, ...]) -> pa.DataType:

@@ -59,6 +59,10 @@ def test_avro_types() -> None:
         {"name": "e", "type": {"type": "string", "logicalType": "uuid"}},
         {"name": "f", "type": {"type": "long", "logicalType": "timestamp-micros"}}]})
     assert str(t) == "struct<a: int32, b: binary, c: binary, d: date32[day], e: string, f: timestamp[us, tz=UTC]>"
+    ref = {"type": "record", "name": "P", "namespace": "x", "fields": [{"name": "v", "type": "int"}]}
+    assert str(avro_type({"type": "record", "name": "Q", "namespace": "x", "fields": [
+        {"name": "p", "type": "x.P"}, {"name": "q", "type": ["null", "P"]}]}, [ref])) == (
+        "struct<p: struct<v: int32>, q: struct<v: int32>>")  # P from a reference
     with pytest.raises(SchemaConversionError, match="only \\[\"null\", T\\] unions"):
         avro_type(["int", "string"])
     with pytest.raises(SchemaConversionError, match="recursive"):

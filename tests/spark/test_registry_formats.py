@@ -71,9 +71,10 @@ def registry_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Broker
         assert b.stop() == 0, b.log_text()
 
 
-def produce(b: BrokerProcess, topic: str, values: list[bytes], partitions: int = 1) -> None:
-    with SyncAdmin(b.bootstrap) as admin:
-        admin.create_topic(topic, num_partitions=partitions)
+def produce(b: BrokerProcess, topic: str, values: list[bytes], partitions: int = 1, create: bool = True) -> None:
+    if create:
+        with SyncAdmin(b.bootstrap) as admin:
+            admin.create_topic(topic, num_partitions=partitions)
     with SyncProducer(b.bootstrap, linger_ms=5) as prod:
         futs = [prod.send_nowait(topic, v, partition=i % partitions) for i, v in enumerate(values)]
         prod.flush()
@@ -262,3 +263,194 @@ def test_sink_encodes_with_the_latest_schema(spark: Any, registry_broker: Broker
     got = sorted((des(bytes(r.value), ctx(target)) for r in raw),
                  key=lambda v: v["id"] if fmt == "avro" else v["age"] if fmt == "json" else v.id)
     assert got == originals
+
+
+KEY_AVRO = {"type": "record", "name": "OrderKey", "namespace": "shop", "fields": [
+    {"name": "region", "type": "string"}, {"name": "id", "type": "long"}]}
+KEY_JSON = {"$schema": "http://json-schema.org/draft-07/schema#", "title": "UserKey", "type": "object",
+            "properties": {"tenant": {"type": "string"}, "n": {"type": "integer"}}, "required": ["tenant", "n"],
+            "additionalProperties": False}
+
+
+def confluent_produce(b: BrokerProcess, topic: str, records: list[tuple[bytes | None, bytes | None]],
+                      partitions: int = 1) -> None:
+    """``records`` (key, value) produced by confluent-kafka's Producer, in order, to partition 0."""
+    from confluent_kafka import Producer
+
+    with SyncAdmin(b.bootstrap) as admin:
+        admin.create_topic(topic, num_partitions=partitions)
+    p = Producer({"bootstrap.servers": b.bootstrap, "linger.ms": 5})
+    errors: list[Any] = []
+    for k, v in records:
+        p.produce(topic, value=v, key=k, partition=0, on_delivery=lambda err, _m: errors.append(err) if err else None)
+    assert p.flush(30) == 0 and errors == []
+
+
+def confluent_consume(b: BrokerProcess, topic: str, n: int) -> list[Any]:
+    """The first ``n`` records of ``topic`` (confluent-kafka's Consumer)."""
+    import time
+
+    from confluent_kafka import Consumer
+
+    c = Consumer({"bootstrap.servers": b.bootstrap, "group.id": f"g-{uuid.uuid4().hex[:6]}",
+                  "auto.offset.reset": "earliest", "enable.auto.commit": False})
+    try:
+        c.subscribe([topic])
+        out: list[Any] = []
+        deadline = time.monotonic() + 60
+        while len(out) < n and time.monotonic() < deadline:
+            m = c.poll(1.0)
+            if m is not None:
+                assert m.error() is None, m.error()
+                out.append(m)
+        assert len(out) == n
+        return out
+    finally:
+        c.close()
+
+
+def kctx(topic: str) -> SerializationContext:
+    return SerializationContext(topic, MessageField.KEY)
+
+
+@pytest.mark.parametrize("fmt", ["avro", "json"])
+def test_key_format_reads_confluent_keys(spark: Any, registry_broker: BrokerProcess, fmt: str) -> None:
+    """Keys serialized by confluent-kafka (subject ``<topic>-key``) read into a typed ``key``
+    column, alongside a typed value; a null key stays null."""
+    b = registry_broker
+    topic = f"keys-{fmt}-{uuid.uuid4().hex[:6]}"
+    client = sr.SchemaRegistryClient({"url": b.schema_registry_url})
+    vser = AvroSerializer(client, json.dumps(ORDER_V1))
+    if fmt == "avro":
+        kser: Any = AvroSerializer(client, json.dumps(KEY_AVRO))
+        keys: list[Any] = [{"region": f"r{i % 3}", "id": i} for i in range(8)]
+        key_type = "struct<region:string,id:bigint>"
+    else:
+        kser = JSONSerializer(json.dumps(KEY_JSON), client)
+        keys = [{"tenant": f"t{i % 2}", "n": i * 10} for i in range(8)]
+        key_type = "struct<tenant:string,n:bigint>"
+    records = [(kser(k, kctx(topic)), vser(order(i), ctx(topic))) for i, k in enumerate(keys)]
+    records.append((None, vser(order(8), ctx(topic))))
+    confluent_produce(b, topic, records)
+    assert client.get_latest_version(f"{topic}-key").schema.schema_type == fmt.upper()
+    df = read(spark, b, topic, keyFormat=fmt, valueFormat="avro")
+    assert df.schema["key"].dataType.simpleString() == key_type
+    got = [(r.key.asDict() if r.key else None, r.id) for r in df.orderBy("offset").select("key", "value.id").collect()]
+    assert got == [*((k, i) for i, k in enumerate(keys)), (None, 8)]
+    # the key alone (the value left binary)
+    df = read(spark, b, topic, keyFormat=fmt)
+    assert df.schema["value"].dataType.simpleString() == "binary"
+    assert [r.key.asDict() if r.key else None for r in df.orderBy("offset").select("key").collect()] == [*keys, None]
+
+
+@pytest.mark.parametrize("fmt", ["avro", "json"])
+def test_sink_key_format_read_by_confluent(spark: Any, registry_broker: BrokerProcess, fmt: str) -> None:
+    """The sink encodes a struct ``key`` with ``<topic>-key``'s latest schema (and the value with
+    ``<topic>-value``'s): confluent-kafka's deserializers read both back exactly."""
+    b = registry_broker
+    topic = f"sink-keys-{fmt}-{uuid.uuid4().hex[:6]}"
+    with SyncAdmin(b.bootstrap) as admin:
+        admin.create_topic(topic, num_partitions=2)
+    client = sr.SchemaRegistryClient({"url": b.schema_registry_url})
+    schema_type = fmt.upper()
+    key_schema = KEY_AVRO if fmt == "avro" else KEY_JSON
+    key_id = client.register_schema(f"{topic}-key", sr.Schema(json.dumps(key_schema), schema_type))
+    client.register_schema(f"{topic}-value", sr.Schema(json.dumps(USER_JSON_V2), "JSON"))
+    if fmt == "avro":
+        keys: list[Any] = [{"region": f"r{i % 3}", "id": i} for i in range(12)]
+        kdes: Any = AvroDeserializer(client)
+    else:
+        keys = [{"tenant": f"t{i % 2}", "n": i} for i in range(12)]
+        kdes = JSONDeserializer(json.dumps(KEY_JSON))
+    values = [{"name": f"u{i}", "age": i, "tags": ["a", "b"], "address": {"city": "Nice"}, "score": i / 4}
+              for i in range(12)]
+    df = spark.createDataFrame(list(zip(keys, values, strict=True)),
+                               f"key struct<{','.join(f'{n} {t}' for n, t in _key_ddl(fmt))}>,"
+                               " value struct<name:string,age:bigint,address:struct<city:string>,"
+                               "tags:array<string>,score:double>")
+    (df.write.format("minibroker").mode("append").option("kafka.bootstrap.servers", b.bootstrap)
+     .option("topic", topic).option("keyFormat", fmt).option("valueFormat", "json")
+     .option("schema.registry.url", b.schema_registry_url).save())
+    vdes = JSONDeserializer(json.dumps(USER_JSON_V2))
+    msgs = confluent_consume(b, topic, 12)
+    assert all(m.key()[:5] == b"\x00" + key_id.to_bytes(4, "big") for m in msgs)
+    got = sorted(((kdes(m.key(), kctx(topic)), vdes(m.value(), ctx(topic))) for m in msgs),
+                 key=lambda kv: kv[1]["age"])
+    assert got == list(zip(keys, values, strict=True))
+    # Kafka's default partitioner hashed the encoded key: the same key always lands in the same partition
+    by_key: dict[bytes, set[int]] = {}
+    for m in msgs:
+        by_key.setdefault(m.key(), set()).add(m.partition())
+    assert all(len(p) == 1 for p in by_key.values())
+
+
+def _key_ddl(fmt: str) -> list[tuple[str, str]]:
+    return [("region", "string"), ("id", "bigint")] if fmt == "avro" else [("tenant", "string"), ("n", "bigint")]
+
+
+@pytest.mark.parametrize(("fmt", "schema", "keys", "spark_type"), [
+    ("avro", "string", ["a", "bb", ""], "string"),
+    ("avro", "long", [7, -1, 2**40], "bigint"),
+    ("json", {"type": "string"}, ["a", "bb", ""], "string"),
+    ("json", {"type": "integer"}, [7, -1, 2**40], "bigint"),
+])
+def test_primitive_keys_both_ways(spark: Any, registry_broker: BrokerProcess, fmt: str, schema: Any,
+                                  keys: list[Any], spark_type: str) -> None:
+    """Primitive key schemas (confluent-kafka's common ``"string"``/``"long"`` keys): read into a
+    plain column, and written back by the sink as confluent-kafka's deserializers expect."""
+    b = registry_broker
+    topic = f"prim-keys-{fmt}-{uuid.uuid4().hex[:6]}"
+    client = sr.SchemaRegistryClient({"url": b.schema_registry_url})
+    kser: Any = AvroSerializer(client, json.dumps(schema)) if fmt == "avro" else JSONSerializer(json.dumps(schema),
+                                                                                                   client)
+    confluent_produce(b, topic, [(kser(k, kctx(topic)), f"v{i}".encode()) for i, k in enumerate(keys)])
+    df = read(spark, b, topic, keyFormat=fmt)
+    assert df.schema["key"].dataType.simpleString() == spark_type
+    assert [r.key for r in df.orderBy("offset").select("key").collect()] == keys
+
+    target = f"{topic}-out"
+    with SyncAdmin(b.bootstrap) as admin:
+        admin.create_topic(target, num_partitions=1)
+    client.register_schema(f"{target}-key", sr.Schema(json.dumps(schema), fmt.upper()))
+    (df.orderBy("offset").select("key", "value").coalesce(1).write.format("minibroker").mode("append")
+     .option("kafka.bootstrap.servers", b.bootstrap).option("topic", target).option("keyFormat", fmt)
+     .option("schema.registry.url", b.schema_registry_url).save())
+    kdes: Any = AvroDeserializer(client) if fmt == "avro" else JSONDeserializer(json.dumps(schema))
+    msgs = confluent_consume(b, target, len(keys))
+    assert [(kdes(m.key(), kctx(target)), m.value()) for m in msgs] == [(k, f"v{i}".encode())
+                                                                        for i, k in enumerate(keys)]
+
+
+def test_avro_schema_references_both_ways(spark: Any, registry_broker: BrokerProcess) -> None:
+    """An Avro schema using a named type of another subject (Confluent's schema references):
+    the source types and decodes it, the sink encodes with it, confluent-kafka reads it back."""
+    b = registry_broker
+    topic = f"refs-{uuid.uuid4().hex[:6]}"
+    client = sr.SchemaRegistryClient({"url": b.schema_registry_url})
+    customer = {"type": "record", "name": "Customer", "namespace": "shop", "fields": [
+        {"name": "name", "type": "string"}, {"name": "tier", "type": {"type": "enum", "name": "Tier",
+                                                                     "symbols": ["GOLD", "BASIC"]}}]}
+    client.register_schema(f"shop.Customer-{topic}", sr.Schema(json.dumps(customer), "AVRO"))
+    ref = sr.SchemaReference("shop.Customer", f"shop.Customer-{topic}", 1)
+    sale = {"type": "record", "name": "Sale", "namespace": "shop", "fields": [
+        {"name": "id", "type": "long"}, {"name": "buyer", "type": "shop.Customer"},
+        {"name": "seller", "type": ["null", "Customer"], "default": None}]}
+    schema = sr.Schema(json.dumps(sale), "AVRO", [ref])
+    for t in (topic, f"{topic}-out"):
+        client.register_schema(f"{t}-value", schema)
+    ser = AvroSerializer(client, schema, conf={"auto.register.schemas": False, "use.latest.version": True})
+    sales = [{"id": i, "buyer": {"name": f"b{i}", "tier": "GOLD" if i % 2 else "BASIC"},
+              "seller": {"name": f"s{i}", "tier": "BASIC"} if i % 3 else None} for i in range(6)]
+    produce(b, topic, [ser(s, ctx(topic)) for s in sales])
+    df = read(spark, b, topic, valueFormat="avro")
+    assert df.schema["value"].dataType.simpleString() == (
+        "struct<id:bigint,buyer:struct<name:string,tier:string>,seller:struct<name:string,tier:string>>")
+    assert [r.value.asDict(recursive=True) for r in df.orderBy("offset").select("value").collect()] == sales
+
+    target = f"{topic}-out"
+    produce(b, target, [])
+    (df.orderBy("offset").select("value").coalesce(1).write.format("minibroker").mode("append")
+     .option("kafka.bootstrap.servers", b.bootstrap).option("topic", target).option("valueFormat", "avro")
+     .option("schema.registry.url", b.schema_registry_url).save())
+    des = AvroDeserializer(client)
+    assert [des(m.value(), ctx(target)) for m in confluent_consume(b, target, 6)] == sales
