@@ -10,6 +10,12 @@ the size of a frame of at least ``PREALLOCATE_MIN`` bytes is known, its buffer i
 whole and later bytes are copied straight into it, once, instead of being appended to the
 stream buffer and sliced out again (two copies of every fetched byte). The server keeps the
 default: a peer announcing a large size gets no allocation until the bytes arrive.
+
+``get_buffer()`` / ``buffer_updated(n)`` serve an ``asyncio.BufferedProtocol`` (the client's
+connections): while a preallocated frame is being filled, the socket is read straight into its
+free tail (no copy at all in user space; a Fetch answer of megabytes otherwise went through the
+event loop's read buffer, a ``bytes`` per read, then into the frame); otherwise into a scratch
+buffer whose bytes are then ``feed``-ed.
 """
 
 from __future__ import annotations
@@ -21,6 +27,7 @@ __all__ = ["FrameDecoder", "FrameError", "FrameTooLargeError", "InvalidFrameErro
 DEFAULT_MAX_FRAME = 104857600  # socket.request.max.bytes
 _SIZE = struct.Struct(">i")
 PREALLOCATE_MIN = 65536
+SCRATCH_SIZE = 262144  # uvloop's own read buffer size
 
 
 class FrameError(ValueError):
@@ -36,7 +43,7 @@ class InvalidFrameError(FrameError):
 
 
 class FrameDecoder:
-    __slots__ = ("max_size", "preallocate", "_buf", "_start", "_big", "_filled", "_ready")
+    __slots__ = ("max_size", "preallocate", "_buf", "_start", "_big", "_filled", "_ready", "_scratch", "_into_big")
 
     def __init__(self, max_size: int = DEFAULT_MAX_FRAME, preallocate: bool = False) -> None:
         self.max_size = max_size
@@ -46,6 +53,8 @@ class FrameDecoder:
         self._big: bytearray | None = None  # a preallocated frame being filled
         self._filled = 0
         self._ready: list[bytearray] = []   # complete preallocated frames, before ``_buf``'s
+        self._scratch: memoryview | None = None  # get_buffer's buffer between frames
+        self._into_big = False  # the last get_buffer handed out the preallocated frame's tail
 
     @property
     def buffered(self) -> int:
@@ -85,6 +94,30 @@ class FrameDecoder:
                     buf.clear()
                     self._start = 0
             return
+
+    def get_buffer(self) -> memoryview:
+        """Where the next bytes received should go (``buffer_updated`` says how many came)."""
+        big = self._big
+        if big is not None:
+            self._into_big = True
+            return memoryview(big)[self._filled:]
+        self._into_big = False
+        if self._scratch is None:
+            self._scratch = memoryview(bytearray(SCRATCH_SIZE))
+        return self._scratch
+
+    def buffer_updated(self, n: int) -> None:
+        """``n`` bytes were written at the start of the last ``get_buffer``'s buffer."""
+        if self._into_big:
+            big = self._big
+            assert big is not None
+            self._filled += n
+            if self._filled == len(big):
+                self._ready.append(big)
+                self._big, self._filled = None, 0
+        else:
+            assert self._scratch is not None
+            self.feed(self._scratch[:n])
 
     def next_frame(self) -> bytearray | None:
         """The next whole frame's bytes (a fresh, writable buffer), or None if incomplete."""

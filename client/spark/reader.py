@@ -16,12 +16,16 @@ assigns its partition, seeks to its start, and takes ``ColumnBatch``es with
 thread while Spark works on the batch just handed over. ``coalesce`` decodes each run of plain
 (uncompressed) producer batches of a fetch response in one C call into one ColumnBatch: with
 Kafka's 16 KiB producer batches (~150 records of 100 bytes) the per-batch Python work
-otherwise cost more than the decoding, about 40% of the worker's CPU on a light query. The columns become Arrow arrays over the same buffers (offsets,
-timestamps, keys, values: no Python object per record); topic, partition and timestampType are
-``pa.repeat``-ed scalars; timestamps are cast from ms to Spark's µs UTC. Only headers (with
-``includeHeaders=true``) cost Python work per record. ColumnBatches (one per producer batch)
-are joined into Arrow batches of about ``ARROW_BATCH_ROWS`` rows (``ArrowBatcher``): Spark's
-and pyarrow's per-batch costs are higher than the concatenation's.
+otherwise cost more than the decoding, about 40% of the worker's CPU on a light query. The
+columns become Arrow arrays over the same buffers (offsets, timestamps, keys, values: no Python
+object per record); topic, partition and timestampType are slices of cached ``pa.repeat``-ed
+scalars (``constant_column``); timestamps go from ms to Spark's µs UTC by an unchecked cast
+after a range check (``ms_to_timestamp``: Arrow's checked cast cost ~6x more). Only headers
+(with ``includeHeaders=true``) cost Python work per record. ColumnBatches are added to an
+``ArrowBatcher`` and a RecordBatch is yielded as soon as it holds ``ARROW_BATCH_ROWS`` rows or
+more: small ColumnBatches (a compressed or transactional producer batch each) are joined, since
+Spark's and pyarrow's per-batch costs are higher than the concatenation's, while a long run
+(an 8 MiB answer of 100-byte records: ~70,000 rows) goes to Spark as it is, without a copy.
 
 **Data loss** (``failOnDataLoss``), as Spark's ``KafkaDataConsumer``: a start offset below the
 log start offset (retention deleted it) makes the fetch answer OFFSET_OUT_OF_RANGE; records
@@ -41,7 +45,12 @@ task is done.
 
 ``kafka.*`` options reach the ``Admin`` (planning) and the ``Consumer`` (reading) as keyword
 arguments (``client.spark.options.client_configs``); workers keep one consumer per distinct
-bootstrap string and configuration.
+bootstrap string and configuration. The reader's consumers fetch up to ``PARTITION_FETCH_BYTES``
+(8 MiB) of a partition per Fetch unless ``kafka.max.partition.fetch.bytes`` says otherwise
+(``consumer_kwargs``): with Kafka's 1 MiB a 100 MB partition took ~110 round trips, and the
+broker's CPU per light 2M-row query (``scripts/bench_spark_ceiling.py``) was ~0.12 s instead
+of ~0.07 s. The consumer buffers at most two answers per partition ahead
+(``client.fetcher.PREFETCH``) plus one in flight, so a task holds up to ~24 MiB of fetched bytes.
 """
 
 from __future__ import annotations
@@ -84,6 +93,8 @@ __all__ = ["MinibrokerBatchReader", "RangePartition", "plan_ranges", "read_range
 logger = logging.getLogger(__name__)
 
 ARROW_BATCH_ROWS = 10000  # Spark's spark.sql.execution.arrow.maxRecordsPerBatch default
+#: the reader's default ``max.partition.fetch.bytes`` (Kafka's is 1 MiB); ``kafka.max.partition.fetch.bytes`` wins
+PARTITION_FETCH_BYTES = 8 << 20
 
 
 @dataclass
@@ -192,6 +203,14 @@ def _cache_key(o: SourceOptions) -> CacheKey:
     return o.bootstrap_servers, o.consumer_config, o.security
 
 
+def consumer_kwargs(o: SourceOptions) -> dict[str, Any]:
+    """The workers' ``Consumer`` keyword arguments: the ``kafka.*`` settings over the reader's
+    defaults (client id ``minibroker-spark``, ``PARTITION_FETCH_BYTES``)."""
+    return {"client_id": "minibroker-spark", "max_partition_fetch_bytes": PARTITION_FETCH_BYTES,
+            **dict(o.consumer_config), **o.security_options(), "auto_offset_reset": "none",
+            "max_poll_records": None}
+
+
 def _cached_consumer(o: SourceOptions) -> tuple[LoopThread, Consumer]:
     """This worker's consumer for ``o``'s servers and ``kafka.*`` settings (made on first use,
     kept for later tasks)."""
@@ -202,9 +221,7 @@ def _cached_consumer(o: SourceOptions) -> tuple[LoopThread, Consumer]:
             lt = LoopThread("minibroker-spark")
 
             async def make() -> Consumer:
-                kw: dict[str, Any] = {"client_id": "minibroker-spark", **dict(o.consumer_config),
-                                      **o.security_options()}
-                c = Consumer(o.bootstrap_servers, auto_offset_reset="none", max_poll_records=None, **kw)
+                c = Consumer(o.bootstrap_servers, **consumer_kwargs(o))
                 await c.start()
                 return c
 
@@ -228,13 +245,52 @@ def _drop_consumer(o: SourceOptions) -> None:
         lt.stop()
 
 
+#: (value, Arrow type) -> an array of at least ``_CONSTANT_ROWS`` copies: a batch takes a
+#: zero-copy slice from row 0 (pa.repeat cost about as much as the rest of ``flush``)
+_constants: dict[tuple[Any, Any], Any] = {}
+_CONSTANT_ROWS = 1 << 17
+_CONSTANTS_KEPT = 64
+
+
+def constant_column(value: Any, typ: Any, n: int) -> Any:
+    """``n`` copies of ``value`` (a ``pa.repeat``), sliced from a cached longer array."""
+    import pyarrow as pa
+
+    key = (value, typ)
+    got = _constants.get(key)
+    if got is None or len(got) < n:
+        if len(_constants) >= _CONSTANTS_KEPT:
+            _constants.clear()
+        got = _constants[key] = pa.repeat(pa.scalar(value, typ), max(n, _CONSTANT_ROWS))
+    return got if len(got) == n else got.slice(0, n)
+
+
+_MAX_MS = (1 << 63) // 1000  # |ms| above it overflows int64 in µs
+
+
+def ms_to_timestamp(ms: Any, typ: Any) -> Any:
+    """The int64 milliseconds ``ms`` as Arrow ``typ`` (Spark's timestamp: µs, UTC). An
+    unchecked cast after a min/max check (Arrow's checked cast of int64s costs ~6x more); a
+    timestamp out of µs range takes the checked cast, which raises as before."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    ts = ms.view(pa.timestamp("ms", tz="UTC"))
+    if len(ms):
+        lo, hi = pc.min_max(ms).values()
+        if lo.as_py() < -_MAX_MS or hi.as_py() > _MAX_MS:
+            return ts.cast(typ)
+    return ts.cast(typ, safe=False)
+
+
 class ArrowBatcher:
     """Joins the ColumnBatches of one topic-partition into ``pyarrow.RecordBatch``es of schema ``sch``.
 
     ``add`` only keeps references (two zero-copy BinaryArrays per ColumnBatch); ``flush``
     builds one RecordBatch for everything added: keys and values by ``pa.concat_arrays``,
-    offsets and timestamps as one buffer each (timestamps cast once from ms to Spark's µs UTC),
-    topic, partition and timestampType as repeated scalars. Headers (``includeHeaders``) are
+    offsets and timestamps as one buffer each (timestamps cast once from ms to Spark's µs UTC,
+    ``ms_to_timestamp``), topic, partition and timestampType as slices of cached repeated
+    scalars (``constant_column``). Headers (``includeHeaders``) are
     the one column built from Python objects.
     """
 
@@ -278,18 +334,18 @@ class ArrowBatcher:
         def int64s(parts: list[Any]) -> Any:
             return pa.py_buffer(parts[0] if len(parts) == 1 else b"".join(parts))
 
-        ts = pa.Array.from_buffers(pa.timestamp("ms", tz="UTC"), n, [None, int64s(self._timestamps)])
         if all(t == self._types[0][1] for _, t in self._types):
-            types = pa.repeat(pa.scalar(self._types[0][1], pa.int32()), n)
+            types = constant_column(self._types[0][1], pa.int32(), n)
         else:
-            types = pa.concat_arrays([pa.repeat(pa.scalar(t, pa.int32()), k) for k, t in self._types])
+            types = pa.concat_arrays([constant_column(t, pa.int32(), k) for k, t in self._types])
         cols = [
             join(self._keys),
             join(self._values),
-            pa.repeat(pa.scalar(self.topic, pa.string()), n),
-            pa.repeat(pa.scalar(self.partition, pa.int32()), n),
+            constant_column(self.topic, pa.string(), n),
+            constant_column(self.partition, pa.int32(), n),
             pa.Array.from_buffers(pa.int64(), n, [None, int64s(self._offsets)]),
-            ts.cast(sch.field("timestamp").type),
+            ms_to_timestamp(pa.Array.from_buffers(pa.int64(), n, [None, int64s(self._timestamps)]),
+                            sch.field("timestamp").type),
             types,
         ]
         if self.with_headers:
@@ -390,10 +446,10 @@ def read_range(r: RangePartition, o: SourceOptions, sch: Any, resolved: dict[str
                     pos = max(pos, cb.next_offset)
                 if len(cb):
                     out.add(cb)
+                    if out.rows >= ARROW_BATCH_ROWS:
+                        yield out.flush()
                 if pos >= r.end:
                     break
-            if out.rows >= ARROW_BATCH_ROWS:
-                yield out.flush()
         if out.rows:
             yield out.flush()
     except (ConnectionError, OSError):

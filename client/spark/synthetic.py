@@ -3,7 +3,9 @@ data source of the Kafka schema, the ceiling a reader of real topics can approac
 
 It plans the same input partitions as a read of ``partitions`` topic-partitions holding ``rows``
 records in all (``client.spark.ranges.split_ranges`` with ``minPartitions``), and its ``read``
-yields Arrow batches of ``client.spark.reader.ARROW_BATCH_ROWS`` rows with the source's seven
+yields Arrow batches of ``batchRows`` rows (default ``client.spark.reader.ARROW_BATCH_ROWS``,
+10,000; the ``minibroker`` reader yields a run of plain producer batches whole, ~70,000 rows of
+100 bytes per 8 MiB Fetch, and joins smaller ones to at least 10,000) with the source's seven
 columns, built the cheapest way: the values are slices of one ``pyarrow`` array of random bytes
 made once per worker, keys are null, offsets are the real ones, the other columns are repeated
 scalars. No broker, no network, no record decoding: what is left is Spark's (the batches'
@@ -11,7 +13,8 @@ trip from the Python worker to the JVM, and the query). ``scripts/spark_loadtest
 reports the ``minibroker`` reader's rows/s as a fraction of this source's on the same query.
 
 Options: ``rows`` (required), ``recordSize`` (bytes per value, default 100), ``partitions``
-(default 1), ``minPartitions``, ``topic`` (default ``synthetic``).
+(default 1), ``minPartitions``, ``topic`` (default ``synthetic``), ``batchRows`` (default
+10,000).
 """
 
 from __future__ import annotations
@@ -29,17 +32,17 @@ from client.spark.source import KAFKA_SCHEMA
 
 __all__ = ["SyntheticKafkaSource"]
 
-_values: dict[int, Any] = {}  # record size -> a BinaryArray of ARROW_BATCH_ROWS random values (per worker)
+_values: dict[tuple[int, int], Any] = {}  # (record size, rows) -> a BinaryArray of random values (per worker)
 
 
-def _value_array(size: int) -> Any:
+def _value_array(size: int, rows: int) -> Any:
     import pyarrow as pa
 
-    got = _values.get(size)
+    got = _values.get((size, rows))
     if got is None:
-        data = os.urandom(size * ARROW_BATCH_ROWS)
-        offsets = pa.array(range(0, size * ARROW_BATCH_ROWS + 1, size), pa.int32()).buffers()[1]
-        got = _values[size] = pa.Array.from_buffers(pa.binary(), ARROW_BATCH_ROWS, [None, offsets, pa.py_buffer(data)])
+        data = os.urandom(size * rows)
+        offsets = pa.array(range(0, size * rows + 1, size), pa.int32()).buffers()[1]
+        got = _values[size, rows] = pa.Array.from_buffers(pa.binary(), rows, [None, offsets, pa.py_buffer(data)])
     return got
 
 
@@ -52,6 +55,9 @@ class SyntheticReader(DataSourceReader):
         self.parts = int(opts.get("partitions", "1"))
         self.min_partitions = int(opts["minpartitions"]) if "minpartitions" in opts else None
         self.topic = opts.get("topic", "synthetic")
+        self.batch_rows = int(opts.get("batchrows", str(ARROW_BATCH_ROWS)))
+        if self.batch_rows <= 0:
+            raise ValueError(f"batchRows must be positive, not {self.batch_rows}")
 
     def partitions(self) -> list[InputPartition]:
         per, extra = divmod(self.rows, self.parts)
@@ -66,10 +72,11 @@ class SyntheticReader(DataSourceReader):
         from pyspark.sql.pandas.types import to_arrow_schema
 
         sch = to_arrow_schema(self.schema, timezone="UTC")
-        values = _value_array(self.size)
+        step = self.batch_rows
+        values = _value_array(self.size, step)
         ts = pa.scalar(1_700_000_000_000_000, sch.field("timestamp").type)
-        for lo in range(partition.start, partition.end, ARROW_BATCH_ROWS):
-            n = min(ARROW_BATCH_ROWS, partition.end - lo)
+        for lo in range(partition.start, partition.end, step):
+            n = min(step, partition.end - lo)
             yield pa.RecordBatch.from_arrays([
                 pa.nulls(n, pa.binary()),
                 values.slice(0, n),

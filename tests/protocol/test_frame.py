@@ -152,3 +152,39 @@ def test_preallocation_is_bounded_by_max_size() -> None:
     d.feed(struct.pack(">i", 200_000) + b"x" * 10)  # too large: not preallocated, refused on read
     with pytest.raises(FrameTooLargeError):
         d.next_frame()
+
+
+def receive(d: FrameDecoder, data: bytes, chunk: int) -> None:
+    """Drive ``d`` as an asyncio.BufferedProtocol: at most ``chunk`` bytes per read."""
+    mv = memoryview(data)
+    while mv:
+        buf = d.get_buffer()
+        n = min(len(buf), chunk, len(mv))
+        buf[:n] = mv[:n]
+        d.buffer_updated(n)
+        mv = mv[n:]
+
+
+@pytest.mark.parametrize("chunk", [1, 7, 4096, 1 << 20])
+def test_buffered_protocol_reads(chunk: int) -> None:
+    # small frames go through the scratch buffer; a large one (preallocated) is read into directly
+    big = bytes(range(256)) * 1000
+    bodies = [b"a", big, b"", b"bc" * 10, big[:70000]]
+    d = FrameDecoder(preallocate=True)
+    receive(d, b"".join(framed(b) for b in bodies) + framed(b"tail")[:3], chunk)
+    assert d.frames() == bodies
+    assert d.buffered == 3
+    receive(d, framed(b"tail")[3:], chunk)
+    assert d.frames() == [b"tail"]
+    assert d.buffered == 0
+
+
+def test_buffered_protocol_fills_the_preallocated_frame() -> None:
+    d = FrameDecoder(preallocate=True)
+    body = b"x" * 100000
+    receive(d, framed(body)[:10], 10)
+    buf = d.get_buffer()
+    assert len(buf) == len(body) - 6  # the frame's free tail, not the scratch buffer
+    buf[:len(body) - 6] = body[6:]
+    d.buffer_updated(len(body) - 6)
+    assert d.next_frame() == body
