@@ -14,6 +14,10 @@
 #   PYTHON      the interpreter with minibroker's test dependencies (default .venv/bin/python)
 #   BROKER_CONFIG  more broker settings, key=value words, for tests that need them (see not_run)
 #   TEST_SCENARIO  the runner's scenario (default "default"; tests of another scenario skip)
+#   TEST_CONSUMER_GROUP_PROTOCOL  classic (default) or consumer: the suite's test.c sets every
+#               consumer's group.protocol to it (and drops the settings KIP-848 forbids:
+#               session.timeout.ms, heartbeat.interval.ms, partition.assignment.strategy);
+#               logs are then named TEST-CONF-consumer.log
 #
 # The first run downloads node-rdkafka's tarball with `npm pack` (it bundles librdkafka's source
 # with its tests) and builds the library and the test runner; that needs a C toolchain and the
@@ -171,9 +175,12 @@ for t in "${TESTS[@]}"; do
     # on PLAINTEXT: 0109, 0115 and 0119 (they skip their kafka-acls.sh cases over SASL), 0016,
     # 0052 and 0077 (they skip themselves over SASL or TLS; 0052 and 0077 call kafka-topics.sh)
     case "$t" in 0016|0052|0077|0109|0115|0119) conf=plaintext;; esac
-    log="$WORKDIR/logs/$t-$conf.log"
+    proto="${TEST_CONSUMER_GROUP_PROTOCOL:-classic}"
+    suffix=""; [ "$proto" = classic ] || suffix="-$proto"
+    log="$WORKDIR/logs/$t-$conf$suffix.log"
     if (cd "$RDK/tests" && KAFKA_PATH="$WORKDIR/kafka" BROKERS="$(cat "$WORKDIR/plaintext_bootstrap")" \
             RDKAFKA_TEST_CONF="$WORKDIR/test-$conf.conf" TESTS="$t" TEST_KAFKA_VERSION=3.9.0 \
+            TEST_CONSUMER_GROUP_PROTOCOL="$proto" \
             timeout 900 ./run-test.sh -p1 -L > "$log" 2>&1); then
         # the runner's summary table: a test that skipped itself (other than the local ones -L
         # filters out) says so and why; it passes without having tested anything
