@@ -518,3 +518,10 @@ def test_without_an_authorizer_the_context_allows_everything(tmp_path) -> None:
                                                  "pattern_type_filter": 1, "principal_filter": None,
                                                  "host_filter": None, "operation": 1, "permission_type": 1})
             assert r["error_code"] == ErrorCode.SECURITY_DISABLED
+
+
+def test_a_group_has_the_configs_operations_as_in_kafka_4() -> None:
+    """Kafka 4 (group configs, KIP-848) reports READ, DESCRIBE, DELETE, DESCRIBE_CONFIGS and
+    ALTER_CONFIGS as a group's operations; librdkafka's 0081 expects the five from 4.0."""
+    from broker.authorizer.acl import SUPPORTED_OPERATIONS
+    assert set(SUPPORTED_OPERATIONS[G]) == {Op.READ, Op.DESCRIBE, Op.DELETE, Op.DESCRIBE_CONFIGS, Op.ALTER_CONFIGS}
