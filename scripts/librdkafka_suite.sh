@@ -183,7 +183,8 @@ chmod +x "$WORKDIR/kafka/bin/kafka-topics.sh"
 #   0081 (either protocol) expects INVALID_REQUEST for a GROUP config resource from a broker
 #         before 4.0, which the default TEST_KAFKA_VERSION=3.9.0 claims; minibroker has group
 #         configs (as Kafka 4): run it with TEST_KAFKA_VERSION=4.0.0, where it then expects a
-#         group's five authorized operations (Kafka 4's, now the broker's; not yet re-run).
+#         group's five authorized operations (Kafka 4's, now the broker's) and passes with the
+#         consumer protocol.
 not_run() {
     case "$1" in
         0103|0107|0111|0142) echo "creates its topics with replication factor 3 (one broker: INVALID_REPLICATION_FACTOR)";;
