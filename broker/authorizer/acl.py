@@ -123,7 +123,9 @@ _O = AclOperation
 SUPPORTED_OPERATIONS: dict[ResourceType, tuple[AclOperation, ...]] = {
     ResourceType.TOPIC: (_O.READ, _O.WRITE, _O.CREATE, _O.DESCRIBE, _O.DELETE, _O.ALTER, _O.DESCRIBE_CONFIGS,
                          _O.ALTER_CONFIGS),
-    ResourceType.GROUP: (_O.READ, _O.DESCRIBE, _O.DELETE),
+    # Kafka 4 added the configs operations with group configs (KIP-848), which the broker has:
+    # DescribeGroups and ConsumerGroupDescribe report them (librdkafka 0081 expects 5 at 4.0+)
+    ResourceType.GROUP: (_O.READ, _O.DESCRIBE, _O.DELETE, _O.DESCRIBE_CONFIGS, _O.ALTER_CONFIGS),
     ResourceType.CLUSTER: (_O.CREATE, _O.CLUSTER_ACTION, _O.DESCRIBE_CONFIGS, _O.ALTER_CONFIGS, _O.IDEMPOTENT_WRITE,
                            _O.ALTER, _O.DESCRIBE),
     ResourceType.TRANSACTIONAL_ID: (_O.DESCRIBE, _O.WRITE),

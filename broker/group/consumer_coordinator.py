@@ -24,7 +24,9 @@ A heartbeat, in the order Kafka's coordinator applies the rules:
 4. The member's metadata is updated from the fields sent (null means unchanged); a changed
    subscription or assignor, a new member, or topic metadata that changed since the group last
    looked (a subscribed topic created, deleted or grown; a regular expression matching another
-   set of topics) bumps the group epoch.
+   set of topics) bumps the group epoch. A regular expression new to the group is resolved at
+   the group's next heartbeat, not the one that brought it (Kafka resolves it asynchronously:
+   its member gets the topics it names first, those the expression matches a heartbeat later).
 5. A group epoch ahead of the assignment epoch: the target assignment is computed by the
    group's assignor (``assignors.py``) and stored; for a group of
    ``group.consumer.assignment.offload.min.members`` or more, off the request path
@@ -35,11 +37,12 @@ A heartbeat, in the order Kafka's coordinator applies the rules:
 7. The records are appended, and the response — member id, epoch, heartbeat interval, and the
    assignment when the request was a full one or the assignment changed — is sent once they
    are durable. The member's session timer restarts; when it fires the member is fenced.
-   Unlike Kafka, two cases get a shorter heartbeat interval than
+   Unlike Kafka, three cases get a shorter heartbeat interval than
    ``group.consumer.heartbeat.interval.ms``, so that a group converges in milliseconds rather
    than heartbeat intervals: a member left waiting for partitions other members still hold
    (UNRELEASED_PARTITIONS) comes back after 20 ms, and gets them as soon as they are released
-   (the releasing member acknowledges its revocation at once); and for
+   (the releasing member acknowledges its revocation at once); while a new regular expression
+   waits to be resolved, likewise; and for
    ``group.initial.rebalance.delay.ms`` after a group leaves Empty (the classic protocol's
    window for members starting together), its members come back after 50 ms (2 ms per member
    for large groups), so the first member learns at once that the ones starting with it joined.
@@ -350,14 +353,14 @@ class ConsumerGroupCoordinator:
 
     def _heartbeat_interval(self, g: ConsumerGroup, m: ConsumerGroupMember) -> int:
         """``group.consumer.heartbeat.interval.ms``, except (see the module docstring): a member
-        waiting for partitions that others still hold comes back after
-        ``UNRELEASED_HEARTBEAT_INTERVAL_MS``; while a group that has just left Empty settles
+        waiting for partitions that others still hold, or any member while a new regular
+        expression waits to be resolved, comes back after ``UNRELEASED_HEARTBEAT_INTERVAL_MS``; while a group that has just left Empty settles
         (``group.initial.rebalance.delay.ms``), its members come back after
         ``SETTLING_HEARTBEAT_INTERVAL_MS`` (2 ms per member at least), so that members started
         together share the partitions at once rather than after a whole interval."""
         interval = self.config.consumer_heartbeat_interval_ms if self.group_config is None else \
             int(self.group_config(g.group_id, "consumer.heartbeat.interval.ms"))
-        if m.state == MemberState.UNRELEASED_PARTITIONS:
+        if m.state == MemberState.UNRELEASED_PARTITIONS or g.pending_regexes:
             return min(interval, UNRELEASED_HEARTBEAT_INTERVAL_MS)
         if g.group_epoch > g.assignment_epoch:  # an assignor run in flight (large groups)
             return min(interval, max(UNRELEASED_HEARTBEAT_INTERVAL_MS, 2 * len(g.members)))
@@ -413,7 +416,14 @@ class ConsumerGroupCoordinator:
         topics; True when the result differs from what the assignment was computed from."""
         image = self.topics
         counts = image.partition_counts()
-        regexes = g.regexes()
+        subscribed = g.regexes()
+        # An expression new to the group waits for the group's next heartbeat, as Kafka's
+        # asynchronous resolution: the member gets its named topics at once and the matched
+        # ones a heartbeat later (librdkafka's 0045 expects two assignments for a regex plus a
+        # topic name); _heartbeat_interval brings that heartbeat soon.
+        unresolved = subscribed - set(g.resolved_regexes)
+        g.pending_regexes = frozenset(unresolved - g.pending_regexes)
+        regexes = subscribed - g.pending_regexes
         resolved_changed = False
         if image.metadata_epoch != g.metadata_epoch or regexes != set(g.resolved_regexes):
             eligible = sorted(t for t in counts if t not in INTERNAL_TOPICS)
@@ -425,7 +435,7 @@ class ConsumerGroupCoordinator:
                     records.append(_regex_record(g.group_id, regex, matched, image.metadata_epoch,
                                                  self.groups.clock()))
                     resolved_changed = True
-            for regex in sorted(set(g.resolved_regexes) - regexes):
+            for regex in sorted(set(g.resolved_regexes) - subscribed):
                 del g.resolved_regexes[regex]
                 records.append((cr.encode_key(cr.ConsumerGroupRegularExpressionKey(g.group_id, regex)), None))
         metadata: dict[str, tuple[uuid.UUID, int]] = {}

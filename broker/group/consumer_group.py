@@ -146,6 +146,11 @@ class ConsumerGroup:
         self.subscription_metadata: dict[str, tuple[uuid.UUID, int]] = {}
         #: regular expression -> the topic names it matched, as last resolved
         self.resolved_regexes: dict[str, frozenset[str]] = {}
+        #: regular expressions a member brought that the group had not resolved: as Kafka
+        #: resolves them asynchronously, the heartbeat that brought one is answered without its
+        #: topics and the group's next heartbeat resolves it (not stored: a loaded group
+        #: resolves every expression at its first heartbeat)
+        self.pending_regexes: frozenset[str] = frozenset()
         #: the broker's topic-metadata epoch ``subscription_metadata`` was resolved at
         self.metadata_epoch = -1
         #: when the group last left Empty (clock ms; not stored: a loaded group is not settling)

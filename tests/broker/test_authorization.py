@@ -250,6 +250,29 @@ def test_group_apis(ib, acls) -> None:
         assert {g["group_id"] for g in r["groups"]} <= {"billing"}
 
 
+def test_consumer_group_heartbeat_needs_describe_on_every_subscribed_topic(ib, acls) -> None:
+    """As Kafka 4's KafkaApis: READ on the group, then DESCRIBE on each SubscribedTopicNames
+    entry; one topic refused refuses the whole heartbeat with TOPIC_AUTHORIZATION_FAILED
+    (librdkafka's 0109 with group.protocol=consumer waits for it on every heartbeat)."""
+    _topic(ib, "kip848-open")
+    _topic(ib, "kip848-secret")
+
+    def hb(*topics: str) -> dict[str, Any]:
+        with Conn(ib.port) as c:
+            return c.call(ApiKey.CONSUMER_GROUP_HEARTBEAT, 1, {
+                "group_id": "kip848", "member_id": uuid.uuid4().hex, "member_epoch": 0, "instance_id": None,
+                "rack_id": None, "rebalance_timeout_ms": 30000, "subscribed_topic_names": list(topics),
+                "subscribed_topic_regex": None, "server_assignor": None, "topic_partitions": []})
+
+    assert hb("kip848-open")["error_code"] == ErrorCode.GROUP_AUTHORIZATION_FAILED
+    acls(acl(G, "kip848", Op.READ), acl(T, "kip848-", Op.DESCRIBE, pattern=PRE),
+         acl(T, "kip848-secret", Op.ALL, DENY))
+    r = hb("kip848-open", "kip848-secret")
+    assert (r["error_code"], r["member_epoch"], r["assignment"]) == (ErrorCode.TOPIC_AUTHORIZATION_FAILED, 0, None)
+    r = hb("kip848-open")
+    assert r["error_code"] == 0 and r["member_epoch"] > 0
+
+
 def test_offset_commit_and_fetch_v10_by_topic_id(ib, acls) -> None:
     """v10 names topics by id: an id that names no topic is UNKNOWN_TOPIC_ID whatever the
     ACLs; a known one is authorized by its name (OffsetCommit: READ; OffsetFetch: DESCRIBE),
@@ -495,3 +518,10 @@ def test_without_an_authorizer_the_context_allows_everything(tmp_path) -> None:
                                                  "pattern_type_filter": 1, "principal_filter": None,
                                                  "host_filter": None, "operation": 1, "permission_type": 1})
             assert r["error_code"] == ErrorCode.SECURITY_DISABLED
+
+
+def test_a_group_has_the_configs_operations_as_in_kafka_4() -> None:
+    """Kafka 4 (group configs, KIP-848) reports READ, DESCRIBE, DELETE, DESCRIBE_CONFIGS and
+    ALTER_CONFIGS as a group's operations; librdkafka's 0081 expects the five from 4.0."""
+    from broker.authorizer.acl import SUPPORTED_OPERATIONS
+    assert set(SUPPORTED_OPERATIONS[G]) == {Op.READ, Op.DESCRIBE, Op.DELETE, Op.DESCRIBE_CONFIGS, Op.ALTER_CONFIGS}

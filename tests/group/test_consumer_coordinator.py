@@ -236,10 +236,33 @@ def test_regex_subscription_picks_up_a_topic_created_later() -> None:
     topics = Topics(orders_eu=2, payments=1)
     h = Harness(topics)
     r = h.hb("m1", 0, topics=[], regex="orders_.*")
+    assert parts(r) == set()  # a new expression: resolved at the next heartbeat
+    r = h.hb("m1", r["member_epoch"], owned=[])
     assert parts(r) == {(topics.ids["orders_eu"], 0), (topics.ids["orders_eu"], 1)}
     topics.create("orders_us", 3)
     r = h.hb("m1", r["member_epoch"], owned=owned_of(parts(r)))
-    assert len(parts(r)) == 5 and r["member_epoch"] == 2
+    assert len(parts(r)) == 5 and r["member_epoch"] == 3
+
+
+def test_a_new_regex_is_resolved_a_heartbeat_after_the_topic_names() -> None:
+    """As Kafka's asynchronous resolution (librdkafka's 0045 resubscribe_with_regex): a member
+    subscribing to a regular expression new to the group and a topic name gets the named topic
+    first, with a short heartbeat interval, and the matched topics at its next heartbeat; an
+    expression the group has already resolved counts at once."""
+    topics = Topics(rx_1=4, rx_2=4, a=2)
+    h = Harness(topics)
+    r = h.hb("m1", 0, topics=["a"], regex="rx_.*")
+    assert parts(r) == {(topics.ids["a"], 0), (topics.ids["a"], 1)}
+    assert r["heartbeat_interval_ms"] == 20
+    g = h.c.consumer.group("g")
+    assert g is not None and g.pending_regexes == {"rx_.*"} and not g.resolved_regexes
+    r = h.hb("m1", r["member_epoch"], owned=owned_of(parts(r)))
+    assert len(parts(r)) == 10 and r["member_epoch"] == 2 and r["heartbeat_interval_ms"] == 5000
+    assert g.resolved_regexes == {"rx_.*": frozenset({"rx_1", "rx_2"})} and not g.pending_regexes
+    # another member with the same expression: already resolved, so its topics come at once
+    r2 = h.hb("m2", 0, topics=[], regex="rx_.*")
+    assert r2["member_epoch"] == 3 and not g.pending_regexes
+    assert g.target["m2"] and all(t != topics.ids["a"] for t in g.target["m2"])
 
 
 def test_a_new_partition_of_a_subscribed_topic_is_assigned() -> None:
