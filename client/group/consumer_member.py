@@ -12,8 +12,9 @@ gives*, sending only what changed (null means unchanged): its subscription after
 **Reconciliation**, whenever a response carries an assignment (topic ids, named through the
 metadata):
 
-1. partitions no longer assigned are revoked: their positions committed (``enable_auto_commit``),
-   fetching stopped, ``on_partitions_revoked`` called with just those;
+1. partitions no longer assigned are revoked: fetching stops and no more of their records are
+   handed out, then their last positions are committed (``enable_auto_commit``) and
+   ``on_partitions_revoked`` is called with just those;
 2. partitions newly assigned get their committed offsets as positions (the others are left to
    ``auto_offset_reset``), fetching starts, ``on_partitions_assigned`` is called with just those;
 3. a heartbeat reporting what the member now owns goes at once: that acknowledgement is what
@@ -287,10 +288,14 @@ class ConsumerGroupMember(CoordinatorLink, GroupOffsets):
         if not revoked and not added:
             return False
         if revoked:
-            if self.enable_auto_commit:
-                await self._commit_quietly("revocation", revoked)
+            # the revoked partitions stop handing out records first (as Kafka's consumer marks
+            # them pending revocation): the positions committed below are their last ones, and
+            # the next owner starts where this member stopped
+            final = {tp: om for tp, om in self.positions_to_commit().items() if tp in revoked}
             self.assigned -= revoked
             self._apply_assignment(sorted(self.assigned), {})
+            if self.enable_auto_commit:
+                await self._commit_quietly("revocation", offsets=final)
             await self._call_listener("on_partitions_revoked", revoked)
         if added:
             committed = await self.fetch_committed(added)

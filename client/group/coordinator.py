@@ -328,13 +328,15 @@ class ConsumerCoordinator(CoordinatorLink, GroupOffsets):
             self._joining = False
 
     async def _revoke(self, partitions: set[TopicPartition], lost: bool) -> None:
-        """Stop consuming ``partitions`` (after committing their positions unless ``lost``)."""
+        """Stop consuming ``partitions``, then (unless ``lost``) commit their last positions: no
+        record of theirs is handed out after the positions committed for them."""
         if not partitions:
             return
-        if self.enable_auto_commit and not lost:
-            await self._commit_quietly("revocation", partitions)
+        final = {tp: om for tp, om in self.positions_to_commit().items() if tp in partitions}
         self.assigned = self.assigned - partitions
         self._apply_assignment(sorted(self.assigned), {})
+        if self.enable_auto_commit and not lost:
+            await self._commit_quietly("revocation", offsets=final)
         await self._call_listener("on_partitions_lost" if lost else "on_partitions_revoked", set(partitions))
 
     async def _join_group_once(self) -> None:

@@ -141,10 +141,14 @@ class GroupOffsets:
         return {tp: OffsetAndMetadata(pos) for tp, pos in self._positions().items()
                 if self._committed_positions.get(tp) != pos}
 
-    async def _commit_quietly(self, why: str, partitions: set[TopicPartition] | None = None) -> None:
-        offsets = self.positions_to_commit()
-        if partitions is not None:
-            offsets = {tp: om for tp, om in offsets.items() if tp in partitions}
+    async def _commit_quietly(self, why: str, partitions: set[TopicPartition] | None = None,
+                              offsets: dict[TopicPartition, OffsetAndMetadata] | None = None) -> None:
+        """Commit the positions (of ``partitions``, or ``offsets`` taken earlier), logging a
+        failure instead of raising it."""
+        if offsets is None:
+            offsets = self.positions_to_commit()
+            if partitions is not None:
+                offsets = {tp: om for tp, om in offsets.items() if tp in partitions}
         if not offsets or (self.subscribed and self.generation < 0):
             return  # outside a generation a commit would be refused (or, worse, a simple commit)
         try:

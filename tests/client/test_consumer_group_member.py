@@ -10,6 +10,7 @@ import asyncio
 import re
 import time
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from confluent_kafka import Consumer as ConfluentConsumer
@@ -179,3 +180,63 @@ async def test_admin_and_cli_describe_member_epochs_and_targets(broker: BrokerPr
         assert row[1] == c.member_id and row[-4:] == ["1", parts_text, "1", parts_text]
         listed = await asyncio.to_thread(ok, "groups", "list", "--state", "--bootstrap-server", bs)
         assert [name, "Stable"] in [ln.split() for ln in listed.splitlines()]
+
+
+@pytest.mark.parametrize("protocol", ["consumer", "classic"])
+async def test_no_record_of_a_revoked_partition_is_handed_out_after_its_commit(tmp_path: Path, protocol: str) -> None:
+    """A revoked partition stops handing out records before its positions are committed: with
+    OffsetCommit answered 1 s late, an application reading one record at a time meanwhile gets
+    nothing more of it, so the committed offset is right after the last record it got (and its
+    next owner starts there). KIP-848 members and classic (eager) ones alike."""
+    opts = dict(OPTS, group_protocol=protocol)
+    from broker.testing.faults import Fault
+    from client.protocol.api import ApiKey
+
+    with BrokerProcess(str(tmp_path / "data"), overrides=FAST_BROKER, faults=True) as b:
+        bs, topic = b.bootstrap_servers, "revoked"
+        await make_topic(bs, topic, 2, 3000)
+        first = Consumer(bs, group_id="rv", **opts)  # type: ignore[arg-type]
+        second = Consumer(bs, group_id="rv", enable_auto_commit=False, **opts)  # type: ignore[arg-type]
+        got: dict[int, int] = {}  # partition -> the last offset handed to the application
+        try:
+            await first.start()
+            first.subscribe([topic])
+            while len(got) < 2:  # both partitions fetched, most of their records still buffered
+                for rows in (await first.getmany(timeout_ms=100, max_records=1)).values():
+                    got.update((r.partition, r.offset) for r in rows)
+                await asyncio.sleep(0.005)
+            b.faults.add(Fault(api=int(ApiKey.OFFSET_COMMIT), action="delay", delay_ms=1000, count=-1))
+            await second.start()
+            second.subscribe([topic])
+            deadline = time.monotonic() + 20
+            while len(parts(first)) != 1 and time.monotonic() < deadline:  # an application at ~200 records/s
+                for rows in (await first.getmany(timeout_ms=10, max_records=1)).values():
+                    got.update((r.partition, r.offset) for r in rows)
+                await asyncio.sleep(0.005)
+            assert len(parts(first)) == 1
+            (revoked,) = {0, 1} - parts(first)
+            for _ in range(20):  # still reading while the revocation's commit is answered
+                for rows in (await first.getmany(timeout_ms=10, max_records=1)).values():
+                    assert all(r.partition != revoked for r in rows)
+                    got.update((r.partition, r.offset) for r in rows)
+                await asyncio.sleep(0.005)
+            b.faults.clear()
+            await wait_for_committed(bs, topic, revoked, got[revoked] + 1)
+        finally:
+            await first.close()
+            await second.close()
+
+
+
+async def wait_for_committed(bs: str, topic: str, partition: int, expected: int) -> None:
+    """The group "rv" has committed ``expected`` for the partition (within 10 s)."""
+    from client.admin import Admin
+    async with Admin(bs) as admin:
+        deadline = time.monotonic() + 10
+        while True:
+            at = (await admin.list_group_offsets("rv", [(topic, partition)])).get(TopicPartition(topic, partition))
+            offset = None if at is None else at.committed
+            if offset == expected or time.monotonic() > deadline:
+                break
+            await asyncio.sleep(0.1)
+    assert offset == expected, (offset, expected)
