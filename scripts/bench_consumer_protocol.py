@@ -7,7 +7,9 @@ with the broker's defaults for both protocols (``group.consumer.heartbeat.interv
 - **join**: three fresh members subscribe at once to a 6-partition topic that a producer
   thread keeps writing to; the time from ``subscribe`` until every member owns two partitions
   and has consumed from each of them. ``classic`` is librdkafka's default (range, eager),
-  ``cooperative`` is ``cooperative-sticky``, ``consumer`` is ``group.protocol=consumer``.
+  ``cooperative`` is ``cooperative-sticky``, ``consumer`` is ``group.protocol=consumer``;
+  ``ours-classic`` and ``ours-consumer`` are our client's ``Consumer`` with its defaults and
+  ``group_protocol="consumer"``.
 - **pause**: four members consume 60 partitions that get a record every 20 ms each; a fifth
   member joins. For each partition that keeps its owner, the longest gap between two consumed
   records in the 10 s after the join (the same window before the join is the noise floor);
@@ -30,6 +32,7 @@ Medians of ``--repeats`` runs; the command line is printed with the figures.
 from __future__ import annotations
 
 import argparse
+import asyncio
 import os
 import shutil
 import statistics
@@ -84,6 +87,40 @@ class Member:
         self.t.join(30)
 
 
+class OurMember:
+    """The same as ``Member`` with our client (``client.consumer.Consumer``), polled by an
+    asyncio loop on its own thread."""
+
+    def __init__(self, bs: str, topic: str, group: str, protocol: str) -> None:
+        self.args = (bs, topic, group, protocol)
+        self.seen: list[tuple[int, float]] = []
+        self.parts: set[int] = set()
+        self.stop = False
+        self.t = threading.Thread(target=lambda: asyncio.run(self._run()), daemon=True)
+        self.t.start()
+
+    async def _run(self) -> None:
+        from client.consumer import Consumer as OurConsumer
+
+        bs, topic, group, protocol = self.args
+        opts = {"group_protocol": "consumer"} if protocol == "ours-consumer" else {}
+        async with OurConsumer(bs, group_id=group, auto_offset_reset="latest", **opts) as c:  # type: ignore[arg-type]
+            c.subscribe([topic])
+            while not self.stop:
+                for tp, rows in (await c.getmany(timeout_ms=50)).items():
+                    now = time.monotonic()
+                    self.seen.extend((tp.partition, now) for _ in rows)
+                self.parts = {tp.partition for tp in c.assignment()}
+
+    def close(self) -> None:
+        self.stop = True
+        self.t.join(30)
+
+
+#: the join figure's members: librdkafka's three, and our client's with either protocol
+JOIN_PROTOCOLS = [*PROTOCOLS, "ours-classic", "ours-consumer"]
+
+
 class Feeder:
     """A producer thread writing one record to every partition every ``every`` seconds."""
 
@@ -120,7 +157,8 @@ def wait(cond: Callable[[], bool], timeout: float) -> bool:
 def join_time(bs: str, topic: str, protocol: str) -> float:
     group = f"join-{protocol}-{uuid.uuid4().hex[:6]}"
     t0 = time.monotonic()
-    ms = [Member(bs, topic, group, protocol) for _ in range(3)]
+    make = OurMember if protocol.startswith("ours-") else Member
+    ms = [make(bs, topic, group, protocol) for _ in range(3)]
 
     def consuming() -> bool:
         if sorted(len(m.parts) for m in ms) != [2, 2, 2] or set().union(*(m.parts for m in ms)) != set(range(6)):
@@ -290,13 +328,13 @@ def main() -> int:
         create_topic(bs, "join6", 6)
         create_topic(bs, "pause60", 60)
         feed6 = Feeder(bs, "join6", 6, 0.01)
-        joins: dict[str, list[float]] = {p: [] for p in PROTOCOLS}
+        joins: dict[str, list[float]] = {p: [] for p in JOIN_PROTOCOLS}
         for _ in range(args.repeats):
-            for p in PROTOCOLS:  # alternating, so that machine noise hits every protocol alike
+            for p in JOIN_PROTOCOLS:  # alternating, so that machine noise hits every protocol alike
                 joins[p].append(join_time(bs, "join6", p) * 1000)
         feed6.close()
         for p, xs in joins.items():
-            print(f"join, 3 members, {p:>11}: median {statistics.median(xs):7.0f} ms"
+            print(f"join, 3 members, {p:>13}: median {statistics.median(xs):7.0f} ms"
                   f" (runs: {', '.join(f'{x:.0f}' for x in xs)})")
         if not args.skip_pause:
             feed = Feeder(bs, "pause60", 60, 0.02)
