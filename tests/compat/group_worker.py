@@ -130,17 +130,23 @@ async def run_aiokafka(a: argparse.Namespace, sink: Sink) -> None:
     await c.start()
     c.subscribe([a.topic], listener=Listener())
     try:
-        while not os.path.exists(a.stop):
-            batch = await c.getmany(timeout_ms=200)
-            n = 0
-            for records in batch.values():
-                for r in records:
-                    sink.record(r.partition, r.offset)
-                    n += 1
-            if n:
-                await c.commit()
+        await consume_and_commit(c, a, sink)
     finally:
         await c.stop()
+
+
+async def consume_and_commit(c: Any, a: argparse.Namespace, sink: Sink) -> None:
+    """An asyncio consumer's loop (aiokafka's or ours): record each record, commit after each
+    batch, until the stop file appears."""
+    while not os.path.exists(a.stop):
+        batch = await c.getmany(timeout_ms=200)
+        n = 0
+        for records in batch.values():
+            for r in records:
+                sink.record(r.partition, r.offset)
+                n += 1
+        if n:
+            await c.commit()
 
 
 async def run_minibroker(a: argparse.Namespace, sink: Sink) -> None:
@@ -171,15 +177,7 @@ async def run_minibroker(a: argparse.Namespace, sink: Sink) -> None:
     await c.start()
     c.subscribe([a.topic], listener=Listener())
     try:
-        while not os.path.exists(a.stop):
-            batch = await c.getmany(timeout_ms=200)
-            n = 0
-            for records in batch.values():
-                for r in records:
-                    sink.record(r.partition, r.offset)
-                    n += 1
-            if n:
-                await c.commit()
+        await consume_and_commit(c, a, sink)
     finally:
         await c.close()
 
