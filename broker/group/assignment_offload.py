@@ -24,14 +24,11 @@ never the live group; ``done`` is always called on the loop, with the result or 
 from __future__ import annotations
 
 import asyncio
-import logging
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Protocol
 
 __all__ = ["Offload", "ThreadOffload"]
-
-logger = logging.getLogger("broker.group")
 
 #: what ``done`` receives: the function's result, or the exception it raised
 Outcome = Any

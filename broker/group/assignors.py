@@ -103,8 +103,9 @@ def _balance(owner: dict[tuple[uuid.UUID, int], str], counts: dict[str, int],
     for (t, p), m in owner.items():
         held.setdefault(t, {}).setdefault(m, set()).add(p)
     while True:
+        top = max(counts.values())
         for u in sorted(counts, key=lambda m: (counts[m], m)):
-            if counts[u] + 2 > max(counts.values()):
+            if counts[u] + 2 > top:
                 return  # every member left is within one of the most loaded
             chain = _chain(u, counts[u] + 2, counts, subscribed, held)
             if chain:
