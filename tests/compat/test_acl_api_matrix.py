@@ -750,7 +750,7 @@ async def test_idempotent_producer_needs_idempotent_write_or_write_on_a_topic(cl
 CLUSTER_OPS = {Op.CREATE, Op.ALTER, Op.DESCRIBE, Op.CLUSTER_ACTION, Op.DESCRIBE_CONFIGS, Op.ALTER_CONFIGS,
                Op.IDEMPOTENT_WRITE}
 TOPIC_OPS = {Op.READ, Op.WRITE, Op.CREATE, Op.DELETE, Op.ALTER, Op.DESCRIBE, Op.DESCRIBE_CONFIGS, Op.ALTER_CONFIGS}
-GROUP_OPS = {Op.READ, Op.DESCRIBE, Op.DELETE}
+GROUP_OPS = {Op.READ, Op.DESCRIBE, Op.DELETE, Op.DESCRIBE_CONFIGS, Op.ALTER_CONFIGS}  # the configs ones: group configs
 
 
 async def test_describe_cluster_authorized_operations_with_confluent_and_our_admin(cluster: Cluster,
